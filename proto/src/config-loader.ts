@@ -1,0 +1,67 @@
+import type { TObject, TSchema, Static } from 'typebox';
+import { check } from './validate.js';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}
+
+/**
+ * Reads a service's settings from environment variables named as the schema's properties.
+ * Text is converted by the property's type (integers, numbers, booleans `true`/`false`, string
+ * arrays as comma-separated lists); unset variables take the schema default. Every bad variable
+ * is reported at once. The result is frozen.
+ */
+export function loadConfig<S extends TObject>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+): Readonly<Static<S>> {
+  const problems: string[] = [];
+  const out: Record<string, unknown> = {};
+  for (const [name, prop] of Object.entries(schema.properties) as [string, TSchema][]) {
+    const raw = env[name];
+    const p = prop as TSchema & { default?: unknown; type?: string; items?: { type?: string } };
+    if (raw === undefined || raw === '') {
+      if (p.default !== undefined) out[name] = structuredClone(p.default);
+      continue;
+    }
+    const value = fromText(raw, p.type, p.items?.type);
+    if (value === undefined) problems.push(`${name}: cannot read ${JSON.stringify(raw)} as ${p.type}`);
+    else out[name] = value;
+  }
+  if (problems.length === 0) {
+    const result = check<Static<S>>(schema, out, 'env');
+    if (!result.ok) {
+      for (const i of result.issues) problems.push(`${i.loc.slice(1).join('.')}: ${i.msg}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(out) as Readonly<Static<S>>;
+}
+
+function fromText(raw: string, type?: string, itemType?: string): unknown {
+  switch (type) {
+    case 'integer': {
+      const n = Number(raw);
+      return Number.isInteger(n) ? n : undefined;
+    }
+    case 'number': {
+      const n = Number(raw);
+      return Number.isFinite(n) ? n : undefined;
+    }
+    case 'boolean': {
+      const v = raw.trim().toLowerCase();
+      if (['true', '1', 'yes'].includes(v)) return true;
+      if (['false', '0', 'no'].includes(v)) return false;
+      return undefined;
+    }
+    case 'array': {
+      const items = raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+      return itemType === 'string' || itemType === undefined ? items : undefined;
+    }
+    default:
+      return raw;
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Error codes of the service: the machine-parseable `error_code` of a failed job and the codes
+ * that reach HTTP. One table decides retryability and, where it applies, the HTTP status.
+ * Never rename a code: clients branch on them. `docs/errors.md` documents each one.
+ */
+export const ErrorCode = {
+  CONNECTION_TIMEOUT: 'CONNECTION_TIMEOUT',
+  CONNECTION_REFUSED: 'CONNECTION_REFUSED',
+  HOST_UNREACHABLE: 'HOST_UNREACHABLE',
+  AUTH_FAILED: 'AUTH_FAILED',
+  READ_TIMEOUT: 'READ_TIMEOUT',
+  COMMAND_ERROR: 'COMMAND_ERROR',
+  PLATFORM_AUTODETECT_FAILED: 'PLATFORM_AUTODETECT_FAILED',
+  CIRCUIT_OPEN: 'CIRCUIT_OPEN',
+  DEVICE_LOCKED_OUT: 'DEVICE_LOCKED_OUT',
+  JOB_TIMEOUT: 'JOB_TIMEOUT',
+  WORKER_LOST: 'WORKER_LOST',
+  CANCELLED: 'CANCELLED',
+  TEMPLATE_ERROR: 'TEMPLATE_ERROR',
+  INTERNAL: 'INTERNAL',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface ErrorCodeInfo {
+  /** Whether submitting the same job again may succeed without a change on the caller's side. */
+  readonly retryable: boolean;
+  /** What the code means, for documentation and error texts. */
+  readonly meaning: string;
+}
+
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
+  CONNECTION_TIMEOUT: { retryable: true, meaning: 'TCP connection or SSH handshake timed out' },
+  CONNECTION_REFUSED: { retryable: true, meaning: 'the device refused the TCP connection' },
+  HOST_UNREACHABLE: { retryable: true, meaning: 'the host name did not resolve or no route' },
+  AUTH_FAILED: { retryable: false, meaning: 'the device rejected the credentials' },
+  READ_TIMEOUT: { retryable: true, meaning: 'the device did not answer within read_timeout' },
+  COMMAND_ERROR: { retryable: false, meaning: 'the device rejected a command' },
+  PLATFORM_AUTODETECT_FAILED: { retryable: false, meaning: 'platform autodetect failed' },
+  CIRCUIT_OPEN: { retryable: true, meaning: 'too many recent connection failures to the device' },
+  DEVICE_LOCKED_OUT: { retryable: false, meaning: 'too many failed logins for this user' },
+  JOB_TIMEOUT: { retryable: true, meaning: 'the job ran longer than JOB_TIMEOUT' },
+  WORKER_LOST: { retryable: false, meaning: 'the actor host running the job stopped' },
+  CANCELLED: { retryable: false, meaning: 'the job was cancelled by its submitter' },
+  TEMPLATE_ERROR: { retryable: false, meaning: 'the parsing template is invalid' },
+  INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
+};
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+
+/** A failure with a code. Retryability is data taken from the table, not the class. */
+export class SvcError extends Error {
+  override readonly name = 'SvcError';
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.code = code;
+    this.retryable = ERROR_CODES[code].retryable;
+  }
+
+  /** The form that crosses NATS and lands in job records. */
+  toWire(): WireError {
+    return { code: this.code, message: this.message, retryable: this.retryable };
+  }
+
+  static fromWire(wire: WireError): SvcError {
+    return new SvcError(isErrorCode(wire.code) ? wire.code : ErrorCode.INTERNAL, wire.message);
+  }
+
+  /** Wraps anything thrown into a SvcError; unknown failures become INTERNAL. */
+  static from(err: unknown): SvcError {
+    if (err instanceof SvcError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    return new SvcError(ErrorCode.INTERNAL, message, { cause: err });
+  }
+}
+
+export interface WireError {
+  code: string;
+  message: string;
+  retryable: boolean;
+}

@@ -1,0 +1,88 @@
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { JobEvent, JobRecord, JobStatus } from './messages/job.js';
+import { Subjects } from './subjects.js';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+export function decodeJson<T>(data: Uint8Array): T {
+  return JSON.parse(decoder.decode(data)) as T;
+}
+
+export interface StoredRecord {
+  record: JobRecord;
+  revision: number;
+}
+
+/**
+ * Job records in the `svc-jobs` bucket. Every status change goes through `transition`, a
+ * compare-and-set on the record's revision, so two processes can never both move a job out of
+ * the same state (this is what stops a job from starting twice).
+ */
+export class JobStore {
+  constructor(
+    readonly kv: KV,
+    private readonly js: JetStreamClient,
+  ) {}
+
+  async create(record: JobRecord): Promise<void> {
+    await this.kv.create(record.job_id, encodeJson(record));
+  }
+
+  async get(jobId: string): Promise<StoredRecord | null> {
+    const entry = await this.kv.get(jobId);
+    if (!entry || entry.operation !== 'PUT') return null;
+    return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };
+  }
+
+  /**
+   * Applies `change` to the current record and writes it back if nobody wrote in between,
+   * retrying on conflict. `change` returns null to leave the record as it is.
+   * Returns the record written, or null when the job is unknown or `change` declined.
+   */
+  async transition(
+    jobId: string,
+    change: (current: JobRecord) => JobRecord | null,
+  ): Promise<JobRecord | null> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const stored = await this.get(jobId);
+      if (!stored) return null;
+      const next = change(stored.record);
+      if (!next) return null;
+      try {
+        await this.kv.update(jobId, encodeJson(next), stored.revision);
+        return next;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+    throw new Error(`job record ${jobId} kept changing; gave up after 20 attempts`);
+  }
+
+  /** Publishes the event of a status change for SSE, webhooks and outside subscribers. */
+  async publishEvent(record: JobRecord, status: JobStatus = record.status): Promise<void> {
+    const event: JobEvent = {
+      job_id: record.job_id,
+      status,
+      at: new Date().toISOString(),
+      context: record.spec.context,
+      host: record.spec.host,
+      platform: record.spec.platform,
+      error_code: record.error_code,
+      error: record.error,
+    };
+    await this.js.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
+      msgID: `${record.job_id}.${status}`,
+    });
+  }
+}
+
+export function isWrongRevision(err: unknown): boolean {
+  const text = err instanceof Error ? err.message : String(err);
+  return /wrong last sequence|key exists|10071/i.test(text);
+}

@@ -1,0 +1,53 @@
+import { pino, type Logger, type LoggerOptions } from 'pino';
+
+/**
+ * Paths pino removes from every log line. Secrets must never be logged; this is the last line
+ * of defence, not the first (code logs ids and sizes, never payloads).
+ */
+export const REDACT_PATHS = [
+  'password',
+  'enable',
+  'secret',
+  'token',
+  'authorization',
+  '*.password',
+  '*.enable',
+  '*.secret',
+  '*.webhook_secret',
+  '*.token',
+  '*.authorization',
+  'req.headers.authorization',
+  '*.headers.authorization',
+];
+
+const LEVELS: Record<string, string> = {
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARNING: 'warn',
+  WARN: 'warn',
+  ERROR: 'error',
+};
+
+/**
+ * The root logger of a process: JSON lines with timestamp, level (INFO, DEBUG, WARNING, ERROR as
+ * the specification names them), logger and message.
+ */
+export function createLogger(
+  service: string,
+  level = 'INFO',
+  destination?: pino.DestinationStream,
+): Logger {
+  const options: LoggerOptions = {
+    level: LEVELS[level.toUpperCase()] ?? 'info',
+    base: { service, logger: `svc.${service}` },
+    messageKey: 'message',
+    timestamp: () => `,"timestamp":"${new Date().toISOString()}"`,
+    formatters: {
+      level: (label) => ({ level: label === 'warn' ? 'WARNING' : label.toUpperCase() }),
+    },
+    redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+  };
+  return destination ? pino(options, destination) : pino(options);
+}
+
+export type { Logger };

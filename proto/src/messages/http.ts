@@ -1,0 +1,52 @@
+import { Type, type Static } from 'typebox';
+
+/** One validation failure: where, what, and a pydantic-style type name. */
+export const ValidationIssue = Type.Object({
+  loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),
+  msg: Type.String(),
+  type: Type.String(),
+});
+export type ValidationIssue = Static<typeof ValidationIssue>;
+
+/** 422 body. */
+export const ValidationErrorBody = Type.Object(
+  {
+    message: Type.String(),
+    validation_error: Type.Object({ json: Type.Array(ValidationIssue) }),
+  },
+  { $id: 'ValidationErrorBody' },
+);
+export type ValidationErrorBody = Static<typeof ValidationErrorBody>;
+
+/** 401, 403, 404, 409, 429, 503 body. */
+export const MessageBody = Type.Object(
+  { message: Type.String(), error_code: Type.Optional(Type.String()) },
+  { $id: 'MessageBody' },
+);
+export type MessageBody = Static<typeof MessageBody>;
+
+export const HealthStatus = {
+  healthy: 'healthy',
+  degraded: 'degraded',
+  noWorkers: 'no_workers',
+} as const;
+
+export const HealthRecord = Type.Object(
+  {
+    status: Type.Enum(Object.values(HealthStatus)),
+    version: Type.String(),
+    uptime_seconds: Type.Integer(),
+    components: Type.Object({
+      redis: Type.Object({ status: Type.String() }),
+      queue: Type.Object({ status: Type.String(), depth: Type.Integer() }),
+      workers: Type.Object({
+        status: Type.String(),
+        count: Type.Integer(),
+        active_jobs: Type.Integer(),
+      }),
+      failed_jobs: Type.Integer(),
+    }),
+  },
+  { $id: 'HealthRecord' },
+);
+export type HealthRecord = Static<typeof HealthRecord>;

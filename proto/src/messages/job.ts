@@ -1,0 +1,187 @@
+import { Type, type Static } from 'typebox';
+import { Tags } from './send-command.js';
+
+export const JobKind = {
+  command: 'command',
+  config: 'config',
+  structured: 'structured',
+} as const;
+export type JobKind = (typeof JobKind)[keyof typeof JobKind];
+
+export const JobStatus = {
+  queued: 'queued',
+  started: 'started',
+  finished: 'finished',
+  failed: 'failed',
+  cancelled: 'cancelled',
+} as const;
+export type JobStatus = (typeof JobStatus)[keyof typeof JobStatus];
+
+export const TERMINAL_STATUSES: readonly JobStatus[] = ['finished', 'failed', 'cancelled'];
+export function isTerminal(status: JobStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+/**
+ * The non-secret part of a job: everything needed to run it again except credentials.
+ * Kept in the job record so that a replay rebuilds the job with the caller's current secrets.
+ */
+export const JobSpec = Type.Object(
+  {
+    kind: Type.Enum(Object.values(JobKind)),
+    context: Type.String(),
+    host: Type.String(),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    platform: Type.String(),
+    commands: Type.Array(Type.String(), { minItems: 1 }),
+    conn_timeout: Type.Number({ description: 'seconds' }),
+    read_timeout: Type.Number({ description: 'seconds' }),
+    expect_string: NullableString,
+    tags: Tags,
+    webhook_url: NullableString,
+    save_config: Type.Boolean(),
+    commit: Type.Boolean(),
+    textfsm_template: NullableString,
+    ttp_template: NullableString,
+  },
+  { $id: 'JobSpec', additionalProperties: false },
+);
+export type JobSpec = Static<typeof JobSpec>;
+
+/**
+ * A job as it crosses NATS (streams `SVC_JOBS` and `SVC_ACTOR`). Credentials and the webhook
+ * secret travel only inside `sealed`, AES-256-GCM under SVC_ENCRYPTION_KEY.
+ */
+export const JobEnvelope = Type.Object(
+  {
+    v: Type.Literal(1),
+    job_id: Type.String(),
+    owner: Type.String({ description: 'caller identity: basic:<user> or key:<key_id>' }),
+    username: Type.String({ description: 'device username (not a secret; used in audit)' }),
+    spec: JobSpec,
+    sealed: Type.String({ description: 'sealed DeviceSecrets' }),
+    enqueued_at: Type.String(),
+    /** How many times the job has been placed; re-placement after a host loss increments it. */
+    placement: Type.Integer({ minimum: 0 }),
+  },
+  { $id: 'JobEnvelope', additionalProperties: false },
+);
+export type JobEnvelope = Static<typeof JobEnvelope>;
+
+/** What `sealed` holds once opened. Never logged, never stored in clear. */
+export interface DeviceSecrets {
+  username: string;
+  password: string;
+  enable: string | null;
+  webhook_secret: string | null;
+}
+
+/** The job record kept in the `svc-jobs` bucket (key: job id). */
+export const JobRecord = Type.Object(
+  {
+    job_id: Type.String(),
+    status: Type.Enum(Object.values(JobStatus)),
+    owner: Type.String(),
+    username: Type.String(),
+    spec: JobSpec,
+    enqueued_at: Type.String(),
+    started_at: NullableString,
+    ended_at: NullableString,
+    results: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    error: NullableString,
+    error_code: NullableString,
+    error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
+    detected_platform: NullableString,
+    /** Actor host that started the job; the reaper fails it when that host goes silent. */
+    actor_host: NullableString,
+  },
+  { $id: 'JobRecord', additionalProperties: false },
+);
+export type JobRecord = Static<typeof JobRecord>;
+
+/** GET of a job: the specification's job result record. */
+export const JobResult = Type.Object(
+  {
+    job_id: Type.String(),
+    status: Type.String(),
+    results: Type.Optional(Type.Unknown()),
+    error: Type.Optional(NullableString),
+    error_code: Type.Optional(NullableString),
+    error_retryable: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    detected_platform: Type.Optional(NullableString),
+    tags: Type.Optional(Tags),
+    enqueued_at: Type.Optional(Type.String()),
+    started_at: Type.Optional(NullableString),
+    ended_at: Type.Optional(NullableString),
+  },
+  { $id: 'JobResult' },
+);
+export type JobResult = Static<typeof JobResult>;
+
+export function toJobResult(record: JobRecord): JobResult {
+  return {
+    job_id: record.job_id,
+    status: record.status,
+    results: record.results,
+    error: record.error,
+    error_code: record.error_code,
+    error_retryable: record.error_retryable,
+    detected_platform: record.detected_platform,
+    tags: record.spec.tags,
+    enqueued_at: record.enqueued_at,
+    started_at: record.started_at,
+    ended_at: record.ended_at,
+  };
+}
+
+/** 202 answer to every submission. */
+export const EnqueueResponse = Type.Object(
+  {
+    job_id: Type.String({ description: 'job identifier (equals the request id)' }),
+    message: Type.String(),
+    queue_position: Type.Integer({ description: 'approximate position, 1 = next to run' }),
+    enqueued_at: Type.String({ description: 'ISO 8601' }),
+    timeout: Type.Integer({ description: 'job timeout, seconds' }),
+    deduplicated: Type.Boolean({ default: false }),
+    idempotent: Type.Boolean({ default: false }),
+  },
+  { $id: 'EnqueueResponse' },
+);
+export type EnqueueResponse = Static<typeof EnqueueResponse>;
+
+/**
+ * Published on `svc.events.job.<job_id>.<status>` at every status change. Results are not in
+ * the event (they can be large); read the job record for them.
+ */
+export const JobEvent = Type.Object(
+  {
+    job_id: Type.String(),
+    status: Type.Enum(Object.values(JobStatus)),
+    at: Type.String({ description: 'ISO 8601 time of the change' }),
+    context: Type.String(),
+    host: Type.String(),
+    platform: Type.String(),
+    error_code: Type.Optional(NullableString),
+    error: Type.Optional(NullableString),
+  },
+  { $id: 'JobEvent' },
+);
+export type JobEvent = Static<typeof JobEvent>;
+
+/** An actor host's heartbeat in `svc-workers` (key: host id). */
+export const WorkerHeartbeat = Type.Object(
+  {
+    host_id: Type.String(),
+    contexts: Type.Array(Type.String()),
+    capacity: Type.Integer({ description: 'ACTOR_MAX_SESSIONS' }),
+    busy: Type.Integer({ description: 'sessions running now' }),
+    active_jobs: Type.Integer(),
+    started_at: Type.String(),
+    last_beat: Type.String(),
+    pool_size: Type.Integer({ description: 'warm sessions held' }),
+  },
+  { $id: 'WorkerHeartbeat' },
+);
+export type WorkerHeartbeat = Static<typeof WorkerHeartbeat>;

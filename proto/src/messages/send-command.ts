@@ -1,0 +1,110 @@
+import { Type, type Static } from 'typebox';
+
+/** Tag keys and values: alphanumeric plus hyphen, underscore and colon, 1 to 64 characters. */
+export const TAG_PATTERN = '^[A-Za-z0-9_:-]{1,64}$';
+export const MAX_TAGS = 10;
+
+const NullableString = (description: string) =>
+  Type.Union([Type.String(), Type.Null()], { description });
+
+export const Tags = Type.Union(
+  [
+    Type.Record(Type.String({ pattern: TAG_PATTERN }), Type.String({ pattern: TAG_PATTERN }), {
+      maxProperties: MAX_TAGS,
+      additionalProperties: false,
+    }),
+    Type.Null(),
+  ],
+  { description: 'At most 10 tags; keys and values 1-64 of [A-Za-z0-9_:-].' },
+);
+
+/**
+ * The connection fields shared by every submission. Types are strict: a value of the wrong JSON
+ * type is rejected, never coerced. Host syntax and aliases are checked after the schema, in
+ * `normalizeSubmission`, so that their messages can be precise.
+ */
+export const ConnectionFields = {
+  commands: Type.Array(Type.String(), {
+    minItems: 1,
+    description: 'Commands to run, in order. At least one.',
+  }),
+  host: Type.Optional(NullableString('IPv4, IPv6 or RFC 1123 host name of the device.')),
+  ip: Type.Optional(NullableString('Deprecated alias of host.')),
+  platform: Type.Optional(
+    Type.String({ description: 'Device platform identifier, or autodetect. Default cisco_ios.' }),
+  ),
+  device_type: Type.Optional(NullableString('Deprecated alias of platform.')),
+  port: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 65535, description: 'SSH port. Default 22.' }),
+  ),
+  username: Type.Optional(NullableString('Device username; required with Bearer auth.')),
+  password: Type.Optional(NullableString('Device password; required with Bearer auth.')),
+  enable: Type.Optional(NullableString('Enable password; defaults to password.')),
+  context: Type.Optional(Type.String({ description: 'Routing context. Default "default".' })),
+  conn_timeout: Type.Optional(
+    Type.Number({ minimum: 1, description: 'TCP connection timeout, seconds. Default 10.' }),
+  ),
+  read_timeout: Type.Optional(
+    Type.Number({ minimum: 1, description: 'Wait for device output, seconds. Default 30.' }),
+  ),
+  expect_string: Type.Optional(
+    NullableString('Regex matched in device output; overrides prompt detection.'),
+  ),
+  tags: Type.Optional(Tags),
+  webhook_url: Type.Optional(NullableString('HTTPS URL notified on completion.')),
+  webhook_secret: Type.Optional(NullableString('Secret for the HMAC-SHA256 webhook signature.')),
+};
+
+export const SendCommandRequest = Type.Object(ConnectionFields, {
+  $id: 'SendCommandRequest',
+  description: 'POST /v2/send-command',
+});
+export type SendCommandRequest = Static<typeof SendCommandRequest>;
+
+export const SendConfigRequest = Type.Object(
+  {
+    ...ConnectionFields,
+    save_config: Type.Optional(
+      Type.Boolean({ description: 'Save the running configuration to startup. Default false.' }),
+    ),
+    commit: Type.Optional(
+      Type.Boolean({ description: 'Commit on platforms that need it. Default false.' }),
+    ),
+  },
+  { $id: 'SendConfigRequest', description: 'POST /v2/send-config' },
+);
+export type SendConfigRequest = Static<typeof SendConfigRequest>;
+
+export const SendCommandStructuredRequest = Type.Object(
+  {
+    ...ConnectionFields,
+    textfsm_template: Type.Optional(
+      NullableString('TextFSM template text. Exclusive with ttp_template.'),
+    ),
+    ttp_template: Type.Optional(
+      NullableString('TTP template text, or ttp://<path> under SVC_TTP_TEMPLATES_DIR.'),
+    ),
+  },
+  { $id: 'SendCommandStructuredRequest', description: 'POST /v2/send-command-structured' },
+);
+export type SendCommandStructuredRequest = Static<typeof SendCommandStructuredRequest>;
+
+/** v1 routes also accept the retired `delay_factor` (an integer, ignored beyond validation). */
+export const V1SendCommandRequest = Type.Object(
+  {
+    ...ConnectionFields,
+    delay_factor: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])),
+  },
+  { $id: 'V1SendCommandRequest', description: 'POST /v1/send_command (deprecated)' },
+);
+export type V1SendCommandRequest = Static<typeof V1SendCommandRequest>;
+
+export const V1SendCommandStructuredRequest = Type.Object(
+  {
+    ...ConnectionFields,
+    delay_factor: Type.Optional(Type.Union([Type.Integer({ minimum: 0 }), Type.Null()])),
+    textfsm_template: Type.Optional(NullableString('TextFSM template text.')),
+    ttp_template: Type.Optional(NullableString('TTP template text or ttp:// reference.')),
+  },
+  { $id: 'V1SendCommandStructuredRequest' },
+);

@@ -1,0 +1,62 @@
+export { ErrorCode, ERROR_CODES, SvcError, isErrorCode } from './errors.js';
+export type { ErrorCodeInfo, WireError } from './errors.js';
+export { PLATFORMS, AUTODETECT, DEFAULT_PLATFORM, isPlatform } from './platforms.js';
+export type { Platform } from './platforms.js';
+export {
+  Streams,
+  Subjects,
+  Consumers,
+  Buckets,
+  LockKeys,
+  Headers,
+  subjectToken,
+  encodeToken,
+} from './subjects.js';
+export type { Bucket } from './subjects.js';
+export {
+  SendCommandRequest,
+  SendConfigRequest,
+  SendCommandStructuredRequest,
+  V1SendCommandRequest,
+  V1SendCommandStructuredRequest,
+  ConnectionFields,
+  Tags,
+  TAG_PATTERN,
+  MAX_TAGS,
+} from './messages/send-command.js';
+export {
+  JobKind,
+  JobStatus,
+  TERMINAL_STATUSES,
+  isTerminal,
+  JobSpec,
+  JobEnvelope,
+  JobRecord,
+  JobResult,
+  toJobResult,
+  EnqueueResponse,
+  JobEvent,
+  WorkerHeartbeat,
+} from './messages/job.js';
+export type { DeviceSecrets } from './messages/job.js';
+export {
+  ValidationIssue,
+  ValidationErrorBody,
+  MessageBody,
+  HealthRecord,
+  HealthStatus,
+} from './messages/http.js';
+export { ajv, check, validatorFor, toIssues } from './validate.js';
+export type { Checked } from './validate.js';
+export { normalizeSubmission, isDeviceHost, SubmissionDefaults } from './submission.js';
+export type { CallerCredentials, NormalizeOptions, Normalized } from './submission.js';
+export { Sealer } from './sealing.js';
+export { ensureTopology, DefaultTopology } from './topology.js';
+export type { TopologyOptions, Stores } from './topology.js';
+export { JobStore, encodeJson, decodeJson, isWrongRevision } from './job-store.js';
+export type { StoredRecord } from './job-store.js';
+export { createLogger, REDACT_PATHS } from './logging.js';
+export type { Logger } from './logging.js';
+export { loadConfig, ConfigError } from './config-loader.js';
+export { SharedSettings, topologyFrom } from './shared-config.js';
+export { connectNats, compareVersions, MIN_SERVER_VERSION } from './nats-connection.js';

@@ -1,0 +1,29 @@
+/**
+ * Device platform identifiers, the same names as the Python device-driver library operators
+ * already use. The gateway rejects any other value; the device actor has a driver for each.
+ */
+export const PLATFORMS = [
+  'cisco_ios',
+  'cisco_xe',
+  'cisco_xr',
+  'cisco_nxos',
+  'cisco_asa',
+  'arista_eos',
+  'juniper_junos',
+  'hp_procurve',
+  'aruba_aoscx',
+  'huawei',
+  'fortinet',
+  'paloalto_panos',
+  'linux',
+] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+/** Fingerprints the device over a separate session and picks the platform. */
+export const AUTODETECT = 'autodetect';
+
+export const DEFAULT_PLATFORM: Platform = 'cisco_ios';
+
+export function isPlatform(value: string): value is Platform {
+  return (PLATFORMS as readonly string[]).includes(value);
+}

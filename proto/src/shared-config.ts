@@ -1,0 +1,77 @@
+import { Type } from 'typebox';
+import type { TopologyOptions } from './topology.js';
+
+/**
+ * Settings every service reads. Each service's `config.ts` spreads these into its own schema.
+ * Durations are seconds, as in the specification.
+ */
+export const SharedSettings = {
+  NATS_URL: Type.String({
+    default: 'nats://127.0.0.1:4222',
+    description: 'NATS server URL(s), comma-separated for a cluster.',
+  }),
+  NATS_REPLICAS: Type.Integer({
+    default: 1,
+    minimum: 1,
+    maximum: 5,
+    description: 'Replicas of streams and buckets (3 on a 3-node cluster).',
+  }),
+  LOG_LEVEL: Type.String({ default: 'INFO', description: 'DEBUG, INFO, WARNING or ERROR.' }),
+  SVC_ENCRYPTION_KEY: Type.String({
+    default: '',
+    description:
+      'AES-256-GCM keyring sealing device credentials: comma-separated base64 32-byte keys, newest first. Required.',
+  }),
+  JOB_TIMEOUT: Type.Integer({
+    default: 120,
+    minimum: 1,
+    description: 'Seconds a job may run before it fails with JOB_TIMEOUT.',
+  }),
+  JOB_TTL_SUCCESS: Type.Integer({
+    default: 86_400,
+    minimum: 60,
+    description: 'Seconds a job record (and its results) is kept.',
+  }),
+  JOB_TTL_FAILED: Type.Integer({
+    default: 604_800,
+    minimum: 60,
+    description: 'Seconds a failed job stays in the failed-job registry.',
+  }),
+  FAILED_JOB_MAX_RETAIN: Type.Integer({
+    default: 500,
+    minimum: 1,
+    description: 'Most entries kept in the failed-job registry.',
+  }),
+  IDEMPOTENCY_TTL: Type.Integer({
+    default: 86_400,
+    minimum: 1,
+    description: 'Seconds an X-Idempotency-Key is remembered.',
+  }),
+  SSE_TIMEOUT: Type.Integer({
+    default: 300,
+    minimum: 1,
+    description: 'Seconds an SSE stream stays open before its timeout event.',
+  }),
+};
+
+type SharedValues = {
+  NATS_REPLICAS: number;
+  JOB_TIMEOUT: number;
+  JOB_TTL_SUCCESS: number;
+  JOB_TTL_FAILED: number;
+  FAILED_JOB_MAX_RETAIN: number;
+  IDEMPOTENCY_TTL: number;
+  SSE_TIMEOUT: number;
+};
+
+export function topologyFrom(config: SharedValues): TopologyOptions {
+  return {
+    replicas: config.NATS_REPLICAS,
+    jobTtlSeconds: config.JOB_TTL_SUCCESS,
+    failedTtlSeconds: config.JOB_TTL_FAILED,
+    failedMaxRetain: config.FAILED_JOB_MAX_RETAIN,
+    idempotencyTtlSeconds: config.IDEMPOTENCY_TTL,
+    dedupTtlSeconds: config.JOB_TIMEOUT + 60,
+    eventsMaxAgeSeconds: Math.max(600, config.SSE_TIMEOUT * 2),
+  };
+}

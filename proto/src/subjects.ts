@@ -1,0 +1,86 @@
+/**
+ * Every NATS name the services share: subjects, streams, consumers, buckets and headers.
+ * Builders reject tokens that would change a subject's shape (`.`, `*`, `>`, whitespace).
+ */
+
+const UNSAFE_TOKEN = /[.*>\s]/;
+
+/** Throws when a value cannot be one subject token. */
+export function subjectToken(value: string): string {
+  if (value.length === 0 || UNSAFE_TOKEN.test(value)) {
+    throw new Error(`not a valid subject token: ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/**
+ * Encodes any string (a host name, an IPv6 address) into one safe token: letters, digits, `-`
+ * and `_` are kept; every other byte becomes `_xx` (hex), so the encoding is reversible.
+ */
+export function encodeToken(value: string): string {
+  let out = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const ch = String.fromCharCode(byte);
+    out += /[A-Za-z0-9-]/.test(ch) ? ch : `_${byte.toString(16).padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export const Streams = {
+  /** Accepted jobs, one subject per routing context. Work-queue retention. */
+  jobs: 'SVC_JOBS',
+  /** Jobs placed on one actor host. Work-queue retention. */
+  actor: 'SVC_ACTOR',
+  /** Job status and result events for SSE, webhooks and outside subscribers. */
+  events: 'SVC_EVENTS',
+} as const;
+
+export const Subjects = {
+  jobsAll: 'svc.jobs.>',
+  jobs: (context: string) => `svc.jobs.${subjectToken(context)}`,
+  actorAll: 'svc.actor.>',
+  actor: (hostId: string) => `svc.actor.${subjectToken(hostId)}`,
+  eventsAll: 'svc.events.job.>',
+  jobEvents: (jobId: string) => `svc.events.job.${subjectToken(jobId)}.>`,
+  jobEvent: (jobId: string, status: string) =>
+    `svc.events.job.${subjectToken(jobId)}.${subjectToken(status)}`,
+  cancelAll: 'svc.control.cancel.>',
+  cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
+} as const;
+
+export const Consumers = {
+  /** The dispatcher's durable consumer for one context. */
+  dispatch: (context: string) => `dispatch_${encodeToken(context)}`,
+  /** An actor host's durable consumer of its own placement subject. */
+  actor: (hostId: string) => `actor_${encodeToken(hostId)}`,
+} as const;
+
+export const Buckets = {
+  jobs: 'svc-jobs',
+  failed: 'svc-failed',
+  dedup: 'svc-dedup',
+  idempotency: 'svc-idem',
+  workers: 'svc-workers',
+  breakers: 'svc-breakers',
+  lockout: 'svc-lockout',
+  apiKeys: 'svc-apikeys',
+  revoked: 'svc-revoked',
+  rateLimit: 'svc-ratelimit',
+  locks: 'svc-locks',
+} as const;
+export type Bucket = (typeof Buckets)[keyof typeof Buckets];
+
+/** Keys inside `svc-locks`. */
+export const LockKeys = {
+  reaper: 'reaper',
+  dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
+  device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
+} as const;
+
+export const Headers = {
+  /** W3C trace context, carried from the gateway through the dispatcher to the actor. */
+  traceparent: 'traceparent',
+  tracestate: 'tracestate',
+  /** JetStream's own de-duplication header. */
+  msgId: 'Nats-Msg-Id',
+} as const;

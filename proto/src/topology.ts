@@ -1,0 +1,120 @@
+import {
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Buckets, Streams, Subjects, type Bucket } from './subjects.js';
+
+/** Retention settings of the shared NATS state. Durations in seconds. */
+export interface TopologyOptions {
+  /** Stream and bucket replicas: 1 on one node, 3 on a 3-node cluster. */
+  replicas: number;
+  /** How long job records live (JOB_TTL_SUCCESS). */
+  jobTtlSeconds: number;
+  /** How long failed-job entries live (JOB_TTL_FAILED). */
+  failedTtlSeconds: number;
+  /** At most this many failed-job entries (FAILED_JOB_MAX_RETAIN). */
+  failedMaxRetain: number;
+  /** Lifetime of idempotency keys (IDEMPOTENCY_TTL). */
+  idempotencyTtlSeconds: number;
+  /** Lifetime of in-flight dedup keys (JOB_TIMEOUT + 60). */
+  dedupTtlSeconds: number;
+  /** Age of kept job events; at least the SSE stream timeout. */
+  eventsMaxAgeSeconds: number;
+}
+
+export const DefaultTopology: TopologyOptions = {
+  replicas: 1,
+  jobTtlSeconds: 86_400,
+  failedTtlSeconds: 7 * 86_400,
+  failedMaxRetain: 500,
+  idempotencyTtlSeconds: 86_400,
+  dedupTtlSeconds: 180,
+  eventsMaxAgeSeconds: 600,
+};
+
+const NS_PER_S = 1_000_000_000;
+
+/** The KV buckets of the service, opened once per process. */
+export type Stores = Record<Bucket, KV>;
+
+/**
+ * Creates the streams and buckets when missing (idempotent; every service calls it at start so
+ * that any of them may come up first) and opens every bucket.
+ */
+export async function ensureTopology(nc: NatsConnection, opts: TopologyOptions): Promise<Stores> {
+  const jsm = await jetstreamManager(nc);
+  const replicas = opts.replicas;
+  const workQueue = (
+    name: string,
+    subjects: string[],
+  ): Partial<StreamConfig> & { name: string } => ({
+    name,
+    subjects,
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    num_replicas: replicas,
+    duplicate_window: 120 * NS_PER_S,
+  });
+  await ensureStream(jsm, workQueue(Streams.jobs, [Subjects.jobsAll]));
+  await ensureStream(jsm, workQueue(Streams.actor, [Subjects.actorAll]));
+  await ensureStream(jsm, {
+    name: Streams.events,
+    subjects: [Subjects.eventsAll],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    num_replicas: replicas,
+    max_age: opts.eventsMaxAgeSeconds * NS_PER_S,
+    discard: DiscardPolicy.Old,
+  });
+
+  const kvm = new Kvm(jetstream(nc));
+  const ttl = (seconds: number) => seconds * 1000;
+  const make = (name: Bucket, seconds = 0, history = 1) =>
+    kvm.create(name, { replicas, history, ttl: ttl(seconds), storage: StorageType.File });
+  const stores: Stores = {
+    [Buckets.jobs]: await make(Buckets.jobs, opts.jobTtlSeconds),
+    [Buckets.failed]: await make(Buckets.failed, opts.failedTtlSeconds),
+    [Buckets.dedup]: await make(Buckets.dedup, opts.dedupTtlSeconds),
+    [Buckets.idempotency]: await make(Buckets.idempotency, opts.idempotencyTtlSeconds),
+    [Buckets.workers]: await make(Buckets.workers, 86_400),
+    [Buckets.breakers]: await make(Buckets.breakers, 86_400),
+    [Buckets.lockout]: await make(Buckets.lockout, 86_400),
+    [Buckets.apiKeys]: await make(Buckets.apiKeys),
+    [Buckets.revoked]: await make(Buckets.revoked),
+    [Buckets.rateLimit]: await make(Buckets.rateLimit, 3600),
+    [Buckets.locks]: await make(Buckets.locks),
+  };
+  // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
+  const failedStream = `KV_${Buckets.failed}`;
+  const info = await jsm.streams.info(failedStream);
+  if (info.config.max_msgs !== opts.failedMaxRetain) {
+    await jsm.streams.update(failedStream, { ...info.config, max_msgs: opts.failedMaxRetain });
+  }
+  return stores;
+}
+
+async function ensureStream(
+  jsm: JetStreamManager,
+  config: Partial<StreamConfig> & { name: string },
+): Promise<void> {
+  const name = config.name;
+  try {
+    await jsm.streams.info(name);
+  } catch {
+    try {
+      await jsm.streams.add(config);
+    } catch (err) {
+      // Another service may have created it between our info and add.
+      await jsm.streams.info(name).catch(() => {
+        throw err;
+      });
+    }
+  }
+}

@@ -1,0 +1,147 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { TSchema } from 'typebox';
+import type { ValidationIssue } from './messages/http.js';
+
+// ajv-formats is CommonJS with a default export; under NodeNext its default import is the module.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+/** The one Ajv instance of a process: strict, all errors, standard formats, no coercion. */
+export const ajv = new Ajv({ strict: false, allErrors: true, coerceTypes: false });
+addFormats(ajv);
+
+const compiled = new WeakMap<TSchema, ValidateFunction>();
+
+/** Compiles a schema once and caches the validator. */
+export function validatorFor(schema: TSchema): ValidateFunction {
+  let fn = compiled.get(schema);
+  if (!fn) {
+    fn = ajv.compile(schema);
+    compiled.set(schema, fn);
+  }
+  return fn;
+}
+
+export type Checked<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
+
+/** Validates a value; `where` prefixes each location (`body`, `query`, `path`). */
+export function check<T>(schema: TSchema, value: unknown, where: string): Checked<T> {
+  const fn = validatorFor(schema);
+  if (fn(value)) return { ok: true, value: value as T };
+  return { ok: false, issues: toIssues(fn.errors ?? [], where) };
+}
+
+const JSON_TYPE_NAMES: Record<string, string> = {
+  string: 'string_type',
+  integer: 'int_type',
+  number: 'float_type',
+  boolean: 'bool_type',
+  array: 'list_type',
+  object: 'dict_type',
+  null: 'none_type',
+};
+
+/** Ajv errors → the specification's `{loc, msg, type}` list, one entry per field. */
+export function toIssues(errors: readonly ErrorObject[], where: string): ValidationIssue[] {
+  const byLoc = new Map<string, ValidationIssue>();
+  for (const e of errors) {
+    const path = e.instancePath
+      .split('/')
+      .slice(1)
+      .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+      .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+    if (e.keyword === 'required') path.push(String(e.params['missingProperty']));
+    if (e.keyword === 'additionalProperties') path.push(String(e.params['additionalProperty']));
+    const loc = [where, ...path];
+    const key = JSON.stringify(loc);
+    const issue = issueFor(e, loc);
+    const seen = byLoc.get(key);
+    // A union (string | null) reports one error per branch; keep the most telling one.
+    if (!seen || (seen.type === 'none_type' && issue.type !== 'none_type')) byLoc.set(key, issue);
+    else if (e.keyword !== 'type' && e.keyword !== 'anyOf' && seen.type !== issue.type) {
+      byLoc.set(key, issue);
+    }
+  }
+  const all = [...byLoc.values()].filter((i) => i.type !== 'union');
+  // `null` is an accepted alternative of many fields; its mismatch only matters alone.
+  return all.filter(
+    (i) =>
+      i.type !== 'none_type' ||
+      !all.some((o) => o !== i && o.type !== 'none_type' && startsWith(o.loc, i.loc)),
+  );
+}
+
+function startsWith(loc: readonly (string | number)[], prefix: readonly (string | number)[]) {
+  return prefix.every((p, n) => loc[n] === p);
+}
+
+function issueFor(e: ErrorObject, loc: (string | number)[]): ValidationIssue {
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return { loc, msg: 'field required', type: 'missing' };
+    case 'type': {
+      const t = String(p['type']).split(',')[0] ?? 'value';
+      return { loc, msg: `value is not a valid ${t}`, type: JSON_TYPE_NAMES[t] ?? 'type_error' };
+    }
+    case 'minimum':
+      return {
+        loc,
+        msg: `ensure this value is greater than or equal to ${String(p['limit'])}`,
+        type: 'greater_than_equal',
+      };
+    case 'maximum':
+      return {
+        loc,
+        msg: `ensure this value is less than or equal to ${String(p['limit'])}`,
+        type: 'less_than_equal',
+      };
+    case 'minItems':
+      return {
+        loc,
+        msg: `ensure this list has at least ${String(p['limit'])} item(s)`,
+        type: 'too_short',
+      };
+    case 'maxItems':
+    case 'maxProperties':
+      return {
+        loc,
+        msg: `ensure this value has at most ${String(p['limit'])} items`,
+        type: 'too_long',
+      };
+    case 'minLength':
+      return {
+        loc,
+        msg: `ensure this value has at least ${String(p['limit'])} characters`,
+        type: 'string_too_short',
+      };
+    case 'maxLength':
+      return {
+        loc,
+        msg: `ensure this value has at most ${String(p['limit'])} characters`,
+        type: 'string_too_long',
+      };
+    case 'pattern':
+      return {
+        loc,
+        msg: `string does not match pattern ${String(p['pattern'])}`,
+        type: 'string_pattern_mismatch',
+      };
+    case 'additionalProperties':
+      return { loc, msg: 'extra fields not permitted', type: 'extra_forbidden' };
+    case 'enum':
+      return {
+        loc,
+        msg: `value is not one of ${JSON.stringify(p['allowedValues'])}`,
+        type: 'enum',
+      };
+    case 'const':
+      return { loc, msg: `value must be ${JSON.stringify(p['allowedValue'])}`, type: 'literal_error' };
+    case 'format':
+      return { loc, msg: `value is not a valid ${String(p['format'])}`, type: 'value_error' };
+    case 'anyOf':
+      return { loc, msg: e.message ?? 'invalid value', type: 'union' };
+    default:
+      return { loc, msg: e.message ?? 'invalid value', type: 'value_error' };
+  }
+}

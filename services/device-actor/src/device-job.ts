@@ -1,0 +1,49 @@
+import type { JobKind } from '@svc/proto';
+
+/**
+ * One job as the device layer sees it: where to connect, with what, and what to run.
+ * Built by the actor from a job envelope after opening its sealed secrets.
+ */
+export interface DeviceJob {
+  jobId: string;
+  kind: JobKind;
+  host: string;
+  port: number;
+  /** A platform identifier from `PLATFORMS`, or `autodetect`. */
+  platform: string;
+  username: string;
+  password: string;
+  /** Enable password; null means "use the password". */
+  enable: string | null;
+  commands: readonly string[];
+  /** TCP connect + SSH handshake budget. */
+  connTimeoutMs: number;
+  /** Longest wait for device output between prompts. */
+  readTimeoutMs: number;
+  /** Regex (source text) that ends a command's output instead of the prompt. */
+  expectString: string | null;
+  /** send-config only. */
+  saveConfig: boolean;
+  commit: boolean;
+  /** structured only: exactly one or neither. */
+  textfsmTemplate: string | null;
+  ttpTemplate: string | null;
+  /** Aborted on cancellation and on JOB_TIMEOUT: the session is closed at once. */
+  signal: AbortSignal;
+}
+
+export interface DeviceOutcome {
+  /** Command → output text (or parsed records for structured jobs), in command order. */
+  results: Record<string, unknown>;
+  /** Set when the job asked for `autodetect`. */
+  detectedPlatform: string | null;
+  /** Whether a warm (pooled) session served the job. */
+  pooled: boolean;
+}
+
+/**
+ * Runs one job against its device. Resolves with the outcome or rejects with an `SvcError`
+ * whose code says exactly what failed (CONNECTION_REFUSED, AUTH_FAILED, READ_TIMEOUT, ...).
+ * Error texts never contain the password or enable secret.
+ */
+export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
