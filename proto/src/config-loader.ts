@@ -20,7 +20,7 @@ export function loadConfig<S extends TObject>(
 ): Readonly<Static<S>> {
   const problems: string[] = [];
   const out: Record<string, unknown> = {};
-  for (const [name, prop] of Object.entries(schema.properties) as [string, TSchema][]) {
+  for (const [name, prop] of Object.entries<TSchema>(schema.properties)) {
     const raw = env[name];
     const p = prop as TSchema & { default?: unknown; type?: string; items?: { type?: string } };
     if (raw === undefined || raw === '') {
@@ -42,7 +42,7 @@ export function loadConfig<S extends TObject>(
 }
 
 function fromText(raw: string, type?: string, itemType?: string): unknown {
-  switch (type) {
+  switch (type ?? 'string') {
     case 'integer': {
       const n = Number(raw);
       return Number.isInteger(n) ? n : undefined;

@@ -36,10 +36,11 @@ export function createLogger(
   service: string,
   level = 'INFO',
   destination?: pino.DestinationStream,
+  loggerName = `svc.${service}`,
 ): Logger {
   const options: LoggerOptions = {
     level: LEVELS[level.toUpperCase()] ?? 'info',
-    base: { service, logger: `svc.${service}` },
+    base: { service, logger: loggerName },
     messageKey: 'message',
     timestamp: () => `,"timestamp":"${new Date().toISOString()}"`,
     formatters: {

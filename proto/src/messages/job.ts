@@ -96,6 +96,8 @@ export const JobRecord = Type.Object(
     detected_platform: NullableString,
     /** Actor host that started the job; the reaper fails it when that host goes silent. */
     actor_host: NullableString,
+    /** Key in `svc-dedup` held while the job is in flight, cleared when it ends. */
+    dedup_key: NullableString,
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -170,6 +172,31 @@ export const JobEvent = Type.Object(
 );
 export type JobEvent = Static<typeof JobEvent>;
 
+/** An entry of the failed-job registry (`svc-failed`, key: job id). Never holds credentials. */
+export const FailedJob = Type.Object(
+  {
+    job_id: Type.String(),
+    error: NullableString,
+    error_code: NullableString,
+    error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
+    failed_at: NullableString,
+    func: Type.String({ description: 'job kind that failed: send_command, send_config, ...' }),
+    host: Type.String(),
+    platform: Type.String(),
+    port: Type.Integer(),
+    owner: Type.String(),
+    tags: Tags,
+  },
+  { $id: 'FailedJob' },
+);
+export type FailedJob = Static<typeof FailedJob>;
+
+export const FUNC_NAMES: Record<JobKind, string> = {
+  command: 'send_command',
+  config: 'send_config',
+  structured: 'send_command_structured',
+};
+
 /** An actor host's heartbeat in `svc-workers` (key: host id). */
 export const WorkerHeartbeat = Type.Object(
   {
@@ -181,6 +208,10 @@ export const WorkerHeartbeat = Type.Object(
     started_at: Type.String(),
     last_beat: Type.String(),
     pool_size: Type.Integer({ description: 'warm sessions held' }),
+    pool_hits: Type.Integer({ description: 'jobs served by a warm session since start' }),
+    pool_misses: Type.Integer({ description: 'jobs that opened a new session since start' }),
+    /** Set while the host shuts down: place nothing more on it. */
+    draining: Type.Boolean(),
   },
   { $id: 'WorkerHeartbeat' },
 );

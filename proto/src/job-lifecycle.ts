@@ -1,0 +1,76 @@
+import type { KV } from '@nats-io/kv';
+import { SvcError, type ErrorCode } from './errors.js';
+import { FUNC_NAMES, type FailedJob, type JobRecord } from './messages/job.js';
+import { encodeJson, type JobStore } from './job-store.js';
+
+/**
+ * The end of a job, shared by the actor (device failures) and the reaper (lost hosts): the
+ * record's terminal transition, the failed-job registry entry and the release of its dedup key.
+ */
+export class JobLifecycle {
+  constructor(
+    readonly jobs: JobStore,
+    private readonly failed: KV,
+    private readonly dedup: KV,
+  ) {}
+
+  /**
+   * Moves a job from `from` to failed. Returns the record written, or null when the job was no
+   * longer in `from` (cancelled, or already ended elsewhere).
+   */
+  async fail(
+    jobId: string,
+    from: JobRecord['status'],
+    error: SvcError,
+    patch: Partial<JobRecord> = {},
+  ): Promise<JobRecord | null> {
+    const written = await this.jobs.transition(jobId, (current) =>
+      current.status !== from
+        ? null
+        : {
+            ...current,
+            ...patch,
+            status: 'failed',
+            ended_at: new Date().toISOString(),
+            error: error.message,
+            error_code: error.code,
+            error_retryable: error.retryable,
+          },
+    );
+    if (written) {
+      await this.recordFailure(written);
+      await this.releaseDedup(written);
+    }
+    return written;
+  }
+
+  async recordFailure(record: JobRecord): Promise<void> {
+    const entry: FailedJob = {
+      job_id: record.job_id,
+      error: record.error,
+      error_code: record.error_code,
+      error_retryable: record.error_retryable,
+      failed_at: record.ended_at,
+      func: FUNC_NAMES[record.spec.kind],
+      host: record.spec.host,
+      platform: record.spec.platform,
+      port: record.spec.port,
+      owner: record.owner,
+      tags: record.spec.tags,
+    };
+    await this.failed.put(record.job_id, encodeJson(entry));
+  }
+
+  /** Deletes the job's dedup key if it still points at this job. */
+  async releaseDedup(record: JobRecord): Promise<void> {
+    if (!record.dedup_key) return;
+    const entry = await this.dedup.get(record.dedup_key);
+    if (entry?.operation === 'PUT' && new TextDecoder().decode(entry.value) === record.job_id) {
+      await this.dedup.delete(record.dedup_key).catch(() => undefined);
+    }
+  }
+}
+
+export function failure(code: ErrorCode, message: string): SvcError {
+  return new SvcError(code, message);
+}

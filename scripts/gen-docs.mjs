@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// Writes the generated parts of docs/ from the one place each fact lives: error codes from
+// proto, settings from each service's config schema. `--check` fails when docs/ is stale
+// (a test runs it), so the documents and the code never drift.
+import { readFileSync, writeFileSync } from 'node:fs';
+
+const root = new URL('..', import.meta.url);
+const { ERROR_CODES, SharedSettings } = await import(new URL('proto/dist/src/mod.js', root));
+const services = {
+  gateway: (await import(new URL('services/gateway/dist/src/config.js', root))).GatewayConfig,
+  dispatcher: (await import(new URL('services/dispatcher/dist/src/config.js', root))).DispatcherConfig,
+  'device-actor': (await import(new URL('services/device-actor/dist/src/config.js', root)))
+    .DeviceActorConfig,
+  reaper: (await import(new URL('services/reaper/dist/src/config.js', root))).ReaperConfig,
+};
+
+const REMEDY = {
+  CONNECTION_TIMEOUT: 'Check reachability from the actor host and conn_timeout; retry later.',
+  CONNECTION_REFUSED: 'Check the SSH port and that SSH is enabled on the device.',
+  HOST_UNREACHABLE: 'Check the host name (DNS) and routing from the actor host.',
+  AUTH_FAILED: 'Check username and password; repeated failures lock the user out of the device.',
+  READ_TIMEOUT: 'Raise read_timeout, or give expect_string for output that ends without a prompt.',
+  SESSION_DROPPED: 'The device closed the session; check its logs (idle or exec timeouts, reloads).',
+  COMMAND_ERROR: 'The device rejected a command; the error text holds its message.',
+  PLATFORM_AUTODETECT_FAILED: 'Give the platform explicitly.',
+  CIRCUIT_OPEN: 'Recent connections to the device kept failing; wait for the breaker to close.',
+  DEVICE_LOCKED_OUT: 'Too many failed logins; wait for the lockout window to pass.',
+  JOB_TIMEOUT: 'The job ran longer than JOB_TIMEOUT; split it or raise the limit.',
+  WORKER_LOST: 'The actor host died mid-job; check whether the commands ran before retrying.',
+  CANCELLED: 'The submitter cancelled the job.',
+  TEMPLATE_ERROR: 'Fix the TextFSM/TTP template; the error text names the problem.',
+  INTERNAL: 'A service fault; retry, and report it if it persists.',
+};
+
+function errorsTable() {
+  const rows = Object.entries(ERROR_CODES).map(
+    ([code, info]) => `| \`${code}\` | ${info.meaning} | ${info.retryable} | ${REMEDY[code] ?? ''} |`,
+  );
+  return ['| error_code | meaning | error_retryable | remedy |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+function settingsTable(schema) {
+  const rows = Object.entries(schema.properties).map(([name, p]) => {
+    const def = Array.isArray(p.default) ? p.default.join(',') : String(p.default ?? '');
+    const shared = name in SharedSettings ? ' (shared)' : '';
+    return `| \`${name}\` | ${p.type}${p.items ? ' list' : ''} | \`${def}\` | ${p.description ?? ''}${shared} |`;
+  });
+  return ['| variable | type | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+const generated = {
+  'docs/errors.md': errorsTable(),
+  'docs/configuration.md': Object.entries(services)
+    .map(([name, schema]) => `### ${name}\n\n${settingsTable(schema)}`)
+    .join('\n\n'),
+};
+
+const BEGIN = '<!-- generated: begin (npm run docs) -->';
+const END = '<!-- generated: end -->';
+let stale = [];
+for (const [file, table] of Object.entries(generated)) {
+  const url = new URL(file, root);
+  const text = readFileSync(url, 'utf8');
+  const start = text.indexOf(BEGIN);
+  const end = text.indexOf(END);
+  if (start < 0 || end < 0) throw new Error(`${file} lacks the generated markers`);
+  const next = `${text.slice(0, start + BEGIN.length)}\n${table}\n${text.slice(end)}`;
+  if (next !== text) {
+    if (process.argv.includes('--check')) stale.push(file);
+    else writeFileSync(url, next);
+  }
+}
+if (stale.length > 0) {
+  console.error(`stale generated docs: ${stale.join(', ')} (run npm run docs)`);
+  process.exit(1);
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env node
+// Runs the built tests. Node 20 expands no globs (and would run every .js under a test/ folder),
+// so the files are listed here explicitly: unit tests beside each package, then the
+// cross-service tests in test/integration.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const unitDirs = [
+  'proto/dist/test',
+  'parsers/dist/test',
+  'services/gateway/dist/test',
+  'services/dispatcher/dist/test',
+  'services/device-actor/dist/test',
+  'services/reaper/dist/test',
+  'services/mcp-adapter/dist/test',
+];
+const integrationDirs = ['test/dist/integration'];
+
+const only = process.argv.includes('--unit') ? unitDirs : [...unitDirs, ...integrationDirs];
+const files = only.flatMap((dir) => {
+  const abs = join(root, dir);
+  if (!existsSync(abs)) return [];
+  return readdirSync(abs)
+    .filter((f) => f.endsWith('.test.js'))
+    .sort()
+    .map((f) => join(dir, f));
+});
+if (files.length === 0) {
+  console.error('no test files found: run the build first');
+  process.exit(1);
+}
+const filter = process.env.TEST_FILTER;
+const selected = filter ? files.filter((f) => f.includes(filter)) : files;
+const result = spawnSync(
+  process.execPath,
+  ['--test', '--test-concurrency=2', '--test-timeout=180000', ...selected],
+  { cwd: root, stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,322 @@
+import { hostname } from 'node:os';
+import { randomUUID } from 'node:crypto';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { nanos, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import {
+  AuditEvent,
+  AuditLog,
+  Buckets,
+  Consumers,
+  ErrorCode,
+  JobLifecycle,
+  JobStore,
+  Streams,
+  Subjects,
+  SvcError,
+  decodeJson,
+  deviceKeyOf,
+  drainHost,
+  encodeJson,
+  ensureTopology,
+  topologyFrom,
+  type DeviceSecrets,
+  type JobEnvelope,
+  type JobRecord,
+  type Logger,
+  type Sealer,
+  type WorkerHeartbeat,
+} from '@svc/proto';
+import type { DeviceActorConfig } from './config.js';
+import type { DeviceJob, RunDeviceJob } from './device-job.js';
+import { Mailbox, Semaphore } from './mailbox.js';
+import { redactSecrets } from './redaction.js';
+
+/** Turns raw outputs of a structured job into parsed results (per command). */
+export type ParseOutputs = (
+  record: JobRecord,
+  raw: Record<string, unknown>,
+  platform: string,
+) => Promise<Record<string, unknown>>;
+
+export interface ActorHostDeps {
+  nc: NatsConnection;
+  log: Logger;
+  sealer: Sealer;
+  runner: RunDeviceJob;
+  parseOutputs?: ParseOutputs;
+  /** Called once a job has ended (webhooks, metrics). Never awaited by the device path. */
+  onJobEnded?: (record: JobRecord, secrets: DeviceSecrets) => void;
+  /** Warm-session counters for heartbeats. */
+  poolStats?: () => { size: number; hits: number; misses: number };
+  audit?: AuditLog;
+}
+
+export interface RunningActorHost {
+  hostId: string;
+  /** Jobs running now. */
+  busy(): number;
+  stop(): Promise<void>;
+}
+
+interface Delivery {
+  envelope: JobEnvelope;
+  msg: JsMsg;
+}
+
+/**
+ * An actor host: consumes the jobs placed on it, keeps one mailbox (actor) per device so that
+ * a device's jobs run one at a time and in order, and runs each through the device layer.
+ * A job starts only through a compare-and-set from `queued` to `started` on its record: a
+ * redelivered or re-placed job that already started is never run a second time.
+ */
+export async function startActorHost(
+  config: DeviceActorConfig,
+  deps: ActorHostDeps,
+): Promise<RunningActorHost> {
+  const { nc, log, sealer, runner } = deps;
+  const audit = deps.audit ?? new AuditLog('device-actor');
+  const hostId = config.ACTOR_HOST_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
+  const stores = await ensureTopology(nc, topologyFrom(config));
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const jobs = new JobStore(stores[Buckets.jobs], js);
+  const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
+  const mailboxes = new Map<string, Mailbox<Delivery>>();
+  const running = new Map<string, AbortController>();
+  const startedAt = new Date().toISOString();
+  let draining = false;
+  let messages: ConsumerMessages | null = null;
+
+  const beat = async () => {
+    const pool = deps.poolStats?.() ?? { size: 0, hits: 0, misses: 0 };
+    const hb: WorkerHeartbeat = {
+      host_id: hostId,
+      contexts: [...config.WORKER_CONTEXTS],
+      capacity: config.ACTOR_MAX_SESSIONS,
+      busy: sessions.inUse,
+      active_jobs: running.size,
+      started_at: startedAt,
+      last_beat: new Date().toISOString(),
+      pool_size: pool.size,
+      pool_hits: pool.hits,
+      pool_misses: pool.misses,
+      draining,
+    };
+    await stores[Buckets.workers].put(hostId, encodeJson(hb));
+  };
+
+  await jsm.consumers.add(Streams.actor, {
+    durable_name: Consumers.actor(hostId),
+    filter_subject: Subjects.actor(hostId),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    // Jobs wait in device mailboxes until their turn; they are acked when they end.
+    ack_wait: nanos(6 * 3600_000),
+    max_ack_pending: 20_000,
+  });
+  await beat();
+  const heartbeat = setInterval(() => {
+    beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
+  }, config.HEARTBEAT_INTERVAL * 1000);
+
+  const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
+    callback: (_err, msg) => {
+      const jobId = msg.subject.split('.').pop() ?? '';
+      running.get(jobId)?.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
+    },
+  });
+
+  const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
+  messages = await consumer.consume({ max_messages: 512 });
+  const intake = (async () => {
+    for await (const msg of messages) {
+      let envelope: JobEnvelope;
+      try {
+        envelope = decodeJson<JobEnvelope>(msg.data);
+      } catch {
+        log.error({ seq: msg.seq }, 'dropping a message that is not a job envelope');
+        msg.term();
+        continue;
+      }
+      const key = deviceKeyOf(envelope.spec.context, envelope.spec.host, envelope.spec.port);
+      let box = mailboxes.get(key);
+      if (!box) {
+        box = new Mailbox<Delivery>(
+          config.DEVICE_MAX_SESSIONS,
+          (d) => runDelivery(d),
+          () => mailboxes.delete(key),
+        );
+        mailboxes.set(key, box);
+      }
+      box.push({ envelope, msg });
+    }
+  })();
+  log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
+
+  async function runDelivery({ envelope, msg }: Delivery): Promise<void> {
+    if (draining) return; // handed back on stop
+    await sessions.acquire();
+    try {
+      await runJob(envelope);
+      msg.ack();
+    } catch (err) {
+      // Store unreachable: leave the message unacked; it stays on this host's subject and is
+      // handed back or reaped, never lost.
+      log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed');
+    } finally {
+      sessions.release();
+    }
+  }
+
+  async function runJob(envelope: JobEnvelope): Promise<void> {
+    const jobId = envelope.job_id;
+    const jlog = log.child({ job_id: jobId });
+    const t0 = performance.now();
+    const started = await jobs.transition(jobId, (current) =>
+      current.status === 'queued'
+        ? { ...current, status: 'started', started_at: new Date().toISOString(), actor_host: hostId }
+        : null,
+    );
+    if (!started) {
+      jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
+      return;
+    }
+    await jobs.publishEvent(started).catch(() => undefined);
+    audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
+    jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
+
+    const secrets = sealer.open<DeviceSecrets>(envelope.sealed);
+    const controller = new AbortController();
+    running.set(jobId, controller);
+    const timer = setTimeout(
+      () =>
+        controller.abort(
+          new SvcError(ErrorCode.JOB_TIMEOUT, `job exceeded JOB_TIMEOUT (${config.JOB_TIMEOUT} s)`),
+        ),
+      config.JOB_TIMEOUT * 1000,
+    );
+    const spec = started.spec;
+    const job: DeviceJob = {
+      jobId,
+      kind: spec.kind,
+      host: spec.host,
+      port: spec.port,
+      platform: spec.platform,
+      username: secrets.username,
+      password: secrets.password,
+      enable: secrets.enable,
+      commands: spec.commands,
+      connTimeoutMs: spec.conn_timeout * 1000,
+      readTimeoutMs: spec.read_timeout * 1000,
+      expectString: spec.expect_string,
+      saveConfig: spec.save_config,
+      commit: spec.commit,
+      textfsmTemplate: spec.textfsm_template,
+      ttpTemplate: spec.ttp_template,
+      signal: controller.signal,
+    };
+    let ended: JobRecord | null;
+    try {
+      const outcome = await runner(job);
+      const platform = outcome.detectedPlatform ?? spec.platform;
+      const results =
+        spec.kind === 'structured' && deps.parseOutputs
+          ? await deps.parseOutputs(started, outcome.results, platform)
+          : outcome.results;
+      ended = await jobs.transition(jobId, (current) =>
+        current.status !== 'started'
+          ? null
+          : {
+              ...current,
+              status: 'finished',
+              ended_at: new Date().toISOString(),
+              results,
+              detected_platform: outcome.detectedPlatform,
+            },
+      );
+      if (ended) await lifecycle.releaseDedup(ended);
+    } catch (err) {
+      const failure = SvcError.from(controller.signal.aborted ? (controller.signal.reason ?? err) : err);
+      const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
+      if (safe.code === ErrorCode.CANCELLED) {
+        ended = null; // the gateway already wrote `cancelled`
+      } else {
+        ended = await lifecycle.fail(jobId, 'started', safe);
+        if (ended && isDeviceFailure(safe.code)) {
+          audit.emit(AuditEvent.deviceFailure, auditFields(ended, 'failed', performance.now() - t0));
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      running.delete(jobId);
+    }
+    if (!ended) return;
+    await jobs.publishEvent(ended).catch(() => undefined);
+    audit.emit(AuditEvent.jobCompleted, auditFields(ended, ended.status, performance.now() - t0));
+    jlog.info(
+      { status: ended.status, error_code: ended.error_code, duration_ms: Math.round(performance.now() - t0) },
+      `${jobId} ${ended.status}`,
+    );
+    deps.onJobEnded?.(ended, secrets);
+  }
+
+  return {
+    hostId,
+    busy: () => running.size,
+    async stop() {
+      draining = true;
+      await beat().catch(() => undefined);
+      await messages?.close().catch(() => undefined);
+      await intake.catch(() => undefined);
+      cancels.unsubscribe();
+      // Jobs waiting in mailboxes never started: they go back for placement elsewhere.
+      const waiting = [...mailboxes.values()].flatMap((b) => b.takeWaiting());
+      const deadline = Date.now() + config.SHUTDOWN_GRACE * 1000;
+      while (running.size > 0 && Date.now() < deadline) await sleep(50);
+      for (const c of running.values()) {
+        c.abort(new SvcError(ErrorCode.WORKER_LOST, 'actor host shut down while the job ran'));
+      }
+      while (running.size > 0) await sleep(20);
+      clearInterval(heartbeat);
+      const drained = await drainHost(nc, lifecycle, hostId, {
+        failStarted: true,
+        reason: 'actor host shut down while the job ran',
+      }).catch((err: unknown) => {
+        log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
+        return null;
+      });
+      if (drained) {
+        log.info({ handed_back: drained.handedBack.length, waiting: waiting.length }, 'jobs handed back');
+        await stores[Buckets.workers].delete(hostId).catch(() => undefined);
+      }
+    },
+  };
+}
+
+function isDeviceFailure(code: string): boolean {
+  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'AUTH_FAILED'].includes(code);
+}
+
+function auditFields(record: JobRecord, status: string, durationMs: number) {
+  return {
+    request_id: record.job_id,
+    job_id: record.job_id,
+    username: record.username,
+    device_ip: record.spec.host,
+    platform: record.spec.platform,
+    status,
+    duration_ms: durationMs,
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,109 @@
+import { SvcError, ErrorCode, type Platform } from '@svc/proto';
+import { CliSession } from './drivers/cli-session.js';
+import { keepOutput, type Driver } from './drivers/driver.js';
+import type { DeviceJob } from './device-job.js';
+
+/**
+ * Platform fingerprinting over a separate, never pooled session: read the prompt, send a few
+ * per-vendor probe commands (chosen by what the prompt looks like) and match their answers.
+ */
+
+/** Answer patterns, most specific first (XE and ASA output also says "Cisco IOS"). */
+export const FINGERPRINTS: readonly { platform: Platform; pattern: RegExp }[] = [
+  { platform: 'cisco_xr', pattern: /Cisco IOS XR Software|IOS-XR/ },
+  { platform: 'cisco_nxos', pattern: /Cisco Nexus Operating System|NX-OS/ },
+  { platform: 'cisco_asa', pattern: /Cisco Adaptive Security Appliance/ },
+  { platform: 'cisco_xe', pattern: /Cisco IOS[ -]XE Software|IOS-XE/ },
+  { platform: 'cisco_ios', pattern: /Cisco IOS Software|Cisco Internetwork Operating System/ },
+  { platform: 'arista_eos', pattern: /Arista/ },
+  { platform: 'juniper_junos', pattern: /JUNOS|Junos:/ },
+  { platform: 'aruba_aoscx', pattern: /ArubaOS-CX|AOS-CX/ },
+  { platform: 'hp_procurve', pattern: /Image stamp:.*\/code\/build/ },
+  { platform: 'huawei', pattern: /Huawei Versatile Routing Platform|VRP \(R\) software/ },
+  { platform: 'paloalto_panos', pattern: /sw-version:|family: (?:vm|pa)/i },
+  { platform: 'fortinet', pattern: /Version: Forti(?:Gate|OS)/ },
+  { platform: 'linux', pattern: /^Linux \S+ \d/m },
+];
+
+/** The platform whose fingerprint appears in `text`, if any. */
+export function matchFingerprint(text: string): Platform | undefined {
+  return FINGERPRINTS.find((f) => f.pattern.test(text))?.platform;
+}
+
+/** Probe commands in the order worth trying for a given prompt line. */
+export function probesFor(prompt: string): readonly string[] {
+  const p = prompt.trim();
+  if (/^<[^>]+>$/.test(p)) return ['display version'];
+  if (/ [#$]$/.test(p)) return ['get system status', 'show version', 'uname -a'];
+  if (/^[\w.-]+@[\w.()-]+>$/.test(p)) return ['show version', 'show system info'];
+  if (/\$$/.test(p)) return ['uname -a', 'show version'];
+  return ['show version', 'show system info', 'get system status', 'display version', 'uname -a'];
+}
+
+/** A permissive driver: any prompt, no modes. Only used to run the probes. */
+const probeDriver: Driver = {
+  platform: 'linux',
+  loginPrompt: /[>#$%\]]\s*$/,
+  loginConfirmations: [{ pattern: /Press any key to continue/i, answer: '\n' }],
+  basePrompt: (line) =>
+    line
+      .trim()
+      .replace(/[>#$%\]]$/, '')
+      .replace(/^[<[]/, '')
+      .trim()
+      .replace(/\s*\([^)]*\)$/, '')
+      .replace(/:.*$/, ''),
+  promptPattern: (b) => new RegExp(`^[<[]?${b}[^\\n]*[>#$%\\]]\\s*$`),
+  enable: null,
+  pagingOff: [],
+  config: { enter: null, exit: [], abort: [], isConfig: () => false, exitConfirmations: [] },
+  commit: null,
+  save: 'none',
+  errorPatterns: [],
+  cleanConfigOutput: keepOutput,
+};
+
+/**
+ * Fingerprints the job's device. Connection failures keep their own code (AUTH_FAILED, ...);
+ * anything else that prevents a decision is PLATFORM_AUTODETECT_FAILED.
+ */
+export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
+  const cli = await CliSession.open(
+    probeDriver,
+    {
+      host: job.host,
+      port: job.port,
+      username: job.username,
+      password: job.password,
+      connTimeoutMs: job.connTimeoutMs,
+      readTimeoutMs: job.readTimeoutMs,
+    },
+    job.signal,
+  );
+  const unbind = cli.bindSignal(job.signal);
+  try {
+    const seen: string[] = [];
+    for (const probe of probesFor(cli.prompt)) {
+      let out: string;
+      try {
+        out = await cli.command(probe, { timeoutMs: job.readTimeoutMs });
+      } catch (err) {
+        if (job.signal.aborted) throw err;
+        throw new SvcError(
+          ErrorCode.PLATFORM_AUTODETECT_FAILED,
+          `platform autodetect failed: no answer to "${probe}" (${err instanceof Error ? err.message : String(err)})`,
+        );
+      }
+      seen.push(probe);
+      const found = matchFingerprint(out);
+      if (found !== undefined) return found;
+    }
+    throw new SvcError(
+      ErrorCode.PLATFORM_AUTODETECT_FAILED,
+      `platform autodetect failed: no known fingerprint in the answers to ${seen.map((s) => `"${s}"`).join(', ')}`,
+    );
+  } finally {
+    unbind();
+    void cli.close().catch(() => undefined);
+  }
+}

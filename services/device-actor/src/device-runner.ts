@@ -1,0 +1,145 @@
+import { AUTODETECT, SvcError, ErrorCode } from '@svc/proto';
+import type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device-job.js';
+import { CliSession } from './drivers/cli-session.js';
+import { getDriver } from './drivers/registry.js';
+import { autodetectPlatform } from './autodetect.js';
+import { abortError } from './ssh-session.js';
+import type { PoolKeyParts, SessionPool } from './session-pool.js';
+
+export interface DeviceRunnerOptions {
+  /** Warm sessions shared by the jobs of this actor host; null turns pooling off. */
+  pool: SessionPool | null;
+  /**
+   * Hosts (as written in jobs) and platform ids whose sessions are never pooled
+   * (CONNECTION_POOL_EXCLUDE). Compared case-insensitively. Default none.
+   */
+  poolExclude: readonly string[];
+  /**
+   * Bound of the prompt check on a warm session before it is reused, in ms (capped by the job's
+   * read timeout). A session that fails it is closed and a new one opened. Default 2000.
+   */
+  staleCheckMs?: number;
+}
+
+/**
+ * Builds the device layer's {@link RunDeviceJob}: picks the driver (fingerprinting first for
+ * `autodetect`), takes a warm session or opens one, enters enable, runs the commands (show or
+ * config with commit/save) and returns each command's text. Every failure is a SvcError with
+ * the precise code, and its text never holds the password or enable secret.
+ */
+export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
+  const exclude = new Set(options.poolExclude.map((x) => x.trim().toLowerCase()).filter((x) => x !== ''));
+  const staleCheckMs = options.staleCheckMs ?? 2000;
+
+  async function run(job: DeviceJob): Promise<DeviceOutcome> {
+    if (job.signal.aborted) throw abortError(job.signal);
+    let platform = job.platform;
+    let detectedPlatform: string | null = null;
+    if (platform === AUTODETECT) {
+      platform = await autodetectPlatform(job);
+      detectedPlatform = platform;
+    }
+    const driver = getDriver(platform);
+    if (driver === undefined) throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
+    if (job.kind === 'config') {
+      // Refuse before touching the device: nothing half-applied.
+      if (job.commit && driver.commit === null) {
+        throw new SvcError(ErrorCode.COMMAND_ERROR, `commit is not supported on platform ${platform}`);
+      }
+      if (job.saveConfig && driver.save === 'none') {
+        throw new SvcError(ErrorCode.COMMAND_ERROR, `save_config is not supported on platform ${platform}`);
+      }
+    }
+    let expect: RegExp | null = null;
+    if (job.expectString !== null && job.kind !== 'config') {
+      try {
+        expect = new RegExp(job.expectString);
+      } catch {
+        throw new SvcError(ErrorCode.COMMAND_ERROR, 'expect_string is not a valid regular expression');
+      }
+    }
+    const pool = options.pool;
+    const poolable =
+      pool !== null &&
+      job.kind !== 'structured' &&
+      job.platform !== AUTODETECT &&
+      !exclude.has(job.host.toLowerCase()) &&
+      !exclude.has(platform);
+    const parts: PoolKeyParts = {
+      host: job.host,
+      port: job.port,
+      username: job.username,
+      password: job.password,
+      enable: job.enable,
+    };
+    let cli: CliSession | null = null;
+    if (poolable) {
+      const checkMs = Math.min(staleCheckMs, job.readTimeoutMs);
+      cli = await pool.acquire(parts, platform, (s) => s.isAlive(checkMs));
+    }
+    const pooled = cli !== null;
+    cli ??= await CliSession.open(
+      driver,
+      {
+        host: job.host,
+        port: job.port,
+        username: job.username,
+        password: job.password,
+        connTimeoutMs: job.connTimeoutMs,
+        readTimeoutMs: job.readTimeoutMs,
+      },
+      job.signal,
+    );
+    const unbind = cli.bindSignal(job.signal);
+    let ok = false;
+    try {
+      await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
+      const results =
+        job.kind === 'config'
+          ? await cli.configure(job.commands, {
+              timeoutMs: job.readTimeoutMs,
+              commit: job.commit,
+              save: job.saveConfig,
+            })
+          : await cli.show(job.commands, { timeoutMs: job.readTimeoutMs, expect });
+      ok = true;
+      return { results, detectedPlatform, pooled };
+    } finally {
+      unbind();
+      if (ok && poolable && cli.reusable && !job.signal.aborted) {
+        pool.release(parts, platform, cli);
+      } else if (ok) {
+        void cli.close().catch(() => undefined);
+      } else {
+        // A session that failed is never reused; no goodbye needed.
+        cli.destroy();
+      }
+    }
+  }
+
+  return async (job: DeviceJob): Promise<DeviceOutcome> => {
+    try {
+      return await run(job);
+    } catch (err) {
+      const failure = job.signal.aborted ? abortError(job.signal) : SvcError.from(err);
+      throw redactError(failure, [job.password, job.enable]);
+    }
+  };
+}
+
+/** Replaces each secret in `text` by `***`. Empty secrets are ignored. */
+export function redactSecrets(text: string, secrets: readonly (string | null)[]): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s !== null && s.length > 0) out = out.split(s).join('***');
+  }
+  return out;
+}
+
+/**
+ * The same error with the secrets removed from its text. The cause is dropped: it may hold
+ * device output or library state we cannot vouch for.
+ */
+export function redactError(err: SvcError, secrets: readonly (string | null)[]): SvcError {
+  return new SvcError(err.code, redactSecrets(err.message, secrets));
+}

@@ -1,0 +1,384 @@
+import { SvcError, ErrorCode } from '@svc/proto';
+import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
+import { escapeRegExp, type Confirmation, type Driver } from './driver.js';
+
+/**
+ * A device CLI session: an {@link SshSession} driven by a platform {@link Driver}. It knows the
+ * device's prompt, enters enable and configuration mode, and turns each command into the text a
+ * person would see (no echo, no prompt, no paging artefacts).
+ */
+
+export interface CommandOptions {
+  /** Longest wait for the end of the output (ms). */
+  timeoutMs: number;
+  /** Ends the output instead of the prompt (the job's expect_string). */
+  expect?: RegExp | null;
+  /** Questions answered while this command runs (only driver-issued commands get any). */
+  confirmations?: readonly Confirmation[];
+}
+
+export interface ConfigOptions {
+  timeoutMs: number;
+  commit: boolean;
+  save: boolean;
+}
+
+/** How many leading lines of a show command's output are checked for a device error. */
+const SHOW_ERROR_LINES = 4;
+
+export class CliSession {
+  /** The last prompt line seen, e.g. `R1#`. */
+  prompt = '';
+  private promptRe: RegExp = /$^/;
+  private prepared = false;
+  /** Set once output ended on an expect_string: the prompt state is then unknown. */
+  private desynced = false;
+
+  private constructor(
+    readonly driver: Driver,
+    private readonly ssh: SshSession,
+  ) {}
+
+  /** Connects, logs in and reads the prompt. The session is closed again on any failure. */
+  static async open(
+    driver: Driver,
+    options: SshSessionOptions & { readTimeoutMs: number },
+    signal: AbortSignal,
+  ): Promise<CliSession> {
+    const ssh = await SshSession.open(options, signal);
+    const cli = new CliSession(driver, ssh);
+    const unbind = ssh.bindSignal(signal);
+    try {
+      await cli.discoverPrompt(options.readTimeoutMs);
+      return cli;
+    } catch (err) {
+      ssh.destroy();
+      throw err;
+    } finally {
+      unbind();
+    }
+  }
+
+  get isClosed(): boolean {
+    return this.ssh.isClosed;
+  }
+
+  /** False once output ended on an expect_string: such a session must not be reused. */
+  get reusable(): boolean {
+    return !this.ssh.isClosed && !this.desynced;
+  }
+
+  bindSignal(signal: AbortSignal): () => void {
+    return this.ssh.bindSignal(signal);
+  }
+
+  /** Reads the first prompt (answering login questions), then asks again to be sure of it. */
+  private async discoverPrompt(timeoutMs: number): Promise<void> {
+    const { loginPrompt, loginConfirmations } = this.driver;
+    // -2: nothing answered yet (-1 is a real value of lastIndexOf: no newline yet).
+    let answeredAt = -2;
+    await this.ssh.waitFor(
+      (text) => {
+        const nl = text.lastIndexOf('\n');
+        const tail = text.slice(nl + 1);
+        if (loginPrompt.test(tail)) return true;
+        const question = loginConfirmations.find((c) => c.pattern.test(tail));
+        if (question !== undefined && answeredAt !== nl) {
+          answeredAt = nl;
+          this.ssh.write(question.answer);
+        }
+        return undefined;
+      },
+      timeoutMs,
+      'the first prompt',
+    );
+    // A banner line ending in '#' can look like a prompt when it arrives without its newline;
+    // the line the device prints for an empty command is the prompt for sure.
+    this.ssh.clear();
+    this.ssh.write('\n');
+    const line = await this.ssh.waitFor(
+      (text) => {
+        const tail = text.slice(text.lastIndexOf('\n') + 1);
+        return text.includes('\n') && loginPrompt.test(tail) ? tail.trim() : undefined;
+      },
+      timeoutMs,
+      'the prompt',
+    );
+    this.setPrompt(line);
+    this.ssh.clear();
+  }
+
+  private setPrompt(line: string): void {
+    this.prompt = line;
+    this.promptRe = this.driver.promptPattern(escapeRegExp(this.driver.basePrompt(line)));
+  }
+
+  /** Enters enable mode and turns paging off, once per session. */
+  async prepare(username: string, enableSecret: string, timeoutMs: number): Promise<void> {
+    if (this.prepared) return;
+    await this.enable(username, enableSecret, timeoutMs);
+    for (const cmd of this.driver.pagingOff) {
+      // A refused paging command is not fatal: the reader still pages through '--More--'.
+      await this.command(cmd, { timeoutMs });
+    }
+    this.prepared = true;
+  }
+
+  private async enable(username: string, secret: string, timeoutMs: number): Promise<void> {
+    const en = this.driver.enable;
+    if (en === null || en.isEnabled(this.prompt)) return;
+    this.ssh.clear();
+    this.ssh.write(`${en.command}\n`);
+    let userLine = -2; // -1 is a real line position (no newline yet)
+    let passLine: number | null = null;
+    await this.ssh.waitFor(
+      (text) => {
+        const nl = text.lastIndexOf('\n');
+        const tail = text.slice(nl + 1);
+        if (this.promptRe.test(tail)) {
+          this.prompt = tail.trim();
+          return true;
+        }
+        if (en.usernamePrompt?.test(tail) === true && userLine !== nl) {
+          userLine = nl;
+          this.ssh.write(`${username}\n`);
+        } else if (en.passwordPrompt.test(tail)) {
+          if (passLine === null) {
+            passLine = nl;
+            this.ssh.write(`${secret}\n`);
+          } else if (passLine !== nl) {
+            throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
+          }
+        }
+        return undefined;
+      },
+      timeoutMs,
+      'the enable prompt',
+    );
+    this.ssh.clear();
+    if (!en.isEnabled(this.prompt)) {
+      throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
+    }
+  }
+
+  /**
+   * Sends one command and returns its output: the echo, the trailing prompt and any paging
+   * prompts removed, `\n` line endings. With `expect`, the output ends where it matches.
+   */
+  async command(cmd: string, options: CommandOptions): Promise<string> {
+    const ssh = this.ssh;
+    const wanted = cmd.trim();
+    const expect = options.expect ?? null;
+    const confirmations = options.confirmations ?? [];
+    let echoSeen = wanted.length === 0;
+    let answeredLine = -2; // -1 is a real line position (no newline yet)
+    ssh.clear();
+    ssh.write(`${cmd}\n`);
+    const output = await ssh.waitFor<string>(
+      (current) => {
+        let text = current;
+        if (!echoSeen) {
+          const end = findEcho(text, wanted);
+          if (end >= 0) {
+            ssh.consume(end);
+            text = ssh.text;
+            echoSeen = true;
+          }
+        }
+        const nl = text.lastIndexOf('\n');
+        const tail = text.slice(nl + 1);
+        const atPrompt = this.promptRe.test(tail);
+        if (!echoSeen) {
+          // Typed input may still be echoing; only a prompt after a full line means the device
+          // does not echo at all.
+          if (!atPrompt || nl < 0 || expect !== null) return undefined;
+          return dropEchoLike(text.slice(0, nl), wanted);
+        }
+        if (!atPrompt) {
+          const pager = matchPager(tail);
+          if (pager !== undefined) {
+            ssh.truncate(nl + 1);
+            ssh.write(pager.answer);
+            return undefined;
+          }
+          const question = confirmations.find((c) => c.pattern.test(tail));
+          if (question !== undefined && answeredLine !== nl) {
+            answeredLine = nl;
+            ssh.write(question.answer);
+            return undefined;
+          }
+        }
+        if (expect !== null) {
+          const m = expect.exec(text);
+          if (m === null) return undefined;
+          let out = text.slice(0, m.index + m[0].length);
+          const lastNl = out.lastIndexOf('\n');
+          if (this.promptRe.test(out.slice(lastNl + 1))) {
+            this.prompt = out.slice(lastNl + 1).trim();
+            out = out.slice(0, Math.max(lastNl, 0));
+          } else {
+            this.desynced = true;
+          }
+          return out.replace(/\n$/, '');
+        }
+        if (!atPrompt) return undefined;
+        this.prompt = tail.trim();
+        return nl < 0 ? '' : text.slice(0, nl);
+      },
+      options.timeoutMs,
+      expect !== null ? `expect_string /${expect.source}/ after "${wanted}"` : `the prompt after "${wanted}"`,
+    );
+    ssh.clear();
+    return output;
+  }
+
+  /** A quick check that the device still answers at its prompt (pool reuse). */
+  async isAlive(timeoutMs: number): Promise<boolean> {
+    if (!this.reusable) return false;
+    try {
+      await this.command('', { timeoutMs });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Runs show commands; a device error in the first lines of an output fails the job. */
+  async show(
+    commands: readonly string[],
+    options: { timeoutMs: number; expect: RegExp | null },
+  ): Promise<Record<string, string>> {
+    const results: Record<string, string> = {};
+    for (const cmd of commands) {
+      const out = await this.command(cmd, { timeoutMs: options.timeoutMs, expect: options.expect });
+      const error = this.findError(out, SHOW_ERROR_LINES);
+      if (error !== undefined) throw rejected(cmd, error);
+      record(results, cmd, out);
+    }
+    return results;
+  }
+
+  /**
+   * Enters configuration mode, sends the lines, commits when asked, leaves configuration mode
+   * and saves when asked. A rejected line aborts: the driver leaves configuration mode before
+   * the error is raised, so the device is back at its exec prompt.
+   */
+  async configure(lines: readonly string[], options: ConfigOptions): Promise<Record<string, string>> {
+    const { config, commit, save } = this.driver;
+    const platform = this.driver.platform;
+    if (options.commit && commit === null) {
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `commit is not supported on platform ${platform}`);
+    }
+    if (options.save && save === 'none') {
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `save_config is not supported on platform ${platform}`);
+    }
+    const doCommit = options.commit || (options.save && save === 'commit');
+    const timeoutMs = options.timeoutMs;
+    const results: Record<string, string> = {};
+    if (config.enter !== null) {
+      const out = await this.command(config.enter, { timeoutMs });
+      const error = this.findError(out);
+      if (error !== undefined || !config.isConfig(this.prompt)) {
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `could not enter configuration mode with "${config.enter}": ${error ?? (lastLine(out) || this.prompt)}`,
+        );
+      }
+    }
+    try {
+      for (const line of lines) {
+        const out = this.driver.cleanConfigOutput(await this.command(line, { timeoutMs }));
+        record(results, line, out);
+        const error = this.findError(out);
+        if (error !== undefined) throw rejected(line, error);
+      }
+      if (doCommit && commit !== null) {
+        const out = this.driver.cleanConfigOutput(
+          await this.command(commit.command, { timeoutMs, confirmations: commit.confirmations }),
+        );
+        record(results, commit.command, out);
+        const error = this.findError(out);
+        if (error !== undefined) throw rejected(commit.command, error);
+      }
+    } catch (err) {
+      if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
+        await this.leaveConfig(config.abort, timeoutMs);
+      }
+      throw err;
+    }
+    await this.leaveConfig(config.exit, timeoutMs);
+    if (options.save && typeof save === 'object') {
+      const out = await this.command(save.command, { timeoutMs, confirmations: save.confirmations });
+      record(results, save.command, out);
+      const error = this.findError(out);
+      if (error !== undefined) throw rejected(save.command, error);
+    }
+    return results;
+  }
+
+  /** Sends the exit (or abort) commands until the prompt is no longer a configuration prompt. */
+  private async leaveConfig(commands: readonly string[], timeoutMs: number): Promise<void> {
+    const config = this.driver.config;
+    // Nested blocks (FortiOS `config` inside `edit`) need the exit more than once.
+    for (let round = 0; round < 8 && config.isConfig(this.prompt); round++) {
+      for (const cmd of commands) {
+        if (!config.isConfig(this.prompt)) break;
+        await this.command(cmd, { timeoutMs, confirmations: config.exitConfirmations });
+      }
+    }
+    if (config.isConfig(this.prompt)) {
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `could not leave configuration mode (prompt ${this.prompt})`);
+    }
+  }
+
+  /** The first line (within `maxLines`, if given) that matches an error pattern. */
+  findError(output: string, maxLines?: number): string | undefined {
+    let lines = output.split('\n');
+    if (maxLines !== undefined) lines = lines.filter((l) => l.trim() !== '').slice(0, maxLines);
+    const hit = lines.find((l) => this.driver.errorPatterns.some((p) => p.test(l)));
+    return hit?.trim();
+  }
+
+  async close(): Promise<void> {
+    await this.ssh.close();
+  }
+
+  destroy(): void {
+    this.ssh.destroy();
+  }
+}
+
+function rejected(cmd: string, deviceMessage: string): SvcError {
+  return new SvcError(ErrorCode.COMMAND_ERROR, `command "${cmd}" rejected by the device: ${deviceMessage}`);
+}
+
+function record(results: Record<string, string>, cmd: string, out: string): void {
+  const previous = results[cmd];
+  results[cmd] = previous === undefined ? out : `${previous}\n${out}`;
+}
+
+function lastLine(text: string): string {
+  return text.trim().split('\n').pop() ?? '';
+}
+
+/**
+ * Where the echo of `wanted` ends (just past its newline), or -1 while it is not complete. The
+ * echo must start on the first or second line: later occurrences are output, not echo.
+ */
+export function findEcho(text: string, wanted: string): number {
+  const at = text.indexOf(wanted);
+  if (at < 0) return -1;
+  const before = text.slice(0, at);
+  if (before.split('\n').length > 2) return -1;
+  const nl = text.indexOf('\n', at + wanted.length);
+  return nl < 0 ? -1 : nl + 1;
+}
+
+/** Output of a device that did not echo cleanly: drop a first line that is the command. */
+export function dropEchoLike(output: string, wanted: string): string {
+  const squash = (s: string): string => s.replace(/\s+/g, '');
+  const nl = output.indexOf('\n');
+  const first = nl < 0 ? output : output.slice(0, nl);
+  if (wanted !== '' && squash(first).endsWith(squash(wanted))) return nl < 0 ? '' : output.slice(nl + 1);
+  return output;
+}

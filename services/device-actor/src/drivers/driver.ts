@@ -1,0 +1,101 @@
+import type { Platform } from '@svc/proto';
+
+/**
+ * What a platform driver is: data describing the device's CLI, plus the few functions that
+ * need code (prompt parsing). The session logic that uses it lives in `cli-session.ts`.
+ */
+
+/** A question the device asks and the answer we give (e.g. `Destination filename [...]?`). */
+export interface Confirmation {
+  /** Tested against the last, unterminated line of output. */
+  readonly pattern: RegExp;
+  /** Sent as typed, including the newline when one is needed. */
+  readonly answer: string;
+}
+
+export interface EnableMode {
+  /** The command that asks for privileges (`enable`). */
+  readonly command: string;
+  /** Whether a prompt line is already privileged. */
+  isEnabled(prompt: string): boolean;
+  readonly passwordPrompt: RegExp;
+  /** Some platforms (ProCurve) ask for a user name first. */
+  readonly usernamePrompt?: RegExp;
+}
+
+export interface ConfigMode {
+  /** Enters configuration mode (`configure terminal`); null when commands run at the prompt. */
+  readonly enter: string | null;
+  /** Leaves configuration mode after success (`end`). */
+  readonly exit: readonly string[];
+  /** Leaves configuration mode discarding what it can after a rejected line. */
+  readonly abort: readonly string[];
+  /** Whether a prompt line is in configuration mode (any depth). */
+  isConfig(prompt: string): boolean;
+  /** Questions asked on the way out (XR/Junos "uncommitted changes"). */
+  readonly exitConfirmations: readonly Confirmation[];
+}
+
+export interface CommitStep {
+  readonly command: string;
+  readonly confirmations: readonly Confirmation[];
+}
+
+export interface SaveStep {
+  readonly command: string;
+  readonly confirmations: readonly Confirmation[];
+}
+
+export interface Driver {
+  readonly platform: Platform;
+  /** Tested on the last line at login, before the exact prompt is known. */
+  readonly loginPrompt: RegExp;
+  /** Questions between authentication and the first prompt (ProCurve "Press any key"). */
+  readonly loginConfirmations: readonly Confirmation[];
+  /** The part of a prompt line that stays the same in every mode (`R1` of `R1(config)#`). */
+  basePrompt(promptLine: string): string;
+  /** A regex for any prompt of this device, built from the escaped base prompt. */
+  promptPattern(escapedBase: string): RegExp;
+  readonly enable: EnableMode | null;
+  /** Sent once per session after enable: terminal length/width, pager off. */
+  readonly pagingOff: readonly string[];
+  /** Configuration mode; null when the platform has none (config lines run at the prompt). */
+  readonly config: ConfigMode;
+  /** Null when the platform has no commit: a job asking for one fails with COMMAND_ERROR. */
+  readonly commit: CommitStep | null;
+  /**
+   * How configuration is persisted: a save command, `commit` when the commit itself persists
+   * (XR, Junos, PAN-OS), `auto` when the device writes on its own (FortiOS), or `none`.
+   */
+  readonly save: SaveStep | 'commit' | 'auto' | 'none';
+  /** Lines that mean the device rejected a command; the matching line becomes the error. */
+  readonly errorPatterns: readonly RegExp[];
+  /** Removes per-command noise in config mode (Junos `[edit]` banners). */
+  cleanConfigOutput(output: string): string;
+}
+
+/** Prompt helpers shared by the Cisco-like CLIs (`R1>`, `R1#`, `R1(config-if)#`). */
+export const ciscoLike = {
+  loginPrompt: /[>#]\s*$/,
+  basePrompt(line: string): string {
+    return line.trim().replace(/[>#]$/, '').replace(/\([^)]*\)$/, '');
+  },
+  promptPattern(b: string): RegExp {
+    return new RegExp(`^${b}(?:\\([^)\\n]*\\))?[>#]\\s*$`);
+  },
+  isEnabled(prompt: string): boolean {
+    return /#\s*$/.test(prompt);
+  },
+  isConfig(prompt: string): boolean {
+    return /\(config[^)]*\)#\s*$/.test(prompt);
+  },
+} as const;
+
+export function keepOutput(output: string): string {
+  return output;
+}
+
+/** Escapes text for use inside a RegExp. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}

@@ -1,0 +1,52 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { AuditLog, Logger, Sealer } from '@svc/proto';
+import { startActorHost, type RunningActorHost } from './actor-host.js';
+import type { DeviceActorConfig } from './config.js';
+import { createDeviceRunner } from './device-runner.js';
+import { SessionPool } from './session-pool.js';
+import { createStructuredParser } from './structured-output.js';
+
+export interface DeviceActorServiceDeps {
+  nc: NatsConnection;
+  log: Logger;
+  sealer: Sealer;
+  audit?: AuditLog;
+}
+
+export interface RunningDeviceActorService extends RunningActorHost {
+  pool: SessionPool | null;
+}
+
+/** An actor host with its device layer: drivers, warm sessions and template parsing. */
+export async function startDeviceActorService(
+  config: DeviceActorConfig,
+  deps: DeviceActorServiceDeps,
+): Promise<RunningDeviceActorService> {
+  const pool = config.CONNECTION_POOL_ENABLED
+    ? new SessionPool({
+        idleTtlMs: config.CONNECTION_POOL_TTL * 1000,
+        maxSize: config.CONNECTION_POOL_MAX_SIZE,
+      })
+    : null;
+  const runner = createDeviceRunner({ pool, poolExclude: config.CONNECTION_POOL_EXCLUDE });
+  const parser = createStructuredParser({
+    textfsmDir: config.SVC_TEXTFSM_DIR || null,
+    ttpDir: config.SVC_TTP_TEMPLATES_DIR || null,
+    timeoutMs: config.SVC_PARSE_TIMEOUT_MS,
+  });
+  const host = await startActorHost(config, {
+    ...deps,
+    runner,
+    parseOutputs: parser.parseOutputs,
+    ...(pool ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) } : {}),
+  });
+  return {
+    ...host,
+    pool,
+    async stop() {
+      await host.stop();
+      await pool?.close();
+      await parser.close();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { CliSession } from './drivers/cli-session.js';
+
+/**
+ * Warm SSH sessions kept between jobs of the same device and credentials. A session is keyed by
+ * host, port, username and a salted hash of the secrets (password and enable secret), so the
+ * secrets are never a map key, and a password change is visible as a different hash for the
+ * same host/port/username: the old sessions are then closed.
+ */
+
+export interface SessionPoolOptions {
+  /** Idle time after which a warm session is closed, in ms. Default 300000 (CONNECTION_POOL_TTL). */
+  idleTtlMs?: number;
+  /** Most warm sessions kept by this actor host; the oldest idle one is evicted. Default 10. */
+  maxSize?: number;
+}
+
+/** The connection identity of a job. */
+export interface PoolKeyParts {
+  host: string;
+  port: number;
+  username: string;
+  password: string;
+  enable: string | null;
+}
+
+interface Entry {
+  identity: string;
+  secretHash: string;
+  platform: string;
+  session: CliSession;
+  idleSince: number;
+  timer: NodeJS.Timeout;
+}
+
+export class SessionPool {
+  /** Per-process salt: the hashes are useless outside this process. */
+  private readonly salt = randomBytes(16);
+  private readonly idleTtlMs: number;
+  private readonly maxSize: number;
+  /** Idle sessions, oldest first. */
+  private idle: Entry[] = [];
+  private closed = false;
+  /** Jobs served by a warm session. */
+  hits = 0;
+  /** Poolable jobs that had to open a session (none warm, or the warm one was stale). */
+  misses = 0;
+
+  constructor(options: SessionPoolOptions = {}) {
+    this.idleTtlMs = options.idleTtlMs ?? 300_000;
+    this.maxSize = options.maxSize ?? 10;
+    if (!(this.idleTtlMs > 0)) throw new RangeError('idleTtlMs must be positive');
+    if (!Number.isInteger(this.maxSize) || this.maxSize < 0) throw new RangeError('maxSize must be a non-negative integer');
+  }
+
+  /** Warm sessions held now. */
+  get size(): number {
+    return this.idle.length;
+  }
+
+  /**
+   * Takes a warm session for these credentials and platform, after `check` confirmed it still
+   * answers. A stale one is closed and counts as a miss; null means "open a new one".
+   */
+  async acquire(
+    parts: PoolKeyParts,
+    platform: string,
+    check: (session: CliSession) => Promise<boolean>,
+  ): Promise<CliSession | null> {
+    const { identity, secretHash } = this.keyOf(parts);
+    // Same device and user, other secrets: the password changed, so those sessions are stale.
+    for (const e of this.idle.filter((x) => x.identity === identity && x.secretHash !== secretHash)) {
+      this.drop(e);
+    }
+    for (let i = this.idle.length - 1; i >= 0; i--) {
+      const e = this.idle[i];
+      if (e === undefined || e.identity !== identity || e.secretHash !== secretHash) continue;
+      this.idle.splice(i, 1);
+      clearTimeout(e.timer);
+      if (e.platform === platform && (await check(e.session))) {
+        this.hits++;
+        return e.session;
+      }
+      void e.session.close().catch(() => undefined);
+      break;
+    }
+    this.misses++;
+    return null;
+  }
+
+  /** Keeps a healthy session warm for the next job with the same identity. */
+  release(parts: PoolKeyParts, platform: string, session: CliSession): void {
+    if (this.closed || this.maxSize === 0 || !session.reusable) {
+      void session.close().catch(() => undefined);
+      return;
+    }
+    const { identity, secretHash } = this.keyOf(parts);
+    const entry: Entry = {
+      identity,
+      secretHash,
+      platform,
+      session,
+      idleSince: Date.now(),
+      timer: setTimeout(() => this.drop(entry), this.idleTtlMs),
+    };
+    entry.timer.unref();
+    this.idle.push(entry);
+    while (this.idle.length > this.maxSize) {
+      const oldest = this.idle[0];
+      if (oldest === undefined) break;
+      this.drop(oldest);
+    }
+  }
+
+  /** Closes every warm session; later releases close their session at once. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const entries = this.idle;
+    this.idle = [];
+    await Promise.all(
+      entries.map(async (e) => {
+        clearTimeout(e.timer);
+        await e.session.close().catch(() => undefined);
+      }),
+    );
+  }
+
+  private drop(entry: Entry): void {
+    const at = this.idle.indexOf(entry);
+    if (at >= 0) this.idle.splice(at, 1);
+    clearTimeout(entry.timer);
+    void entry.session.close().catch(() => undefined);
+  }
+
+  private keyOf(parts: PoolKeyParts): { identity: string; secretHash: string } {
+    const secretHash = createHash('sha256')
+      .update(this.salt)
+      .update(parts.password)
+      .update('\0')
+      .update(parts.enable ?? parts.password)
+      .digest('hex');
+    return { identity: JSON.stringify([parts.host.toLowerCase(), parts.port, parts.username]), secretHash };
+  }
+}

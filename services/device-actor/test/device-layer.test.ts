@@ -1,0 +1,122 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PLATFORMS } from '@svc/proto';
+import { TerminalText, normalizeTerminalText, matchPager } from '../src/ssh-session.js';
+import { findEcho, dropEchoLike } from '../src/drivers/cli-session.js';
+import { DRIVERS, getDriver } from '../src/drivers/registry.js';
+import { escapeRegExp } from '../src/drivers/driver.js';
+import { matchFingerprint, probesFor } from '../src/autodetect.js';
+import { redactSecrets } from '../src/device-runner.js';
+
+test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
+  assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');
+  assert.equal(normalizeTerminalText('line1\r\nline2\r\r\nend'), 'line1\nline2\nend');
+  assert.equal(normalizeTerminalText('shox\bw ver'), 'show ver');
+  assert.equal(normalizeTerminalText('a\x1bEb'), 'a\nb');
+  assert.equal(normalizeTerminalText('x\n --More-- \b\b\b\b\b\b\b\b\b\b          \b\b\b\b\b\b\b\b\b\bnext'), 'x\nnext');
+  assert.equal(normalizeTerminalText('x\n---(more)---\r            \rnext'), 'x\nnext');
+  assert.equal(normalizeTerminalText('bell\x07\x00!'), 'bell!');
+});
+
+test('when an escape sequence or CRLF is split across chunks, then it is still removed', () => {
+  const t = new TerminalText();
+  t.push('abc\x1b[');
+  t.push('2Kdef\r');
+  t.push('\nghi');
+  assert.equal(t.value, 'abcdef\nghi');
+});
+
+test('when a paging prompt ends the output, then it is recognised with its key', () => {
+  for (const p of [' --More-- ', '--More--', '<--- More --->', '  ---- More ----', '---(more)---', '---(more 45%)---', '-- MORE --, next page: Space, next line: Enter, quit: Control-C', 'lines 1-24 ']) {
+    assert.equal(matchPager(p)?.answer, ' ', p);
+  }
+  assert.equal(matchPager('(END)')?.answer, 'q');
+  assert.equal(matchPager('R1#'), undefined);
+  assert.equal(matchPager('description more stuff'), undefined);
+});
+
+test('when the command echo is found, then output starts after it; a late match is not echo', () => {
+  assert.equal(findEcho('show version\nCisco', 'show version'), 'show version\n'.length);
+  assert.equal(findEcho('show vers', 'show version'), -1);
+  assert.equal(findEcho('a\nb\nc\nshow version\n', 'show version'), -1);
+  assert.equal(dropEchoLike('show  version\nout', 'show version'), 'out');
+  assert.equal(dropEchoLike('out', 'show version'), 'out');
+});
+
+test('every platform id has a driver', () => {
+  for (const p of PLATFORMS) assert.equal(getDriver(p)?.platform, p);
+  assert.equal(getDriver('nope'), undefined);
+});
+
+test('when a driver derives the base prompt, then its pattern matches every mode of that device', () => {
+  const cases: Record<string, { login: string; match: string[]; reject: string[] }> = {
+    cisco_ios: { login: 'R1>', match: ['R1#', 'R1(config)#', 'R1(config-if)#'], reject: ['R2#', 'xR1#'] },
+    cisco_xr: { login: 'RP/0/RP0/CPU0:R1#', match: ['RP/0/RP0/CPU0:R1(config)#'], reject: ['R1#'] },
+    juniper_junos: { login: 'svc@R1> ', match: ['svc@R1# '], reject: ['svc@R2>'] },
+    huawei: { login: '<R1>', match: ['[R1]', '[R1-GigabitEthernet0/0/1]', '[~R1]'], reject: ['<R2>'] },
+    fortinet: { login: 'R1 # ', match: ['R1 (interface) # ', 'R1 $ '], reject: ['R1#'] },
+    paloalto_panos: { login: 'admin@PA-VM> ', match: ['admin@PA-VM# ', 'admin@PA-VM(active)> '], reject: ['root@PA-VM>'] },
+    linux: { login: 'svc@R1:~$ ', match: ['svc@R1:/tmp$ ', 'svc@R1:~# '], reject: ['other$ '] },
+    hp_procurve: { login: 'R1> ', match: ['R1(eth-1)# ', 'R1(config)# '], reject: ['R2# '] },
+  };
+  for (const [platform, c] of Object.entries(cases)) {
+    const d = getDriver(platform);
+    assert.ok(d !== undefined);
+    const re = d.promptPattern(escapeRegExp(d.basePrompt(c.login)));
+    assert.ok(re.test(c.login), `${platform} ${c.login}`);
+    for (const m of c.match) assert.ok(re.test(m), `${platform} should match ${m}`);
+    for (const r of c.reject) assert.ok(!re.test(r), `${platform} should not match ${r}`);
+  }
+});
+
+test('when a device prints its error, then the driver patterns catch it', () => {
+  const errors: Record<string, string> = {
+    cisco_ios: "% Invalid input detected at '^' marker.",
+    cisco_xe: '% Incomplete command.',
+    cisco_xr: '% Failed to commit one or more configuration items',
+    cisco_nxos: "% Invalid command at '^' marker.",
+    cisco_asa: "ERROR: % Invalid input detected at '^' marker.",
+    arista_eos: '% Ambiguous command',
+    juniper_junos: 'syntax error, expecting <command>.',
+    hp_procurve: 'Invalid input: foo',
+    aruba_aoscx: 'Invalid input: foo',
+    huawei: "Error: Unrecognized command found at '^' position.",
+    fortinet: 'command parse error before \'bogus\'',
+    paloalto_panos: 'Invalid syntax.',
+    linux: '-bash: foo: command not found',
+  };
+  for (const p of PLATFORMS) {
+    const line = errors[p] ?? '';
+    assert.ok(DRIVERS[p].errorPatterns.some((re) => re.test(line)), `${p}: ${line}`);
+    assert.ok(!DRIVERS[p].errorPatterns.some((re) => re.test('GigabitEthernet0/1 is up')), `${p} false positive`);
+  }
+});
+
+test('when a platform has no commit or save, then the driver says so', () => {
+  assert.equal(DRIVERS.cisco_ios.commit, null);
+  assert.equal(DRIVERS.cisco_xr.save, 'commit');
+  assert.equal(DRIVERS.juniper_junos.commit?.command, 'commit');
+  assert.equal(DRIVERS.fortinet.save, 'auto');
+  assert.equal(DRIVERS.linux.save, 'none');
+});
+
+test('when version texts are fingerprinted, then the most specific platform wins', () => {
+  assert.equal(matchFingerprint('Cisco IOS XE Software, Version 17\nCisco IOS Software [Amsterdam]'), 'cisco_xe');
+  assert.equal(matchFingerprint('Cisco IOS Software, IOSv Software'), 'cisco_ios');
+  assert.equal(matchFingerprint('Cisco Adaptive Security Appliance Software Version 9.16'), 'cisco_asa');
+  assert.equal(matchFingerprint('Cisco Nexus Operating System (NX-OS) Software'), 'cisco_nxos');
+  assert.equal(matchFingerprint('Cisco IOS XR Software, Version 7.3.2'), 'cisco_xr');
+  assert.equal(matchFingerprint('Junos: 21.4R3.15'), 'juniper_junos');
+  assert.equal(matchFingerprint('Version: FortiGate-VM64 v7.2.5'), 'fortinet');
+  assert.equal(matchFingerprint('sw-version: 10.2.4'), 'paloalto_panos');
+  assert.equal(matchFingerprint('Linux R1 6.1.0 #1 SMP x86_64'), 'linux');
+  assert.equal(matchFingerprint('bash: show: command not found'), undefined);
+  assert.deepEqual(probesFor('<R1>'), ['display version']);
+  assert.equal(probesFor('R1 # ')[0], 'get system status');
+  assert.equal(probesFor('R1$')[0], 'uname -a');
+});
+
+test('when secrets appear in a text, then they are redacted', () => {
+  assert.equal(redactSecrets('pw hunter2 and en s3cret', ['hunter2', 's3cret', null]), 'pw *** and en ***');
+  assert.equal(redactSecrets('nothing', ['', null]), 'nothing');
+});

@@ -1,0 +1,30 @@
+import { Type, type Static } from 'typebox';
+import { SharedSettings, loadConfig } from '@svc/proto';
+
+export const DispatcherConfig = Type.Object({
+  ...SharedSettings,
+  SVC_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
+    default: ['default'],
+    minItems: 1,
+    description: 'Routing contexts this dispatcher places, comma-separated.',
+  }),
+  DISPATCH_HOST_LIVENESS: Type.Integer({
+    default: 15,
+    minimum: 1,
+    description:
+      'Seconds since its last heartbeat within which an actor host may receive new devices.',
+  }),
+  DISPATCH_LEASE: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description:
+      'Seconds a dispatcher leads a context without renewing; a standby takes over after it.',
+  }),
+});
+export type DispatcherConfig = Static<typeof DispatcherConfig>;
+
+export function loadDispatcherConfig(
+  env: Readonly<Record<string, string | undefined>>,
+): DispatcherConfig {
+  return loadConfig(DispatcherConfig, env);
+}

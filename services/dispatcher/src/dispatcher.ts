@@ -1,0 +1,189 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JsMsg,
+} from '@nats-io/jetstream';
+import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  Buckets,
+  Consumers,
+  Lease,
+  LockKeys,
+  Streams,
+  Subjects,
+  decodeJson,
+  deviceKeyOf,
+  ensureTopology,
+  topologyFrom,
+  type JobEnvelope,
+  type Logger,
+  type WorkerHeartbeat,
+} from '@svc/proto';
+import { randomUUID } from 'node:crypto';
+import type { DispatcherConfig } from './config.js';
+import { Placement } from './placement.js';
+
+export interface DispatcherDeps {
+  nc: NatsConnection;
+  log: Logger;
+}
+
+export interface RunningDispatcher {
+  /** Identity of this dispatcher in leases. */
+  id: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Moves accepted jobs from each context's subject to the actor host that owns the device.
+ * One dispatcher leads a context at a time (a lease in `svc-locks`) and handles its jobs one
+ * by one in stream order, which is what keeps each device's jobs in order.
+ */
+export async function startDispatcher(
+  config: DispatcherConfig,
+  deps: DispatcherDeps,
+): Promise<RunningDispatcher> {
+  const { nc, log } = deps;
+  const id = `dispatcher-${randomUUID().slice(0, 8)}`;
+  const stores = await ensureTopology(nc, topologyFrom(config));
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const placement = new Placement(config.DISPATCH_HOST_LIVENESS * 1000);
+
+  // Live view of actor hosts from their heartbeats.
+  const watch = await stores[Buckets.workers].watch();
+  void (async () => {
+    for await (const e of watch) {
+      placement.update(e.key, e.operation === 'PUT' ? decodeJson<WorkerHeartbeat>(e.value) : null);
+    }
+  })();
+
+  for (const context of config.SVC_CONTEXTS) {
+    const durable = Consumers.dispatch(context);
+    await jsm.consumers
+      .add(Streams.jobs, {
+        durable_name: durable,
+        filter_subject: Subjects.jobs(context),
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        ack_wait: nanos(30_000),
+        max_ack_pending: 1000,
+      })
+      .catch(async (err: unknown) => {
+        // Exists already (another dispatcher made it): fine, as long as it is there.
+        await jsm.consumers.info(Streams.jobs, durable).catch(() => {
+          throw err;
+        });
+      });
+  }
+
+  let stopping = false;
+  const loops = config.SVC_CONTEXTS.map((context) =>
+    leadContext(context).catch((err: unknown) => log.error({ err, context }, 'dispatch loop failed')),
+  );
+  log.info({ id, contexts: config.SVC_CONTEXTS }, 'dispatcher started');
+
+  async function leadContext(context: string): Promise<void> {
+    const lease = new Lease(
+      stores[Buckets.locks],
+      LockKeys.dispatcher(context),
+      id,
+      config.DISPATCH_LEASE * 1000,
+    );
+    const renewEvery = Math.max(250, (config.DISPATCH_LEASE * 1000) / 3);
+    while (!stopping) {
+      const leading = await lease.acquire().catch(() => false);
+      if (!leading) {
+        await sleep(renewEvery);
+        continue;
+      }
+      log.info({ context }, 'leading context');
+      const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
+      const messages = await consumer.consume({ max_messages: 256 });
+      const renewal = setInterval(() => {
+        lease.acquire().then(
+          (still) => {
+            if (!still) {
+              log.warn({ context }, 'lost the context lease');
+              void messages.close();
+            }
+          },
+          () => undefined,
+        );
+      }, renewEvery);
+      try {
+        await dispatchAll(context, messages);
+      } finally {
+        clearInterval(renewal);
+      }
+      if (stopping) await lease.release().catch(() => undefined);
+    }
+  }
+
+  async function dispatchAll(context: string, messages: ConsumerMessages): Promise<void> {
+    activeMessages.add(messages);
+    try {
+      for await (const m of messages) {
+        await place(context, m, js);
+        if (stopping) break;
+      }
+    } finally {
+      activeMessages.delete(messages);
+    }
+  }
+
+  async function place(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
+    let envelope: JobEnvelope;
+    try {
+      envelope = decodeJson<JobEnvelope>(m.data);
+    } catch {
+      log.error({ seq: m.seq }, 'dropping a message that is not a job envelope');
+      m.term();
+      return;
+    }
+    const deviceKey = deviceKeyOf(context, envelope.spec.host, envelope.spec.port);
+    let host = placement.place(context, deviceKey);
+    // No live host: hold this message (keeping order) until one appears.
+    while (!host && !stopping) {
+      m.working();
+      await sleep(500);
+      host = placement.place(context, deviceKey);
+    }
+    if (!host) return; // stopping: the message is redelivered to the next leader
+    const h = natsHeaders();
+    const traceparent = m.headers?.get('traceparent');
+    if (traceparent) h.set('traceparent', traceparent);
+    try {
+      // Same message id for the same placement attempt: a redelivered job placed twice is
+      // dropped by the stream's duplicate window.
+      await client.publish(Subjects.actor(host), m.data, {
+        msgID: `${envelope.job_id}.p${envelope.placement}`,
+        headers: h,
+      });
+      m.ack();
+      log.debug({ job_id: envelope.job_id, host }, 'job placed');
+    } catch (err) {
+      log.warn({ err, job_id: envelope.job_id }, 'placement publish failed; will retry');
+      m.nak(1000);
+    }
+  }
+
+  const activeMessages = new Set<ConsumerMessages>();
+  return {
+    id,
+    async stop() {
+      stopping = true;
+      for (const m of activeMessages) await m.close().catch(() => undefined);
+      watch.stop();
+      await Promise.allSettled(loops);
+    },
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,101 @@
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  Buckets,
+  decodeJson,
+  HealthStatus,
+  type HealthRecord,
+  type Stores,
+  type WorkerHeartbeat,
+} from '@svc/proto';
+import type { QueueDepth } from './queue-depth.js';
+
+/** Reads the cluster's live state (heartbeats, backlog, failed jobs) for health and contexts. */
+export class ClusterStatus {
+  readonly #startedAt = Date.now();
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    private readonly stores: Stores,
+    private readonly depth: QueueDepth,
+    private readonly options: { version: string; staleThresholdSeconds: number },
+  ) {}
+
+  /** Heartbeats younger than WORKER_STALE_THRESHOLD. */
+  async liveWorkers(): Promise<WorkerHeartbeat[]> {
+    const kv = this.stores[Buckets.workers];
+    const out: WorkerHeartbeat[] = [];
+    const cutoff = Date.now() - this.options.staleThresholdSeconds * 1000;
+    for await (const key of await kv.keys()) {
+      const entry = await kv.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      const beat = decodeJson<WorkerHeartbeat>(entry.value);
+      if (Date.parse(beat.last_beat) >= cutoff) out.push(beat);
+    }
+    return out;
+  }
+
+  async failedJobs(): Promise<number> {
+    const status = await this.stores[Buckets.failed].status();
+    return status.values;
+  }
+
+  async health(): Promise<HealthRecord> {
+    const base = {
+      version: this.options.version,
+      uptime_seconds: Math.floor((Date.now() - this.#startedAt) / 1000),
+    };
+    try {
+      await withTimeout(this.nc.flush(), 2000);
+      await withTimeout(this.jsm.getAccountInfo(), 2000);
+    } catch {
+      return {
+        ...base,
+        status: HealthStatus.degraded,
+        components: {
+          redis: { status: 'unhealthy' },
+          queue: { status: 'unknown', depth: 0 },
+          workers: { status: 'unknown', count: 0, active_jobs: 0 },
+          failed_jobs: 0,
+        },
+      };
+    }
+    const [workers, depth, failed] = await Promise.all([
+      this.liveWorkers(),
+      this.depth.total(),
+      this.failedJobs(),
+    ]);
+    const activeJobs = workers.reduce((n, w) => n + w.active_jobs, 0);
+    return {
+      ...base,
+      status: workers.length > 0 ? HealthStatus.healthy : HealthStatus.noWorkers,
+      components: {
+        redis: { status: 'healthy' },
+        queue: { status: 'healthy', depth: Math.max(0, depth - activeJobs) },
+        workers: {
+          status: workers.length > 0 ? 'healthy' : 'no_workers',
+          count: workers.length,
+          active_jobs: activeJobs,
+        },
+        failed_jobs: failed,
+      },
+    };
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('timeout')), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(t);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

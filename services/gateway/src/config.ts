@@ -1,0 +1,43 @@
+import { Type, type Static } from 'typebox';
+import { SharedSettings, loadConfig } from '@svc/proto';
+
+/** Gateway settings, read once from the environment by `main.ts`. */
+export const GatewayConfig = Type.Object({
+  ...SharedSettings,
+  SVC_PORT: Type.Integer({ default: 8443, minimum: 0, maximum: 65535, description: 'HTTPS port.' }),
+  SVC_HTTP_PORT: Type.Integer({
+    default: -1,
+    minimum: -1,
+    maximum: 65535,
+    description: 'Plain-HTTP port; -1 (default) serves no plain HTTP.',
+  }),
+  SVC_BIND: Type.String({ default: '0.0.0.0', description: 'Address the HTTP servers bind.' }),
+  SVC_TLS_CERT: Type.String({ default: '', description: 'PEM certificate file; self-signed when empty.' }),
+  SVC_TLS_KEY: Type.String({ default: '', description: 'PEM private key file.' }),
+  SVC_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
+    default: ['default'],
+    minItems: 1,
+    description: 'Valid routing contexts, comma-separated.',
+  }),
+  MAX_QUEUE_DEPTH: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description: 'Jobs queued per context before submissions get 503; 0 = unlimited.',
+  }),
+  WORKER_STALE_THRESHOLD: Type.Integer({
+    default: 120,
+    minimum: 1,
+    description: 'Seconds without a heartbeat after which an actor host counts as gone.',
+  }),
+  SVC_VERSION: Type.String({ default: '0.1.0', description: 'Version reported by /healthcheck.' }),
+  SVC_BODY_LIMIT: Type.Integer({
+    default: 1_048_576,
+    minimum: 1024,
+    description: 'Largest request body, bytes.',
+  }),
+});
+export type GatewayConfig = Static<typeof GatewayConfig>;
+
+export function loadGatewayConfig(env: Readonly<Record<string, string | undefined>>): GatewayConfig {
+  return loadConfig(GatewayConfig, env);
+}

@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  AuditLog,
+  Buckets,
+  JobStore,
+  ensureTopology,
+  topologyFrom,
+  type Logger,
+  type Sealer,
+} from '@svc/proto';
+import { createAuthenticator } from './authenticate.js';
+import { ClusterStatus } from './cluster-status.js';
+import type { GatewayConfig } from './config.js';
+import { createHttpServer } from './http-server.js';
+import { JobControl } from './job-control.js';
+import { JobIntake } from './job-intake.js';
+import { QueueDepth } from './queue-depth.js';
+import { registerJobRoutes } from './routes/jobs.js';
+import { registerOperationRoutes } from './routes/operations.js';
+import { loadTls } from './tls.js';
+
+export interface GatewayDeps {
+  nc: NatsConnection;
+  sealer: Sealer;
+  log: Logger;
+  audit?: AuditLog;
+}
+
+export interface RunningGateway {
+  /** https://host:port of the TLS listener. */
+  httpsUrl: string;
+  /** http://host:port of the plain listener, when SVC_HTTP_PORT is set. */
+  httpUrl: string | null;
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway's HTTP listeners on an existing NATS connection. */
+export async function startGateway(
+  config: GatewayConfig,
+  deps: GatewayDeps,
+): Promise<RunningGateway> {
+  const { nc, sealer, log } = deps;
+  const audit = deps.audit ?? new AuditLog('gateway');
+  const stores = await ensureTopology(nc, topologyFrom(config));
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const jobs = new JobStore(stores[Buckets.jobs], js);
+  const depth = new QueueDepth(jsm);
+  const intake = new JobIntake(js, jobs, sealer, depth, audit, {
+    contexts: config.SVC_CONTEXTS,
+    jobTimeoutSeconds: config.JOB_TIMEOUT,
+    maxQueueDepth: config.MAX_QUEUE_DEPTH,
+  });
+  const control = new JobControl(nc, jobs);
+  const status = new ClusterStatus(nc, jsm, stores, depth, {
+    version: config.SVC_VERSION,
+    staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
+  });
+  const authenticate = createAuthenticator(null);
+  const onStoreError = (err: unknown) => log.error({ err }, 'store request failed');
+
+  const register = (app: FastifyInstance) => {
+    registerOperationRoutes(app, status);
+    registerJobRoutes(app, { authenticate, intake, control, onStoreError });
+  };
+
+  const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY);
+  const servers: FastifyInstance[] = [];
+  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT });
+  register(https);
+  servers.push(https);
+  await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND });
+  const httpsUrl = urlOf(https, 'https');
+  let httpUrl: string | null = null;
+  if (config.SVC_HTTP_PORT >= 0) {
+    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
+    register(http);
+    servers.push(http);
+    await http.listen({ port: config.SVC_HTTP_PORT, host: config.SVC_BIND });
+    httpUrl = urlOf(http, 'http');
+  }
+  log.info({ https: httpsUrl, http: httpUrl, self_signed: tls.selfSigned }, 'gateway listening');
+  return {
+    httpsUrl,
+    httpUrl,
+    async stop() {
+      await Promise.all(servers.map((s) => s.close()));
+    },
+  };
+}
+
+function urlOf(app: FastifyInstance, scheme: string): string {
+  const addr = app.server.address();
+  if (!addr || typeof addr === 'string') return `${scheme}://127.0.0.1`;
+  const host = addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.address;
+  return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+}

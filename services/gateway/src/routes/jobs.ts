@@ -1,0 +1,70 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { toJobResult, type JobKind } from '@svc/proto';
+import type { JobControl } from '../job-control.js';
+import type { JobIntake } from '../job-intake.js';
+import { HttpError } from '../http-errors.js';
+import { guarded, type Authenticate } from './context.js';
+
+type JobParams = { Params: { job_id: string } };
+
+export interface JobRoutesDeps {
+  authenticate: Authenticate;
+  intake: JobIntake;
+  control: JobControl;
+  onStoreError: (err: unknown, req: FastifyRequest) => void;
+}
+
+const SUBMIT_ROUTES: [string, JobKind][] = [
+  ['/v2/send-command', 'command'],
+  ['/v2/send-config', 'config'],
+  ['/v2/send-command-structured', 'structured'],
+];
+
+/** Submission, result and cancellation routes of v2. */
+export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): void {
+  const { authenticate, intake, control, onStoreError } = deps;
+
+  for (const [path, kind] of SUBMIT_ROUTES) {
+    app.post(
+      path,
+      guarded(async (req, reply) => {
+        const caller = await authenticate(req);
+        const traceparent = req.headers['traceparent'];
+        const response = await intake.submit({
+          kind,
+          body: req.body as string | undefined,
+          caller,
+          requestId: header(req, 'x-request-id'),
+          ...(typeof traceparent === 'string' ? { traceparent } : {}),
+        });
+        void reply.header('X-Request-ID', response.job_id);
+        return reply.code(202).send(response);
+      }, onStoreError),
+    );
+  }
+
+  const getJob = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
+    const caller = await authenticate(req);
+    const record = await control.read(caller, req.params.job_id);
+    return reply.code(200).send(toJobResult(record));
+  }, onStoreError);
+  app.get<JobParams>('/v2/send-command/:job_id', getJob);
+  app.get<JobParams>('/v2/send-command-structured/:job_id', getJob);
+  app.get<JobParams>('/v2/jobs/:job_id', getJob);
+
+  app.delete<JobParams>(
+    '/v2/send-command/:job_id',
+    guarded<FastifyRequest<JobParams>>(async (req, reply) => {
+      const caller = await authenticate(req);
+      if (caller.role === 'viewer') throw new HttpError(403, 'role viewer may not cancel jobs');
+      const cancelled = await control.cancel(caller, req.params.job_id);
+      if (!cancelled) throw new HttpError(409, 'job already finished');
+      return reply.code(204).send();
+    }, onStoreError),
+  );
+}
+
+export function header(req: FastifyRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}

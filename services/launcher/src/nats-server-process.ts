@@ -1,0 +1,212 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+/** Finds nats-server: NATS_SERVER_BIN, then PATH, then the Debian location. */
+export function findNatsServer(env: Readonly<Record<string, string | undefined>>): string | null {
+  const explicit = env['NATS_SERVER_BIN'];
+  if (explicit) return existsSync(explicit) ? explicit : null;
+  const dirs = (env['PATH'] ?? '').split(delimiter).concat(['/usr/sbin', '/usr/local/bin']);
+  for (const dir of dirs) {
+    const candidate = join(dir, 'nats-server');
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return null;
+}
+
+export function natsServerVersion(bin: string): string | null {
+  const out = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  return out.status === 0 ? out.stdout.trim().replace(/^nats-server:\s*v?/, '') : null;
+}
+
+export interface NatsServerOptions {
+  /** nats-server binary; found on PATH when absent. */
+  bin?: string;
+  /** JetStream store and config live here; a temp dir (removed on stop) when absent. */
+  dataDir?: string;
+  /** Client port; random when absent. */
+  port?: number;
+  /** Cluster settings when this server is one node of a cluster. */
+  cluster?: { name: string; serverName: string; routePort: number; routes: number[] };
+  /** Extra config text appended verbatim (leaf nodes, accounts, ...). */
+  extraConfig?: string;
+  /**
+   * Write a `jetstream` block (default true). A leaf node that leaves JetStream to its hub
+   * runs without one.
+   */
+  jetstream?: boolean;
+}
+
+/** A running nats-server child process. */
+export class NatsServerProcess {
+  #child: ChildProcess;
+  #exited: Promise<void>;
+
+  private constructor(
+    child: ChildProcess,
+    readonly url: string,
+    readonly port: number,
+    readonly dataDir: string,
+    readonly storeDir: string,
+    private readonly ownsDir: boolean,
+    readonly options: NatsServerOptions,
+  ) {
+    this.#child = child;
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  static async start(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+    const bin = options.bin ?? findNatsServer(process.env);
+    if (!bin) throw new Error('nats-server not found on PATH (set NATS_SERVER_BIN)');
+    const ownsDir = options.dataDir === undefined;
+    const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-nats-')));
+    const name = options.cluster?.serverName ?? 'svc';
+    const storeDir = join(dataDir, `jetstream-${name}`);
+    const portsDir = join(dataDir, `ports-${name}`);
+    await mkdir(storeDir, { recursive: true });
+    await rm(portsDir, { recursive: true, force: true });
+    await mkdir(portsDir, { recursive: true });
+    const port = options.port ?? (await freePort());
+    const lines = [
+      `server_name: ${JSON.stringify(name)}`,
+      `host: 127.0.0.1`,
+      `port: ${port}`,
+      `ports_file_dir: ${JSON.stringify(portsDir)}`,
+    ];
+    if (options.jetstream !== false) {
+      lines.push(
+        `jetstream { store_dir: ${JSON.stringify(storeDir)}, max_memory_store: 268435456, max_file_store: 4294967296 }`,
+      );
+    }
+    if (options.cluster) {
+      const c = options.cluster;
+      lines.push(
+        `cluster { name: ${JSON.stringify(c.name)}, listen: "127.0.0.1:${c.routePort}", routes: [${c.routes
+          .map((p) => `"nats-route://127.0.0.1:${p}"`)
+          .join(', ')}] }`,
+      );
+    }
+    if (options.extraConfig) lines.push(options.extraConfig);
+    const configFile = join(dataDir, `${name}.conf`);
+    await writeFile(configFile, lines.join('\n') + '\n');
+    const child = spawn(bin, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      if (stderr.length < 8192) stderr += d.toString();
+    });
+    const server = new NatsServerProcess(
+      child,
+      `nats://127.0.0.1:${port}`,
+      port,
+      dataDir,
+      storeDir,
+      ownsDir,
+      options,
+    );
+    // The server writes nats-server_<pid>.ports once it listens; an early exit is a failure.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      if (child.exitCode !== null) {
+        throw new Error(`nats-server exited at start (code ${child.exitCode}): ${stderr.trim()}`);
+      }
+      const files = await readdir(portsDir).catch(() => [] as string[]);
+      if (files.some((f) => f.endsWith('.ports'))) break;
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`nats-server did not start within 10 s: ${stderr.trim()}`);
+      }
+      await sleep(25);
+    }
+    return server;
+  }
+
+  /** SIGTERM, then SIGKILL after the deadline; removes a temp data dir. */
+  async stop(deadlineMs = 5000): Promise<void> {
+    if (this.#child.exitCode === null && this.#child.signalCode === null) {
+      this.#child.kill('SIGTERM');
+      const timer = setTimeout(() => this.#child.kill('SIGKILL'), deadlineMs);
+      await this.#exited;
+      clearTimeout(timer);
+    }
+    if (this.ownsDir) await rm(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** Kills the process at once, as a crash would; keeps the data dir. */
+  async kill(): Promise<void> {
+    this.#child.kill('SIGKILL');
+    await this.#exited;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
+
+/** A 3-node JetStream cluster on loopback. */
+export class NatsCluster {
+  private constructor(
+    readonly nodes: NatsServerProcess[],
+    private readonly dataDir: string,
+  ) {}
+
+  get url(): string {
+    return this.nodes.map((n) => n.url).join(',');
+  }
+
+  static async start(size = 3): Promise<NatsCluster> {
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-nats-cluster-'));
+    const routes = await Promise.all(Array.from({ length: size }, () => freePort()));
+    const nodes = await Promise.all(
+      routes.map((routePort, i) =>
+        NatsServerProcess.start({
+          dataDir,
+          cluster: { name: 'svc', serverName: `n${i + 1}`, routePort, routes },
+        }),
+      ),
+    );
+    return new NatsCluster(nodes, dataDir);
+  }
+
+  /** Restarts a stopped or killed node with its old data. */
+  async restart(index: number): Promise<void> {
+    const old = this.nodes[index];
+    if (!old) throw new Error(`no node ${index}`);
+    this.nodes[index] = await NatsServerProcess.start({ ...old.options, port: old.port });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function readAllFiles(dir: string): Promise<Buffer[]> {
+  const out: Buffer[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(await readFile(join(entry.parentPath, entry.name)));
+  }
+  return out;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

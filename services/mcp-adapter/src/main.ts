@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+import { ConfigError, createLogger } from '@svc/proto';
+import { startMcpAdapter } from './adapter.js';
+import { loadMcpAdapterConfig } from './config.js';
+
+// stdout carries the stdio transport's JSON-RPC: every log line goes to stderr.
+const log = createLogger('mcp-adapter', process.env['LOG_LEVEL'], process.stderr);
+try {
+  const config = loadMcpAdapterConfig(process.env);
+  if (!config.SVC_MCP_API_KEY) throw new ConfigError(['SVC_MCP_API_KEY: required (an API key of the service)']);
+  const adapter = await startMcpAdapter(config, { log });
+  let stopping = false;
+  const shutdown = async (reason: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ reason }, 'stopping');
+    await adapter.stop().catch((err: unknown) => log.error({ err }, 'stop failed'));
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // Over stdio the client owns the process: its closing stdin ends the session.
+  if (config.SVC_MCP_TRANSPORT === 'stdio') process.stdin.once('end', () => void shutdown('stdin closed'));
+} catch (err) {
+  if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
+  else log.error({ err }, 'mcp adapter failed to start');
+  process.exit(1);
+}

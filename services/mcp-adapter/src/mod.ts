@@ -1,0 +1,10 @@
+export { startMcpAdapter, apiClientFrom } from './adapter.js';
+export type { McpAdapterDeps, RunningMcpAdapter } from './adapter.js';
+export { McpAdapterConfig, loadMcpAdapterConfig } from './config.js';
+export { createMcpServer, ADAPTER_NAME, ADAPTER_VERSION } from './server.js';
+export type { McpServerDeps } from './server.js';
+export { ApiClient } from './api-client.js';
+export type { ApiClientOptions, ApiRequest, ApiResponse } from './api-client.js';
+export { AdapterError, AdapterErrorCode, ADAPTER_ERROR_RETRYABLE } from './errors.js';
+export { startHttpTransport, MCP_PATH } from './http-transport.js';
+export type { RunningHttpTransport } from './http-transport.js';

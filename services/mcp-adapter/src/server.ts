@@ -1,0 +1,351 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '@svc/proto';
+import * as z from 'zod';
+import { isRecord, type ApiClient } from './api-client.js';
+import type { McpAdapterConfig } from './config.js';
+import { AdapterError, AdapterErrorCode } from './errors.js';
+import { asJobRecord, waitForJob, type JobRecord } from './job-wait.js';
+import { registerPrompts } from './prompts.js';
+import { registerResources } from './resources.js';
+import { JobToolOutput, dataResult, errorResult, jobResult } from './tool-results.js';
+
+export const ADAPTER_NAME = 'svc-mcp';
+export const ADAPTER_VERSION = '0.1.0';
+
+export interface McpServerDeps {
+  api: ApiClient;
+  log: Logger;
+}
+
+type ServerConfig = Pick<McpAdapterConfig, 'SVC_MCP_JOB_POLL_INTERVAL' | 'SVC_MCP_JOB_TIMEOUT'>;
+
+/** What an MCP request handler receives beside its arguments, narrowed to what tools use. */
+interface ToolExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number };
+  sendNotification: (n: {
+    method: 'notifications/progress';
+    params: { progressToken: string | number; progress: number; message?: string };
+  }) => Promise<void>;
+}
+
+/** Submission routes and where each kind's result is read. */
+const JOB_KINDS = {
+  command: { submit: '/v2/send-command', result: '/v2/send-command' },
+  config: { submit: '/v2/send-config', result: '/v2/send-command' },
+  structured: { submit: '/v2/send-command-structured', result: '/v2/send-command-structured' },
+} as const;
+type JobKindName = keyof typeof JOB_KINDS;
+
+const INSTRUCTIONS =
+  'Tools of the svc network device command service. send_command, send_config and ' +
+  'send_command_structured run commands on a network device over SSH and wait for the job; each ' +
+  'needs the device username and password. Results carry job_id, status, results, error, ' +
+  'error_code and error_retryable. Read svc://contexts for routing contexts and svc://health for ' +
+  'service state. Never repeat a device password back to the user.';
+
+const connectionShape = {
+  host: z.string().min(1).describe('Device address: IPv4, IPv6 or RFC 1123 hostname.'),
+  platform: z
+    .string()
+    .min(1)
+    .describe('Device-driver platform (cisco_ios, cisco_nxos, arista_eos, juniper_junos, …); autodetect fingerprints the device.'),
+  commands: z.array(z.string().min(1)).min(1).describe('Commands to run, in order (at least one).'),
+  username: z.string().min(1).describe('Device username, passed to the device; the adapter stores nothing.'),
+  password: z.string().min(1).describe('Device password, passed to the device; never logged.'),
+  enable: z.string().optional().describe('Enable password; defaults to password.'),
+  port: z.number().int().min(1).max(65535).default(22).describe('SSH port, 1 to 65535.'),
+  tags: z
+    .record(z.string(), z.string())
+    .optional()
+    .describe('Labels for the job (at most 10; keys and values up to 64 of A-Z a-z 0-9 - _ :).'),
+  context: z.string().optional().describe('Routing context (see svc://contexts); the service default is "default".'),
+};
+
+const jobIdShape = { job_id: z.string().min(1).describe('Job identifier returned by a submission.') };
+
+/**
+ * The MCP server of the adapter: the specification's tools, the `svc://` resources and the
+ * prompts, all backed by the REST API through `deps.api`. One instance per MCP session.
+ */
+export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpServer {
+  const { api, log } = deps;
+  const server = new McpServer(
+    { name: ADAPTER_NAME, version: ADAPTER_VERSION },
+    { instructions: INSTRUCTIONS },
+  );
+  const waitOptions = {
+    pollIntervalMs: config.SVC_MCP_JOB_POLL_INTERVAL * 1000,
+    jobTimeoutMs: config.SVC_MCP_JOB_TIMEOUT * 1000,
+  };
+
+  /** Runs a tool body; adapter failures become tool errors, anything else an INTERNAL one. */
+  const guarded = async (tool: string, body: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+    try {
+      return await body();
+    } catch (err) {
+      if (err instanceof AdapterError) {
+        log.info({ tool, error_code: err.code, http_status: err.details.httpStatus, job_id: err.details.jobId }, 'tool error');
+        return errorResult(err);
+      }
+      log.error({ tool, err }, 'tool failed unexpectedly');
+      return errorResult(new AdapterError('INTERNAL', err instanceof Error ? err.message : String(err), null));
+    }
+  };
+
+  const submitAndWait = async (
+    tool: string,
+    kind: JobKindName,
+    body: Record<string, unknown>,
+    extra: ToolExtra,
+  ): Promise<CallToolResult> => {
+    const route = JOB_KINDS[kind];
+    const accepted = (await api.post(route.submit, body, { signal: extra.signal })).body;
+    if (!isRecord(accepted) || typeof accepted['job_id'] !== 'string') {
+      throw AdapterError.of(AdapterErrorCode.BAD_RESPONSE, `POST ${route.submit}: the answer has no job_id`);
+    }
+    const jobId = accepted['job_id'];
+    // Ids and sizes only: the body holds device credentials.
+    log.info({ tool, job_id: jobId, commands: (body['commands'] as unknown[]).length }, 'job submitted');
+    const progressToken = extra._meta?.progressToken;
+    let step = 0;
+    const record = await waitForJob(api, route.result, jobId, {
+      ...waitOptions,
+      signal: extra.signal,
+      onStatus: (status) => {
+        if (progressToken === undefined) return;
+        step += 1;
+        extra
+          .sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress: step, message: `job ${jobId} ${status}` },
+          })
+          .catch(() => undefined); // a client gone away must not fail the job wait
+      },
+    });
+    log.info({ tool, job_id: jobId, status: record.status, error_code: record['error_code'] }, 'job ended');
+    const flags = {
+      ...(accepted['deduplicated'] === true ? { deduplicated: true } : {}),
+      ...(accepted['idempotent'] === true ? { idempotent: true } : {}),
+    };
+    return jobResult(record, { extra: flags });
+  };
+
+  server.registerTool(
+    'send_command',
+    {
+      title: 'Run read-only commands',
+      description:
+        'Run read-only (show) commands on a network device over SSH and wait for the result. ' +
+        'Returns job_id, status, results (command to output), error, error_code, error_retryable.',
+      inputSchema: connectionShape,
+      outputSchema: JobToolOutput,
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args, extra) => guarded('send_command', () => submitAndWait('send_command', 'command', connectionBody(args), extra)),
+  );
+
+  server.registerTool(
+    'send_config',
+    {
+      title: 'Push configuration',
+      description:
+        'Enter configuration mode on a network device, apply the commands and wait for the result; ' +
+        'optionally commit (platforms that need it) and save the running configuration to startup. ' +
+        'Not retried automatically: a failed push needs a deliberate decision.',
+      inputSchema: {
+        ...connectionShape,
+        commands: z.array(z.string().min(1)).min(1).describe('Configuration lines, in order (at least one).'),
+        commit: z.boolean().optional().describe('Commit the configuration (Junos, IOS XR and other commit platforms).'),
+        save_config: z.boolean().optional().describe('Save the running configuration to startup afterwards.'),
+      },
+      outputSchema: JobToolOutput,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+    },
+    (args, extra) =>
+      guarded('send_config', () =>
+        submitAndWait(
+          'send_config',
+          'config',
+          {
+            ...connectionBody(args),
+            ...(args.commit !== undefined ? { commit: args.commit } : {}),
+            ...(args.save_config !== undefined ? { save_config: args.save_config } : {}),
+          },
+          extra,
+        ),
+      ),
+  );
+
+  server.registerTool(
+    'send_command_structured',
+    {
+      title: 'Run commands with parsed output',
+      description:
+        'Run read-only commands and parse each output into structured records with the community ' +
+        'TextFSM template for the platform and command. A results entry is a list of objects when ' +
+        'a template matched, otherwise the raw text.',
+      inputSchema: connectionShape,
+      outputSchema: JobToolOutput,
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args, extra) =>
+      guarded('send_command_structured', () =>
+        submitAndWait('send_command_structured', 'structured', connectionBody(args), extra),
+      ),
+  );
+
+  server.registerTool(
+    'get_job_result',
+    {
+      title: 'Get a job result',
+      description: 'Current status and, once ended, the results or error of a job submitted with this API key.',
+      inputSchema: jobIdShape,
+      outputSchema: JobToolOutput,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('get_job_result', async () => {
+        const path = `/v2/jobs/${encodeURIComponent(args.job_id)}`;
+        return jobResult(asJobRecord((await api.get(path, { signal: extra.signal })).body, `GET ${path}`));
+      }),
+  );
+
+  server.registerTool(
+    'cancel_job',
+    {
+      title: 'Cancel a job',
+      description:
+        'Cancel a queued or running job (best effort: it may finish first). A job that already ' +
+        'finished gives a CONFLICT error.',
+      inputSchema: jobIdShape,
+      outputSchema: JobToolOutput,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('cancel_job', async () => {
+        const id = encodeURIComponent(args.job_id);
+        await api.delete(`/v2/send-command/${id}`, { signal: extra.signal });
+        log.info({ tool: 'cancel_job', job_id: args.job_id }, 'job cancelled');
+        let record: JobRecord;
+        try {
+          record = asJobRecord((await api.get(`/v2/jobs/${id}`, { signal: extra.signal })).body, 'GET /v2/jobs');
+        } catch {
+          // The cancel itself succeeded (204); a failed read-back must not report it as failed.
+          record = { job_id: args.job_id, status: 'cancelled' };
+        }
+        return jobResult(record, { failureIsError: false });
+      }),
+  );
+
+  server.registerTool(
+    'list_jobs',
+    {
+      title: 'List jobs',
+      description: 'Jobs submitted with this API key, newest first, one page at a time.',
+      inputSchema: {
+        page: z.number().int().min(1).default(1).describe('Page number, from 1.'),
+        per_page: z.number().int().min(1).max(100).default(20).describe('Jobs per page, 1 to 100.'),
+        status: z.enum(['queued', 'started', 'finished', 'failed']).optional().describe('Only jobs in this status.'),
+        tag: z.string().optional().describe('Only jobs carrying this tag, as key:value.'),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('list_jobs', async () => {
+        const answer = await api.get('/v2/jobs', {
+          query: { page: args.page, per_page: args.per_page, status: args.status, tag: args.tag },
+          signal: extra.signal,
+        });
+        return dataResult(asObject(answer.body, 'GET /v2/jobs'));
+      }),
+  );
+
+  server.registerTool(
+    'create_api_key',
+    {
+      title: 'Create an API key',
+      description:
+        'Create an API key (needs an admin key). The token is returned once: hand it to the user ' +
+        'and do not repeat it afterwards.',
+      inputSchema: {
+        role: z.enum(['viewer', 'operator', 'admin']).default('operator').describe('Role of the new key.'),
+        contexts: z
+          .array(z.string().min(1))
+          .optional()
+          .describe('Routing contexts the key may use; default all.'),
+        ttl: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe('Lifetime in seconds; 0 means no expiry; default the server default (90 days).'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('create_api_key', async () => {
+        const body = {
+          role: args.role,
+          ...(args.contexts !== undefined ? { contexts: args.contexts } : {}),
+          ...(args.ttl !== undefined ? { ttl: args.ttl } : {}),
+        };
+        const created = asObject((await api.post('/v2/api-keys', body, { signal: extra.signal })).body, 'POST /v2/api-keys');
+        log.info({ tool: 'create_api_key', key_id: created['key_id'], role: created['role'] }, 'api key created');
+        return dataResult(created);
+      }),
+  );
+
+  server.registerTool(
+    'revoke_api_key',
+    {
+      title: 'Revoke an API key',
+      description: 'Revoke an API key by key_id (needs an admin key); it is rejected immediately afterwards.',
+      inputSchema: { key_id: z.string().min(1).describe('Identifier of the key to revoke.') },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('revoke_api_key', async () => {
+        const answer = await api.delete(`/v2/api-keys/${encodeURIComponent(args.key_id)}`, { signal: extra.signal });
+        log.info({ tool: 'revoke_api_key', key_id: args.key_id }, 'api key revoked');
+        return dataResult({ ...(isRecord(answer.body) ? answer.body : {}), key_id: args.key_id, revoked: true });
+      }),
+  );
+
+  registerResources(server, api);
+  registerPrompts(server);
+  return server;
+}
+
+interface ConnectionArgs {
+  host: string;
+  platform: string;
+  commands: string[];
+  username: string;
+  password: string;
+  enable?: string | undefined;
+  port: number;
+  tags?: Record<string, string> | undefined;
+  context?: string | undefined;
+}
+
+/** The submission body: optional fields only when given, so the service's defaults apply. */
+function connectionBody(args: ConnectionArgs): Record<string, unknown> {
+  return {
+    host: args.host,
+    platform: args.platform,
+    commands: args.commands,
+    username: args.username,
+    password: args.password,
+    port: args.port,
+    ...(args.enable !== undefined ? { enable: args.enable } : {}),
+    ...(args.tags !== undefined ? { tags: args.tags } : {}),
+    ...(args.context !== undefined ? { context: args.context } : {}),
+  };
+}
+
+function asObject(body: unknown, what: string): Record<string, unknown> {
+  if (isRecord(body)) return body;
+  throw AdapterError.of(AdapterErrorCode.BAD_RESPONSE, `${what}: the answer is not a JSON object`);
+}

@@ -1,0 +1,22 @@
+import { Type, type Static } from 'typebox';
+import { SharedSettings, loadConfig } from '@svc/proto';
+
+export const ReaperConfig = Type.Object({
+  ...SharedSettings,
+  JOB_REAPER_ENABLED: Type.Boolean({ default: true, description: 'Run the job reaper.' }),
+  JOB_REAPER_INTERVAL: Type.Number({
+    default: 60,
+    minimum: 0.1,
+    description: 'Seconds between reaper cycles (also the reaper lock lifetime).',
+  }),
+  WORKER_STALE_THRESHOLD: Type.Number({
+    default: 120,
+    minimum: 0.1,
+    description: 'Seconds without a heartbeat after which an actor host is lost.',
+  }),
+});
+export type ReaperConfig = Static<typeof ReaperConfig>;
+
+export function loadReaperConfig(env: Readonly<Record<string, string | undefined>>): ReaperConfig {
+  return loadConfig(ReaperConfig, env);
+}

@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  AuditEvent,
+  AuditLog,
+  Buckets,
+  JobLifecycle,
+  JobStore,
+  Lease,
+  LockKeys,
+  decodeJson,
+  drainHost,
+  ensureTopology,
+  topologyFrom,
+  type Logger,
+  type WorkerHeartbeat,
+} from '@svc/proto';
+import type { ReaperConfig } from './config.js';
+
+export interface ReaperDeps {
+  nc: NatsConnection;
+  log: Logger;
+  audit?: AuditLog;
+}
+
+export interface RunningReaper {
+  /** Runs one cycle now (tests); resolves with the hosts reaped. */
+  cycle(): Promise<string[]>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Watches heartbeats. Each cycle, the reaper holding the lock (one per cluster) takes every
+ * actor host silent for WORKER_STALE_THRESHOLD: its started jobs fail with WORKER_LOST (never
+ * run again), its placed-but-unstarted jobs go back for placement on a live host.
+ */
+export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promise<RunningReaper> {
+  const { nc, log } = deps;
+  const audit = deps.audit ?? new AuditLog('reaper');
+  const id = `reaper-${randomUUID().slice(0, 8)}`;
+  const stores = await ensureTopology(nc, topologyFrom(config));
+  const jobs = new JobStore(stores[Buckets.jobs], jetstream(nc));
+  const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const intervalMs = config.JOB_REAPER_INTERVAL * 1000;
+  const lock = new Lease(stores[Buckets.locks], LockKeys.reaper, id, intervalMs);
+  const workers = stores[Buckets.workers];
+
+  async function cycle(): Promise<string[]> {
+    if (!(await lock.acquire())) return [];
+    const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
+    const reaped: string[] = [];
+    for await (const key of await workers.keys()) {
+      const entry = await workers.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      const beat = decodeJson<WorkerHeartbeat>(entry.value);
+      if (Date.parse(beat.last_beat) >= cutoff) continue;
+      const outcome = await drainHost(nc, lifecycle, beat.host_id, {
+        failStarted: true,
+        reason: `actor host ${beat.host_id} stopped sending heartbeats`,
+      });
+      for (const record of outcome.orphaned) {
+        await jobs.publishEvent(record).catch(() => undefined);
+        audit.emit(AuditEvent.jobOrphaned, {
+          event: 'job.orphaned',
+          request_id: record.job_id,
+          job_id: record.job_id,
+          worker_name: beat.host_id,
+          username: record.username,
+          device_ip: record.spec.host,
+          platform: record.spec.platform,
+          status: 'failed',
+          duration_ms: 0,
+        });
+      }
+      // Only forget the host if nobody (a restarted host with the same id) beat meanwhile.
+      await workers.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
+      log.warn(
+        { host_id: beat.host_id, orphaned: outcome.orphaned.length, handed_back: outcome.handedBack.length },
+        'reaped a silent actor host',
+      );
+      reaped.push(beat.host_id);
+    }
+    return reaped;
+  }
+
+  let timer: NodeJS.Timeout | null = null;
+  let current: Promise<unknown> = Promise.resolve();
+  if (config.JOB_REAPER_ENABLED) {
+    timer = setInterval(() => {
+      current = cycle().catch((err: unknown) => log.error({ err }, 'reaper cycle failed'));
+    }, intervalMs);
+  }
+  log.info({ id, enabled: config.JOB_REAPER_ENABLED }, 'reaper started');
+  return {
+    cycle,
+    async stop() {
+      if (timer) clearInterval(timer);
+      await current;
+      await lock.release().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  // Test bodies are asserted field by field.
+  json: any;
+}
+
+export interface HttpOptions {
+  headers?: Record<string, string>;
+  /** Sent as JSON unless already a string. */
+  body?: unknown;
+  /** Basic credentials. */
+  basic?: { username: string; password: string };
+  bearer?: string;
+}
+
+/** A real HTTP(S) request; self-signed certificates are accepted (tests only). */
+export async function http(method: string, url: string, options: HttpOptions = {}): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (options.basic) {
+    headers['authorization'] =
+      'Basic ' + Buffer.from(`${options.basic.username}:${options.basic.password}`).toString('base64');
+  }
+  if (options.bearer) headers['authorization'] = `Bearer ${options.bearer}`;
+  let payload: string | undefined;
+  if (options.body !== undefined) {
+    payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const u = new URL(url);
+  const requester = u.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = requester(
+      u,
+      { method, headers, rejectUnauthorized: false },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = text ? JSON.parse(text) : undefined;
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('error', reject);
+    if (payload !== undefined) req.write(payload);
+    req.end();
+  });
+}
+
+/** Polls a job until it reaches a terminal status or the deadline passes. */
+export async function waitForJob(
+  baseUrl: string,
+  jobId: string,
+  auth: HttpOptions,
+  timeoutMs = 30_000,
+): Promise<HttpAnswer> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const answer = await http('GET', `${baseUrl}/v2/send-command/${jobId}`, auth);
+    const status = (answer.json as { status?: string } | undefined)?.status;
+    if (status === 'finished' || status === 'failed' || status === 'cancelled') return answer;
+    if (Date.now() > deadline) {
+      throw new Error(`job ${jobId} still ${String(status)} after ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

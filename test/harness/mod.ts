@@ -1,0 +1,12 @@
+export { NatsServerProcess, NatsCluster, readAllFiles, freePort } from '@svc/launcher';
+export { http, waitForJob } from './http-client.js';
+export type { HttpAnswer, HttpOptions } from './http-client.js';
+export {
+  startInProcessStack,
+  ServiceProcess,
+  testEnv,
+  silentLogger,
+  waitHealthy,
+  TEST_ENCRYPTION_KEY,
+} from './stack.js';
+export type { InProcessStack } from './stack.js';

@@ -1,0 +1,169 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { startDeviceActorService, loadDeviceActorConfig, type RunningDeviceActorService } from '@svc/device-actor';
+import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@svc/dispatcher';
+import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
+import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
+import { Sealer, connectNats, createLogger, type Logger } from '@svc/proto';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { http } from './http-client.js';
+
+/** One encryption key per test run; tests never need a real one. */
+export const TEST_ENCRYPTION_KEY = Sealer.generateKey();
+
+/** Environment for a test stack: short timings, plain HTTP on a random port. */
+export function testEnv(natsUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    NATS_URL: natsUrl,
+    SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
+    SVC_PORT: '0',
+    SVC_HTTP_PORT: '0',
+    SVC_BIND: '127.0.0.1',
+    LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'ERROR',
+    HEARTBEAT_INTERVAL: '0.5',
+    DISPATCH_HOST_LIVENESS: '3',
+    JOB_REAPER_INTERVAL: '1',
+    WORKER_STALE_THRESHOLD: '3',
+    SHUTDOWN_GRACE: '5',
+    ...extra,
+  };
+}
+
+export function silentLogger(service: string): Logger {
+  return createLogger(service, process.env['TEST_LOG_LEVEL'] ?? 'ERROR');
+}
+
+/** All services in this process, each on its own NATS connection. */
+export interface InProcessStack {
+  url: string;
+  gateway: RunningGateway;
+  dispatcher: RunningDispatcher;
+  actors: RunningDeviceActorService[];
+  reaper: RunningReaper;
+  connections: NatsConnection[];
+  stop(): Promise<void>;
+}
+
+export async function startInProcessStack(
+  natsUrl: string,
+  options: { env?: Record<string, string>; actors?: number; reaper?: boolean } = {},
+): Promise<InProcessStack> {
+  const env = testEnv(natsUrl, options.env);
+  const connections: NatsConnection[] = [];
+  const nc = async (name: string) => {
+    const c = await connectNats(natsUrl, name);
+    connections.push(c);
+    return c;
+  };
+  const sealer = Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!);
+  const reaper = await startReaper(
+    loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
+    { nc: await nc('reaper'), log: silentLogger('reaper') },
+  );
+  const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
+    nc: await nc('dispatcher'),
+    log: silentLogger('dispatcher'),
+  });
+  const actors: RunningDeviceActorService[] = [];
+  for (let i = 0; i < (options.actors ?? 1); i++) {
+    actors.push(
+      await startDeviceActorService(loadDeviceActorConfig(env), {
+        nc: await nc(`actor-${i}`),
+        log: silentLogger('device-actor'),
+        sealer,
+      }),
+    );
+  }
+  const gateway = await startGateway(loadGatewayConfig(env), {
+    nc: await nc('gateway'),
+    sealer,
+    log: silentLogger('gateway'),
+  });
+  return {
+    url: gateway.httpUrl!,
+    gateway,
+    dispatcher,
+    actors,
+    reaper,
+    connections,
+    async stop() {
+      await gateway.stop();
+      for (const a of actors) await a.stop();
+      await dispatcher.stop();
+      await reaper.stop();
+      await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
+    },
+  };
+}
+
+const ENTRY: Record<string, string> = {
+  gateway: '../../../services/gateway/dist/src/main.js',
+  dispatcher: '../../../services/dispatcher/dist/src/main.js',
+  'device-actor': '../../../services/device-actor/dist/src/main.js',
+  reaper: '../../../services/reaper/dist/src/main.js',
+};
+
+/** A service as a separate OS process (for tests that kill processes). */
+export class ServiceProcess {
+  readonly output: string[] = [];
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {}
+
+  static start(name: string, env: Record<string, string>): ServiceProcess {
+    const entry = fileURLToPath(new URL(ENTRY[name]!, import.meta.url));
+    const child = spawn(process.execPath, [entry], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const proc = new ServiceProcess(name, child);
+    const keep = (d: Buffer) => {
+      for (const line of d.toString().split('\n')) if (line) proc.output.push(line);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    return proc;
+  }
+
+  /** Resolves once a log line matches. */
+  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const line = this.output.find((l) => pattern.test(l));
+      if (line) return line;
+      if (this.child.exitCode !== null) {
+        throw new Error(`${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`);
+      }
+      if (Date.now() > deadline) throw new Error(`${this.name}: no line matching ${pattern}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) return resolve();
+      this.child.once('exit', () => resolve());
+      this.child.kill(signal);
+    });
+  }
+
+  /** The gateway's plain-HTTP URL from its start line. */
+  async httpUrl(): Promise<string> {
+    const line = await this.waitFor(/gateway listening/);
+    const parsed = JSON.parse(line) as { http?: string };
+    if (!parsed.http) throw new Error('gateway has no plain-HTTP listener');
+    return parsed.http;
+  }
+}
+
+/** Waits until /healthcheck says healthy (a worker is live). */
+export async function waitHealthy(url: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const a = await http('GET', `${url}/healthcheck`).catch(() => null);
+    if (a?.json?.status === 'healthy') return;
+    if (Date.now() > deadline) throw new Error(`not healthy: ${a?.text ?? 'no answer'}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

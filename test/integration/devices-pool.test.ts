@@ -1,0 +1,115 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SvcError } from '@svc/proto';
+import { createDeviceRunner, SessionPool } from '@svc/device-actor';
+import type { DeviceJob } from '@svc/device-actor';
+import { startDevice, type SimulatedDevice } from '@svc/test/support';
+
+function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): DeviceJob {
+  return {
+    jobId: `job-${Math.random().toString(16).slice(2)}`,
+    kind: 'command',
+    host: dev.host,
+    port: dev.port,
+    platform: dev.platform,
+    username: dev.username,
+    password: dev.password,
+    enable: dev.enable,
+    commands: [],
+    connTimeoutMs: 5000,
+    readTimeoutMs: 5000,
+    expectString: null,
+    saveConfig: false,
+    commit: false,
+    textfsmTemplate: null,
+    ttpTemplate: null,
+    signal: new AbortController().signal,
+    ...over,
+  };
+}
+
+function setup(t: { after(fn: () => Promise<void>): void }, options: { exclude?: string[]; maxSize?: number } = {}) {
+  const pool = new SessionPool({ idleTtlMs: 60_000, maxSize: options.maxSize ?? 10 });
+  t.after(() => pool.close());
+  return { pool, run: createDeviceRunner({ pool, poolExclude: options.exclude ?? [] }) };
+}
+
+async function device(t: { after(fn: () => Promise<void>): void }, platform = 'cisco_ios', port?: number): Promise<SimulatedDevice> {
+  const dev = await startDevice(port === undefined ? { platform } : { platform, port });
+  t.after(() => dev.stop());
+  return dev;
+}
+
+test('when a second job comes for the same device, then it reuses the warm session', async (t) => {
+  const { pool, run } = setup(t);
+  const dev = await device(t);
+  const a = await run(jobFor(dev, { commands: ['show version'] }));
+  const b = await run(jobFor(dev, { commands: ['show ip interface brief'] }));
+  assert.equal(a.pooled, false);
+  assert.equal(b.pooled, true);
+  assert.equal(dev.stats.handshakes, 1);
+  assert.equal(pool.hits, 1);
+  assert.equal(pool.misses, 1);
+  assert.equal(pool.size, 1);
+  // enable and paging-off ran once: the warm session kept its state.
+  assert.equal(dev.stats.commands.filter((c) => c.command === 'enable').length, 1);
+});
+
+test('when the warm session went stale, then a new one is opened and the job succeeds', async (t) => {
+  const { pool, run } = setup(t);
+  const first = await startDevice({ platform: 'cisco_ios' });
+  await run(jobFor(first, { commands: ['show version'] }));
+  const port = first.port;
+  await first.stop(); // closes the warm session under the pool's feet
+  const second = await device(t, 'cisco_ios', port);
+  const out = await run(jobFor(second, { commands: ['show version'] }));
+  assert.equal(out.pooled, false);
+  assert.ok(String(out.results['show version']).startsWith('Cisco IOS Software'));
+  assert.equal(pool.misses, 2);
+  assert.equal(pool.hits, 0);
+});
+
+test('when the password changes, then the old warm sessions are closed', async (t) => {
+  const { pool, run } = setup(t);
+  const dev = await device(t);
+  await run(jobFor(dev, { commands: ['show version'] }));
+  assert.equal(pool.size, 1);
+  await assert.rejects(run(jobFor(dev, { password: 'rotated-password', commands: ['show version'] })), (err: unknown) => err instanceof SvcError && err.code === 'AUTH_FAILED');
+  assert.equal(pool.size, 0);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(dev.stats.sessionsOpen, 0, 'the old session was closed');
+});
+
+test('when a host or platform is excluded, or the job is structured or autodetect, then no pooling', async (t) => {
+  const dev = await device(t);
+  const byHost = setup(t, { exclude: [dev.host] });
+  await byHost.run(jobFor(dev, { commands: ['show version'] }));
+  assert.equal((await byHost.run(jobFor(dev, { commands: ['show version'] }))).pooled, false);
+  assert.equal(byHost.pool.size, 0);
+  const byPlatform = setup(t, { exclude: ['cisco_ios'] });
+  await byPlatform.run(jobFor(dev, { commands: ['show version'] }));
+  assert.equal(byPlatform.pool.size, 0);
+  const other = setup(t);
+  await other.run(jobFor(dev, { kind: 'structured', commands: ['show version'] }));
+  await other.run(jobFor(dev, { platform: 'autodetect', commands: ['show version'] }));
+  assert.equal(other.pool.size, 0);
+  assert.equal(other.pool.hits + other.pool.misses, 0);
+});
+
+test('when more devices than the pool size are used, then the oldest idle session is evicted', async (t) => {
+  const { pool, run } = setup(t, { maxSize: 1 });
+  const a = await device(t);
+  const b = await device(t);
+  await run(jobFor(a, { commands: ['show version'] }));
+  await run(jobFor(b, { commands: ['show version'] }));
+  assert.equal(pool.size, 1);
+  assert.equal((await run(jobFor(b, { commands: ['show version'] }))).pooled, true);
+  assert.equal((await run(jobFor(a, { commands: ['show version'] }))).pooled, false);
+});
+
+test('when a pooled job fails, then its session is not returned', async (t) => {
+  const { pool, run } = setup(t);
+  const dev = await device(t);
+  await assert.rejects(run(jobFor(dev, { commands: ['show nonsense'] })));
+  assert.equal(pool.size, 0);
+});

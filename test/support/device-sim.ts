@@ -1,0 +1,632 @@
+import ssh2, { type Connection, type ServerChannel } from 'ssh2';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { generateHostKey } from './host-key.js';
+import { loadPlatform, textOf, type CatalogEntry, type PlatformData } from './platform-data.js';
+
+/**
+ * An SSH network device simulator: an ssh2 `Server` on loopback that behaves like the platform
+ * described by `platforms/<platform>.json` (prompts, banner, paging, enable, configuration mode,
+ * commit, save, errors, canned command outputs) with faults that tests switch on and off.
+ */
+
+/** Faults, settable at start and at run time. A string is a regex matched against a command. */
+export interface Faults {
+  /** Delay before each command's output (ms). */
+  commandLatencyMs?: number;
+  /** Output written in chunks of `chunkSize` characters with `delayMs` between them. */
+  slowOutput?: { chunkSize: number; delayMs: number } | null;
+  /** Typed input echoed one character at a time with this delay (ms). */
+  slowEchoMs?: number;
+  /** Never answer (true: any command; string: matching commands). */
+  hang?: boolean | string;
+  /** Close the session on receipt (true: any command; string: matching commands). */
+  drop?: boolean | string;
+  /** Reject every login. */
+  wrongPassword?: boolean;
+  /** Stop listening: connections are refused. */
+  refuse?: boolean;
+  /** Accept the paging-off command but keep paging. */
+  ignorePagingOff?: boolean;
+}
+
+export interface CommandRecord {
+  command: string;
+  /** Epoch ms when the device read it. */
+  at: number;
+}
+
+export interface DeviceStats {
+  /** Successful SSH authentications. */
+  handshakes: number;
+  authFailures: number;
+  sessionsOpen: number;
+  maxConcurrentSessions: number;
+  /** Every command line received, in order (passwords are not commands). */
+  commands: CommandRecord[];
+  configLines: number;
+  saves: number;
+  commits: number;
+}
+
+export interface StartDeviceOptions {
+  platform: string;
+  hostname?: string;
+  /** Default `svc`. */
+  username?: string;
+  /** Default `svc-demo`. */
+  password?: string;
+  /** Enable password. Default `svc-enable`. */
+  enable?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (a random free port). */
+  port?: number;
+  commandLatencyMs?: number;
+  faults?: Faults;
+  /** Replaces the platform's login banner. */
+  banner?: string;
+  /** Shared host key (a fleet uses one); generated when absent. */
+  hostKey?: string;
+}
+
+export interface SimulatedDevice {
+  readonly host: string;
+  readonly port: number;
+  readonly platform: string;
+  readonly hostname: string;
+  readonly username: string;
+  readonly password: string;
+  readonly enable: string;
+  readonly stats: DeviceStats;
+  /** Current mode of the most recent shell: `user`, `enable` or `config`. */
+  readonly lastMode: string | null;
+  /** Replaces the faults; resolves once a `refuse` change took effect on the listener. */
+  setFaults(faults: Faults): Promise<void>;
+  resetStats(): void;
+  /** Closes the listener and every client session. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_USERNAME = 'svc';
+export const DEFAULT_PASSWORD = 'svc-demo';
+export const DEFAULT_ENABLE = 'svc-enable';
+
+function emptyStats(): DeviceStats {
+  return {
+    handshakes: 0,
+    authFailures: 0,
+    sessionsOpen: 0,
+    maxConcurrentSessions: 0,
+    commands: [],
+    configLines: 0,
+    saves: 0,
+    commits: 0,
+  };
+}
+
+function matches(fault: boolean | string | undefined, line: string): boolean {
+  if (fault === undefined || fault === false) return false;
+  if (fault === true) return true;
+  return new RegExp(fault).test(line);
+}
+
+interface DeviceState {
+  data: PlatformData;
+  hostname: string;
+  username: string;
+  password: string;
+  enable: string;
+  banner: string | undefined;
+  faults: Faults;
+  stats: DeviceStats;
+  lastMode: string | null;
+}
+
+export async function startDevice(options: StartDeviceOptions): Promise<SimulatedDevice> {
+  const data = loadPlatform(options.platform);
+  const state: DeviceState = {
+    data,
+    hostname: options.hostname ?? data.defaultHostname,
+    username: options.username ?? DEFAULT_USERNAME,
+    password: options.password ?? DEFAULT_PASSWORD,
+    enable: options.enable ?? DEFAULT_ENABLE,
+    banner: options.banner,
+    faults: { ...options.faults },
+    stats: emptyStats(),
+    lastMode: null,
+  };
+  if (options.commandLatencyMs !== undefined) state.faults.commandLatencyMs = options.commandLatencyMs;
+  const host = options.host ?? '127.0.0.1';
+  const clients = new Set<Connection>();
+  const server = new ssh2.Server({ hostKeys: [options.hostKey ?? generateHostKey()] }, (conn) => {
+    clients.add(conn);
+    // Nagle + delayed ACK would add ~40 ms per command (STACK.md §3). The server-side client
+    // object has setNoDelay at runtime; @types/ssh2 only declares it on the Client class.
+    (conn as unknown as { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
+    let ready = false;
+    conn.on('error', () => undefined); // clients vanish mid-handshake in failure tests
+    conn.on('close', () => {
+      clients.delete(conn);
+      if (ready) state.stats.sessionsOpen--;
+    });
+    conn.on('authentication', (ctx) => {
+      const accept = (ok: boolean): void => {
+        if (ok && ctx.username === state.username && state.faults.wrongPassword !== true) {
+          ctx.accept();
+        } else {
+          state.stats.authFailures++;
+          ctx.reject(['password', 'keyboard-interactive']);
+        }
+      };
+      if (ctx.method === 'password') {
+        accept(ctx.password === state.password);
+      } else if (ctx.method === 'keyboard-interactive') {
+        ctx.prompt([{ prompt: 'Password: ', echo: false }], (answers) => accept(answers[0] === state.password));
+      } else {
+        ctx.reject(['password', 'keyboard-interactive']);
+      }
+    });
+    conn.on('ready', () => {
+      ready = true;
+      state.stats.handshakes++;
+      state.stats.sessionsOpen++;
+      state.stats.maxConcurrentSessions = Math.max(state.stats.maxConcurrentSessions, state.stats.sessionsOpen);
+      conn.on('session', (acceptSession) => {
+        const session = acceptSession();
+        session.on('pty', (acceptPty) => acceptPty());
+        session.on('window-change', (acceptWc) => acceptWc?.());
+        session.on('env', (acceptEnv) => acceptEnv?.());
+        session.on('shell', (acceptShell) => {
+          const stream = acceptShell();
+          const shell = new Shell(state, stream, conn);
+          shell.run().catch(() => stream.close());
+        });
+      });
+    });
+  });
+  let port = options.port ?? 0;
+  const listen = (): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      server.once('error', onError);
+      server.listen(port, host, () => {
+        server.off('error', onError);
+        resolve();
+      });
+    });
+  let listening = state.faults.refuse !== true;
+  if (listening) {
+    await listen();
+  } else {
+    // Reserve a port by listening once, then close: connections are refused until lifted.
+    await listen();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+  const address = server.address();
+  if (address !== null && typeof address === 'object') port = address.port;
+  let pending: Promise<void> = Promise.resolve();
+
+  const device: SimulatedDevice = {
+    host,
+    port,
+    platform: options.platform,
+    hostname: state.hostname,
+    username: state.username,
+    password: state.password,
+    enable: state.enable,
+    get stats() {
+      return state.stats;
+    },
+    get lastMode() {
+      return state.lastMode;
+    },
+    setFaults(faults: Faults) {
+      state.faults = { ...faults };
+      const refuse = faults.refuse === true;
+      if (refuse && listening) {
+        listening = false;
+        pending = pending.then(() => new Promise<void>((r) => server.close(() => r())));
+      } else if (!refuse && !listening) {
+        listening = true;
+        pending = pending.then(listen);
+      }
+      return pending;
+    },
+    resetStats() {
+      const open = state.stats.sessionsOpen;
+      state.stats = emptyStats();
+      state.stats.sessionsOpen = open;
+    },
+    async stop() {
+      await pending.catch(() => undefined);
+      for (const c of clients) c.end();
+      await new Promise<void>((r) => {
+        if (!listening) {
+          r();
+          return;
+        }
+        listening = false;
+        server.close(() => r());
+      });
+      // end() asks politely; anything still open after a moment is cut.
+      await sleep(10);
+      for (const c of clients) (c as unknown as { _sock?: { destroy(): void } })._sock?.destroy();
+    },
+  };
+  return device;
+}
+
+type Mode = 'user' | 'enable' | 'config';
+
+interface Frame {
+  name: string;
+  kind: 'config' | 'edit';
+}
+
+/** One interactive shell on the simulated device. */
+class Shell {
+  private inbox = '';
+  private notify: (() => void) | null = null;
+  private closed = false;
+  private skipLf = false;
+  private mode: Mode;
+  private stack: Frame[] = [];
+  private paging: boolean;
+  private pendingChanges = false;
+
+  constructor(
+    private readonly dev: DeviceState,
+    private readonly stream: ServerChannel,
+    private readonly conn: Connection,
+  ) {
+    this.mode = dev.data.loginMode;
+    this.paging = dev.data.paging !== null;
+    stream.on('data', (d: Buffer) => {
+      this.inbox += d.toString('utf8');
+      this.wake();
+    });
+    stream.on('close', () => {
+      this.closed = true;
+      this.wake();
+    });
+  }
+
+  private get data(): PlatformData {
+    return this.dev.data;
+  }
+
+  private wake(): void {
+    const n = this.notify;
+    this.notify = null;
+    n?.();
+  }
+
+  private write(text: string): void {
+    if (!this.closed) this.stream.write(text);
+  }
+
+  private fill(text: string, groups: readonly string[] = []): string {
+    return text
+      .replaceAll('{hostname}', this.dev.hostname)
+      .replaceAll('{username}', this.dev.username)
+      .replace(/\$(\d)/g, (_m, d: string) => groups[Number(d)] ?? '');
+  }
+
+  private async nextChar(): Promise<string | null> {
+    while (this.inbox.length === 0) {
+      if (this.closed) return null;
+      await new Promise<void>((r) => (this.notify = r));
+    }
+    const c = this.inbox[0] ?? '';
+    this.inbox = this.inbox.slice(1);
+    return c;
+  }
+
+  private async echo(text: string): Promise<void> {
+    const ms = this.dev.faults.slowEchoMs ?? 0;
+    if (ms > 0) await sleep(ms);
+    this.write(text);
+  }
+
+  /** Reads one line; echoes it unless it is a password. */
+  private async readLine(echo: boolean): Promise<string | null> {
+    let line = '';
+    for (;;) {
+      const c = await this.nextChar();
+      if (c === null) return null;
+      if (this.skipLf && c === '\n') {
+        this.skipLf = false;
+        continue;
+      }
+      this.skipLf = false;
+      if (c === '\r' || c === '\n') {
+        this.skipLf = c === '\r';
+        if (echo) await this.echo('\r\n');
+        else this.write('\r\n');
+        return line;
+      }
+      if (c === '\x7f' || c === '\b') {
+        if (line.length > 0) {
+          line = line.slice(0, -1);
+          if (echo) this.write('\b \b');
+        }
+        continue;
+      }
+      line += c;
+      if (echo) await this.echo(c);
+    }
+  }
+
+  private prompt(): string {
+    const p = this.data.prompts;
+    let text: string;
+    if (this.mode === 'config') {
+      const top = this.stack[this.stack.length - 1];
+      text = top !== undefined && p.sub !== undefined ? p.sub.replace('{sub}', top.name) : (p.config ?? p.enable);
+    } else {
+      text = this.mode === 'user' ? p.user : p.enable;
+    }
+    let out = this.fill(text);
+    if (this.mode === 'config' && this.data.config?.promptPrefix !== undefined) {
+      out = `${this.data.config.promptPrefix}\r\n${out}`;
+    }
+    return this.data.ansi === true ? `\x1b[24;1H\x1b[2K${out}\x1b[?25h` : out;
+  }
+
+  /** Writes command output (lines end in CRLF), paging and slowing it as configured. */
+  private async output(text: string): Promise<void> {
+    if (text === '') return;
+    const lines = text.split('\n');
+    const pg = this.data.paging;
+    if (pg !== null && this.paging && lines.length > pg.lines) {
+      for (let i = 0; i < lines.length; i += pg.lines) {
+        await this.send(lines.slice(i, i + pg.lines).join('\r\n') + '\r\n');
+        if (i + pg.lines >= lines.length) break;
+        this.write(pg.prompt.replace('{from}', String(i + 1)).replace('{to}', String(i + pg.lines)));
+        const key = await this.nextChar();
+        if (key === null) return;
+        this.write(pg.erase);
+        if (key === 'q' || key === '\x03') return;
+      }
+      return;
+    }
+    await this.send(lines.join('\r\n') + '\r\n');
+  }
+
+  private async send(text: string): Promise<void> {
+    const slow = this.dev.faults.slowOutput;
+    if (slow === null || slow === undefined) {
+      this.write(text);
+      return;
+    }
+    for (let i = 0; i < text.length; i += slow.chunkSize) {
+      this.write(text.slice(i, i + slow.chunkSize));
+      await sleep(slow.delayMs);
+    }
+  }
+
+  async run(): Promise<void> {
+    const banner = this.dev.banner ?? textOf(this.data.banner);
+    if (banner !== '') this.write(this.fill(banner).split('\n').join('\r\n') + '\r\n');
+    if (this.data.pressAnyKey === true) {
+      this.write('Press any key to continue');
+      if ((await this.nextChar()) === null) return;
+      this.write('\r\x1b[2K');
+    }
+    for (;;) {
+      this.dev.lastMode = this.mode;
+      this.write(this.prompt());
+      const line = await this.readLine(true);
+      if (line === null) return;
+      const keepGoing = await this.handle(line.trim());
+      if (!keepGoing) return;
+    }
+  }
+
+  private close(): void {
+    this.closed = true;
+    this.stream.close();
+    this.conn.end();
+  }
+
+  /** Runs one command; false when the session ends. */
+  private async handle(cmd: string): Promise<boolean> {
+    if (cmd === '') return true;
+    const faults = this.dev.faults;
+    this.dev.stats.commands.push({ command: cmd, at: Date.now() });
+    if (matches(faults.drop, cmd)) {
+      this.close();
+      return false;
+    }
+    if (matches(faults.hang, cmd)) {
+      while (!this.closed) await new Promise<void>((r) => (this.notify = r));
+      return false;
+    }
+    const latency = faults.commandLatencyMs ?? 0;
+    if (latency > 0) await sleep(latency);
+    const pg = this.data.paging;
+    if (pg !== null && pg.off.includes(cmd)) {
+      if (faults.ignorePagingOff !== true) this.paging = false;
+      await this.output(this.fill(textOf(pg.offOutput)));
+      return true;
+    }
+    if (this.data.silent?.includes(cmd) === true) return true;
+    if (this.mode === 'config') return this.handleConfig(cmd);
+    return this.handleExec(cmd);
+  }
+
+  private async handleExec(cmd: string): Promise<boolean> {
+    const d = this.data;
+    if (['exit', 'quit', 'logout'].includes(cmd) && d.config?.up?.includes(cmd) !== true) {
+      this.close();
+      return false;
+    }
+    if (d.enable !== null && cmd === d.enable.command) {
+      if (this.mode === 'enable') return true;
+      if (d.enable.usernamePrompt !== undefined) {
+        this.write(d.enable.usernamePrompt);
+        if ((await this.readLine(true)) === null) return false;
+      }
+      this.write(d.enable.passwordPrompt);
+      const secret = await this.readLine(false);
+      if (secret === null) return false;
+      if (secret === this.dev.enable) this.mode = 'enable';
+      else await this.output(textOf(d.enable.failure));
+      return true;
+    }
+    const cfg = d.config;
+    if (cfg !== null && cfg.style === 'mode' && cmd === cfg.enter) {
+      if (this.mode === 'user' && d.enable !== null) return this.unknown(cmd);
+      this.mode = 'config';
+      this.stack = [];
+      await this.output(this.fill(textOf(cfg.enterOutput)));
+      return true;
+    }
+    if (cfg !== null && cfg.style === 'blocks' && this.pushSubmode(cmd)) {
+      this.mode = 'config';
+      return true;
+    }
+    if (d.save !== null && d.save.commands.includes(cmd) && this.mode === 'enable') {
+      for (const c of d.save.confirms ?? []) {
+        this.write(c.prompt);
+        if ((await this.readLine(true)) === null) return false;
+      }
+      this.dev.stats.saves++;
+      await this.output(this.fill(textOf(d.save.output)));
+      return true;
+    }
+    const hit = this.lookup(cmd);
+    if (hit === undefined) return this.unknown(cmd);
+    await this.output(hit);
+    return true;
+  }
+
+  /** Catalog output for `cmd`, honouring privileged-only entries. */
+  private lookup(cmd: string): string | undefined {
+    for (const e of this.data.commands) {
+      const groups = matchEntry(e, cmd);
+      if (groups === null) continue;
+      if (e.privileged === true && this.mode === 'user') return undefined;
+      return this.fill(textOf(e.output), groups);
+    }
+    return undefined;
+  }
+
+  private async unknown(cmd: string, template = this.data.errors.unknown): Promise<boolean> {
+    const promptLen = this.fill(this.mode === 'user' ? this.data.prompts.user : this.data.prompts.enable).length;
+    const caret = `${' '.repeat(promptLen + Math.max(0, cmd.length - 1))}^`;
+    const text = textOf(template)
+      .replaceAll('{caret}', caret)
+      .replaceAll('{cmd0}', cmd.split(/\s+/)[0] ?? cmd)
+      .replaceAll('{cmd}', cmd);
+    await this.output(text);
+    return true;
+  }
+
+  private pushSubmode(cmd: string): boolean {
+    for (const s of this.data.config?.submodes ?? []) {
+      const m = new RegExp(s.regex).exec(cmd);
+      if (m !== null) {
+        // Cisco-like submodes are one level deep: `interface B` inside `interface A` switches.
+        if (this.data.config?.style === 'mode') this.stack = [];
+        this.stack.push({ name: m[1] ?? '', kind: s.kind ?? 'config' });
+        this.pendingChanges = true;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private leaveConfig(): void {
+    this.mode = 'enable';
+    this.stack = [];
+  }
+
+  private async handleConfig(cmd: string): Promise<boolean> {
+    const d = this.data;
+    const cfg = d.config;
+    if (cfg === null) return this.handleExec(cmd);
+    const blocks = cfg.style === 'blocks';
+    if (d.commit !== null && cmd === d.commit.command) {
+      this.dev.stats.commits++;
+      this.pendingChanges = false;
+      await this.output(this.fill(textOf(d.commit.output)));
+      return true;
+    }
+    if (cfg.rollback?.includes(cmd) === true) {
+      this.pendingChanges = false;
+      await this.output(textOf(cfg.rollbackOutput));
+      return true;
+    }
+    if (cfg.abort?.includes(cmd) === true) {
+      this.pendingChanges = false;
+      if (blocks) this.popBlock();
+      else this.leaveConfig();
+      return true;
+    }
+    if (cfg.exit.includes(cmd)) {
+      if (blocks) {
+        this.popBlock();
+        return true;
+      }
+      if (d.commit !== null && this.pendingChanges && cfg.uncommittedPrompt !== undefined) {
+        this.write(cfg.uncommittedPrompt);
+        const answer = await this.readLine(true);
+        if (answer === null) return false;
+        if (/^y/i.test(answer.trim())) {
+          this.dev.stats.commits++;
+        } else if (!/^n/i.test(answer.trim())) {
+          return true; // cancel: stay in configuration mode
+        }
+        this.pendingChanges = false;
+      }
+      this.leaveConfig();
+      return true;
+    }
+    if (cfg.up?.includes(cmd) === true) {
+      if (blocks) {
+        // FortiOS `next`: leave the `edit` entry, stay in its `config` block.
+        const top = this.stack[this.stack.length - 1];
+        if (top?.kind === 'edit') this.stack.pop();
+      } else if (this.stack.length > 0) {
+        this.stack.pop();
+      } else {
+        this.leaveConfig();
+      }
+      return true;
+    }
+    if (cfg.execPrefix !== undefined && cmd.startsWith(`${cfg.execPrefix} `)) {
+      const inner = cmd.slice(cfg.execPrefix.length + 1).trim();
+      const hit = this.lookup(inner);
+      if (hit === undefined) return this.unknown(cmd);
+      await this.output(hit);
+      return true;
+    }
+    const rejectRe = new RegExp(d.configReject ?? '^bogus\\b');
+    if (rejectRe.test(cmd)) return this.unknown(cmd, d.errors.configRejected ?? d.errors.unknown);
+    this.dev.stats.configLines++;
+    this.pendingChanges = true;
+    this.pushSubmode(cmd);
+    return true;
+  }
+
+  /** FortiOS `end`/`abort`: leave the innermost `config` block (and any `edit` inside it). */
+  private popBlock(): void {
+    while (this.stack.length > 0) {
+      const f = this.stack.pop();
+      if (f?.kind === 'config') break;
+    }
+    if (this.stack.length === 0) this.mode = 'enable';
+  }
+}
+
+function matchEntry(e: CatalogEntry, cmd: string): string[] | null {
+  if (e.command !== undefined) return e.command === cmd ? [cmd] : null;
+  if (e.regex !== undefined) {
+    const m = new RegExp(e.regex).exec(cmd);
+    return m === null ? null : Array.from(m, (g) => g ?? '');
+  }
+  return null;
+}
+
+export type { CatalogEntry, PlatformData };

@@ -1,0 +1,34 @@
+import { startDevice, DEFAULT_PASSWORD, DEFAULT_USERNAME } from './device-sim.js';
+
+/**
+ * `npm run devsim`: one simulated device for trying the service by hand. Environment:
+ * DEVSIM_PLATFORM (default cisco_ios), DEVSIM_PORT (default 2222), DEVSIM_USERNAME,
+ * DEVSIM_PASSWORD. Runs until SIGINT/SIGTERM.
+ */
+const platform = process.env['DEVSIM_PLATFORM'] ?? 'cisco_ios';
+const port = Number(process.env['DEVSIM_PORT'] ?? '2222');
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`DEVSIM_PORT must be a port number, got ${process.env['DEVSIM_PORT']}`);
+  process.exit(2);
+}
+const device = await startDevice({
+  platform,
+  host: '127.0.0.1',
+  port,
+  username: process.env['DEVSIM_USERNAME'] ?? DEFAULT_USERNAME,
+  password: process.env['DEVSIM_PASSWORD'] ?? DEFAULT_PASSWORD,
+});
+// The password is printed on purpose: this is a local test device with a demo credential.
+console.log(`host: ${device.host}`);
+console.log(`port: ${device.port}`);
+console.log(`platform: ${device.platform}`);
+console.log(`username: ${device.username}`);
+console.log(`password: ${device.password}`);
+const shutdown = (): void => {
+  device.stop().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.once('SIGINT', shutdown);
+process.once('SIGTERM', shutdown);

@@ -1,0 +1,13 @@
+export { startDevice, DEFAULT_USERNAME, DEFAULT_PASSWORD, DEFAULT_ENABLE } from './device-sim.js';
+export type {
+  Faults,
+  CommandRecord,
+  DeviceStats,
+  StartDeviceOptions,
+  SimulatedDevice,
+} from './device-sim.js';
+export { startFleet } from './fleet.js';
+export type { StartFleetOptions, Fleet } from './fleet.js';
+export { loadPlatform, textOf, PLATFORMS_DIR } from './platform-data.js';
+export type { PlatformData, CatalogEntry, Text } from './platform-data.js';
+export { generateHostKey } from './host-key.js';

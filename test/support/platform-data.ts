@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * The shape of `platforms/<platform>.json`: everything the simulator knows about a platform's
+ * CLI. Text may use `{hostname}`, `{username}`, and in regex catalog entries `$1`..`$9`.
+ * Multi-line text may be given as an array of lines.
+ */
+export type Text = string | readonly string[];
+
+export interface CatalogEntry {
+  /** Exact command text (case-sensitive, surrounding spaces ignored). */
+  command?: string;
+  /** Or a regex source matched against the whole command. */
+  regex?: string;
+  output: Text;
+  /** Only answered in privileged (enable) mode. */
+  privileged?: boolean;
+}
+
+export interface Confirm {
+  /** Printed without a newline; the device then reads one line. */
+  prompt: string;
+}
+
+export interface PlatformData {
+  platform: string;
+  defaultHostname: string;
+  prompts: {
+    user: string;
+    enable: string;
+    config?: string;
+    /** Submode prompt; `{sub}` is the submode name. */
+    sub?: string;
+  };
+  /** The mode a login lands in. */
+  loginMode: 'user' | 'enable';
+  banner?: Text;
+  /** ProCurve: "Press any key to continue" after the banner. */
+  pressAnyKey?: boolean;
+  /** Decorate prompts with ANSI cursor sequences (ProCurve does). */
+  ansi?: boolean;
+  paging: null | {
+    prompt: string;
+    /** Written after the key that moves past the prompt. */
+    erase: string;
+    lines: number;
+    off: readonly string[];
+    offOutput?: Text;
+  };
+  /** Commands accepted anywhere with no output (terminal width, ...). */
+  silent?: readonly string[];
+  enable: null | {
+    command: string;
+    usernamePrompt?: string;
+    passwordPrompt: string;
+    failure: Text;
+  };
+  config: null | {
+    style: 'mode' | 'blocks';
+    /** `mode` style: the command entering configuration mode. */
+    enter?: string;
+    enterOutput?: Text;
+    /** Leave configuration mode entirely. */
+    exit: readonly string[];
+    /** Up one level (leaves configuration mode at the top). */
+    up?: readonly string[];
+    /** Leave discarding the changes (XR `abort`, FortiOS `abort`). */
+    abort?: readonly string[];
+    /** Discard the changes and stay (Junos `rollback 0`, PAN-OS `revert config`). */
+    rollback?: readonly string[];
+    rollbackOutput?: Text;
+    /** Submodes (`mode` style) or blocks (`blocks` style); group 1 names the prompt. */
+    submodes?: readonly { regex: string; kind?: 'config' | 'edit' }[];
+    /** Printed on its own line before each configuration prompt (Junos `[edit]`). */
+    promptPrefix?: string;
+    /** Asked on exit with uncommitted changes; yes commits, no discards, else stays. */
+    uncommittedPrompt?: string;
+    /** Prefix that runs an exec command from configuration mode (`do`). */
+    execPrefix?: string;
+  };
+  commit: null | { command: string; output: Text };
+  save: null | { commands: readonly string[]; confirms?: readonly Confirm[]; output: Text };
+  errors: {
+    /** Unknown command. `{caret}` is a line with '^' under the command, `{cmd0}` its first word. */
+    unknown: Text;
+    /** A rejected configuration line; defaults to `unknown`. */
+    configRejected?: Text;
+  };
+  /** Configuration lines matching this regex are rejected. Default `^bogus\b`. */
+  configReject?: string;
+  commands: readonly CatalogEntry[];
+}
+
+export function textOf(t: Text | undefined): string {
+  if (t === undefined) return '';
+  return typeof t === 'string' ? t : t.join('\n');
+}
+
+const cache = new Map<string, PlatformData>();
+
+/** The folder of the platform JSON files (source tree: tsc does not copy JSON). */
+export const PLATFORMS_DIR = new URL('../../support/platforms/', import.meta.url);
+
+export function loadPlatform(platform: string): PlatformData {
+  const hit = cache.get(platform);
+  if (hit !== undefined) return hit;
+  if (!/^[a-z0-9_]+$/.test(platform)) throw new Error(`bad platform name ${platform}`);
+  let raw: string;
+  try {
+    raw = readFileSync(new URL(`${platform}.json`, PLATFORMS_DIR), 'utf8');
+  } catch {
+    throw new Error(`no simulator data for platform ${platform}`);
+  }
+  const data = JSON.parse(raw) as PlatformData;
+  cache.set(platform, data);
+  return data;
+}
