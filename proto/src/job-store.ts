@@ -65,8 +65,13 @@ export class JobStore {
   }
 
   /** Publishes the event of a status change for SSE, webhooks and outside subscribers. */
-  async publishEvent(record: JobRecord, status: JobStatus = record.status): Promise<void> {
+  async publishEvent(
+    record: JobRecord,
+    status: JobStatus = record.status,
+    extra: Partial<JobEvent> = {},
+  ): Promise<void> {
     const event: JobEvent = {
+      ...extra,
       job_id: record.job_id,
       status,
       at: new Date().toISOString(),
@@ -75,6 +80,10 @@ export class JobStore {
       platform: record.spec.platform,
       error_code: record.error_code,
       error: record.error,
+      kind: record.spec.kind,
+      enqueued_at: record.enqueued_at,
+      started_at: record.started_at,
+      ended_at: record.ended_at,
     };
     await this.js.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
       msgID: `${record.job_id}.${status}`,

@@ -47,6 +47,12 @@ export const SharedSettings = {
     minimum: 1,
     description: 'Seconds an X-Idempotency-Key is remembered.',
   }),
+  OTEL_ENABLED: Type.Boolean({ default: false, description: 'Export OpenTelemetry traces.' }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.String({
+    default: 'http://localhost:4317',
+    description: 'OTLP gRPC endpoint of the trace collector.',
+  }),
+  OTEL_SERVICE_NAME: Type.String({ default: 'svc', description: 'service.name of the spans.' }),
   SSE_TIMEOUT: Type.Integer({
     default: 300,
     minimum: 1,

@@ -105,7 +105,7 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 function deviceArgs(d: SimulatedDevice, commands: string[], extra: Record<string, unknown> = {}) {
-  return { host: d.host, port: d.port, platform: 'cisco_ios', username: d.username, password: d.password, commands, ...extra };
+  return { host: d.host, port: d.port, platform: 'cisco_ios', username: d.username, password: d.password, enable: d.enable, commands, ...extra };
 }
 
 /** Skips (with the reason printed) when API keys cannot be created; true means go on. */
@@ -274,6 +274,7 @@ test('when get_job_result or cancel_job names an unknown job, then it is a NOT_F
     const { isError, out } = await call(operator, tool, { job_id: '00000000-0000-4000-8000-000000000000' });
     assert.equal(isError, true, tool);
     assert.equal(out.error_code, 'NOT_FOUND', tool);
+    assert.equal(out.job_id, '00000000-0000-4000-8000-000000000000', tool);
     assert.equal(out.error_retryable, false, tool);
   }
 });

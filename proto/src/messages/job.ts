@@ -167,6 +167,12 @@ export const JobEvent = Type.Object(
     platform: Type.String(),
     error_code: Type.Optional(NullableString),
     error: Type.Optional(NullableString),
+    kind: Type.Optional(Type.String()),
+    enqueued_at: Type.Optional(Type.String()),
+    started_at: Type.Optional(NullableString),
+    ended_at: Type.Optional(NullableString),
+    /** Whether a warm session served the job (terminal events of the actor only). */
+    pooled: Type.Optional(Type.Boolean()),
   },
   { $id: 'JobEvent' },
 );

@@ -60,6 +60,26 @@ export const DeviceActorConfig = Type.Object({
     default: '',
     description: 'Directory that ttp:// template references resolve under.',
   }),
+  BREAKER_THRESHOLD: Type.Integer({
+    default: 5,
+    minimum: 1,
+    description: 'Consecutive connection failures to a device that open its circuit breaker.',
+  }),
+  BREAKER_OPEN_SECONDS: Type.Integer({
+    default: 300,
+    minimum: 1,
+    description: 'Seconds a breaker stays open before one half-open probe.',
+  }),
+  LOCKOUT_THRESHOLD: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
+  }),
+  LOCKOUT_WINDOW: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: 'Sliding window of the device lockout, seconds.',
+  }),
   SVC_PARSE_TIMEOUT_MS: Type.Integer({
     default: 2000,
     minimum: 10,

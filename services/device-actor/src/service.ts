@@ -5,6 +5,7 @@ import type { DeviceActorConfig } from './config.js';
 import { createDeviceRunner } from './device-runner.js';
 import { SessionPool } from './session-pool.js';
 import { createStructuredParser } from './structured-output.js';
+import { createWebhookNotifier } from './webhook.js';
 
 export interface DeviceActorServiceDeps {
   nc: NatsConnection;
@@ -38,6 +39,7 @@ export async function startDeviceActorService(
     ...deps,
     runner,
     parseOutputs: parser.parseOutputs,
+    onJobEnded: createWebhookNotifier(config, deps.log),
     ...(pool ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) } : {}),
   });
   return {

@@ -30,6 +30,48 @@ export const GatewayConfig = Type.Object({
     description: 'Seconds without a heartbeat after which an actor host counts as gone.',
   }),
   SVC_VERSION: Type.String({ default: '0.1.0', description: 'Version reported by /healthcheck.' }),
+  SVC_ADMIN_SECRET: Type.String({
+    default: '',
+    description: 'Basic password of key management (user admin); empty disables it for Basic.',
+  }),
+  SVC_JWT_SECRET: Type.String({
+    default: '',
+    description: 'HS256 secret signing API keys (at least 32 characters); required for Bearer.',
+  }),
+  API_KEY_DEFAULT_TTL: Type.Integer({
+    default: 7_776_000,
+    minimum: 0,
+    description: 'Seconds an API key lives when created without ttl; 0 = no expiry.',
+  }),
+  JOB_DEDUP_ENABLED: Type.Boolean({
+    default: true,
+    description: 'Return the in-flight job for an identical submission.',
+  }),
+  RATE_LIMIT_PER_MINUTE: Type.Integer({
+    default: 1000,
+    minimum: 0,
+    description: 'Accepted requests per caller per minute; 0 = unlimited.',
+  }),
+  RATE_LIMIT_DEVICE_PER_MINUTE: Type.Integer({
+    default: 20,
+    minimum: 0,
+    description: 'Accepted jobs per caller per device per minute; 0 = unlimited.',
+  }),
+  SSE_MAX_CONNECTIONS: Type.Integer({
+    default: 100,
+    minimum: 1,
+    description: 'Concurrent SSE streams per gateway process; more get 429.',
+  }),
+  LOCKOUT_THRESHOLD: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
+  }),
+  LOCKOUT_WINDOW: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: 'Sliding window of the device lockout, seconds.',
+  }),
   SVC_BODY_LIMIT: Type.Integer({
     default: 1_048_576,
     minimum: 1024,

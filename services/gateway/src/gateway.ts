@@ -4,21 +4,31 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import {
   AuditLog,
   Buckets,
+  JobLifecycle,
   JobStore,
   ensureTopology,
   topologyFrom,
   type Logger,
   type Sealer,
 } from '@svc/proto';
+import { startApiKeys } from './api-keys.js';
 import { createAuthenticator } from './authenticate.js';
 import { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
 import { createHttpServer } from './http-server.js';
 import { JobControl } from './job-control.js';
 import { JobIntake } from './job-intake.js';
+import type { GatewayContext } from './gateway-context.js';
 import { QueueDepth } from './queue-depth.js';
+import { startGatewayMetrics } from './metrics.js';
+import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
+import { registerOpenApiRoutes } from './routes/openapi.js';
 import { registerOperationRoutes } from './routes/operations.js';
+import { registerReplayRoutes } from './routes/replay.js';
+import { registerStreamRoutes } from './routes/streams.js';
+import { registerV1Routes } from './routes/v1.js';
 import { loadTls } from './tls.js';
 
 export interface GatewayDeps {
@@ -58,12 +68,37 @@ export async function startGateway(
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
   });
-  const authenticate = createAuthenticator(null);
-  const onStoreError = (err: unknown) => log.error({ err }, 'store request failed');
+  const apiKeys = await startApiKeys({ config, stores, log });
+  const ctx: GatewayContext = {
+    config,
+    nc,
+    js,
+    jsm,
+    stores,
+    jobs,
+    lifecycle: new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]),
+    sealer,
+    log,
+    audit,
+    depth,
+    status,
+    intake,
+    control,
+    authenticate: createAuthenticator(apiKeys.resolve),
+    onStoreError: (err: unknown) => log.error({ err }, 'store request failed'),
+  };
 
+  const metrics = await startGatewayMetrics(ctx);
   const register = (app: FastifyInstance) => {
+    metrics.register(app);
     registerOperationRoutes(app, status);
-    registerJobRoutes(app, { authenticate, intake, control, onStoreError });
+    registerJobRoutes(app, ctx);
+    registerJobQueryRoutes(app, ctx);
+    registerStreamRoutes(app, ctx);
+    registerReplayRoutes(app, ctx);
+    registerApiKeyRoutes(app, ctx, apiKeys);
+    registerV1Routes(app, ctx);
+    registerOpenApiRoutes(app, ctx);
   };
 
   const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY);
@@ -87,6 +122,8 @@ export async function startGateway(
     httpUrl,
     async stop() {
       await Promise.all(servers.map((s) => s.close()));
+      await apiKeys.stop();
+      await metrics.stop();
     },
   };
 }

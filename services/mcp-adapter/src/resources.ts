@@ -1,5 +1,5 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { ErrorCode, McpError, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type ReadResourceResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ApiClient } from './api-client.js';
 import { AdapterError } from './errors.js';
 
@@ -64,7 +64,7 @@ export function registerResources(server: McpServer, api: ApiClient): void {
         } catch (err) {
           // Resource reads have no isError result; the codes travel in the JSON-RPC error data.
           if (err instanceof AdapterError) {
-            throw new McpError(ErrorCode.InternalError, `${spec.uri}: ${err.message}`, {
+            throw new ResourceReadError(`${spec.uri}: ${err.message}`, {
               error_code: err.code,
               error_retryable: err.retryable,
               ...(err.details.httpStatus !== undefined ? { http_status: err.details.httpStatus } : {}),
@@ -74,5 +74,21 @@ export function registerResources(server: McpServer, api: ApiClient): void {
         }
       },
     );
+  }
+}
+
+/**
+ * A failed read as a JSON-RPC error. Not `McpError`: that class prefixes its message with
+ * "MCP error <code>:" and the client adds the same prefix again. The SDK sends `code`, `message`
+ * and `data` of whatever a handler throws.
+ */
+class ResourceReadError extends Error {
+  override readonly name = 'ResourceReadError';
+  readonly code = ErrorCode.InternalError;
+  constructor(
+    message: string,
+    readonly data: Record<string, unknown>,
+  ) {
+    super(message);
   }
 }

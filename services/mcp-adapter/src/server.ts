@@ -81,14 +81,24 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
   };
 
   /** Runs a tool body; adapter failures become tool errors, anything else an INTERNAL one. */
-  const guarded = async (tool: string, body: () => Promise<CallToolResult>): Promise<CallToolResult> => {
+  const guarded = async (
+    tool: string,
+    body: () => Promise<CallToolResult>,
+    jobId?: string,
+  ): Promise<CallToolResult> => {
     try {
       return await body();
-    } catch (err) {
-      if (err instanceof AdapterError) {
+    } catch (caught) {
+      if (caught instanceof AdapterError) {
+        // A 404 or 409 about a named job still says which job, as every job tool result does.
+        const err =
+          jobId !== undefined && caught.details.jobId === undefined
+            ? new AdapterError(caught.code, caught.message, caught.retryable, { ...caught.details, jobId })
+            : caught;
         log.info({ tool, error_code: err.code, http_status: err.details.httpStatus, job_id: err.details.jobId }, 'tool error');
         return errorResult(err);
       }
+      const err = caught;
       log.error({ tool, err }, 'tool failed unexpectedly');
       return errorResult(new AdapterError('INTERNAL', err instanceof Error ? err.message : String(err), null));
     }
@@ -209,7 +219,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       guarded('get_job_result', async () => {
         const path = `/v2/jobs/${encodeURIComponent(args.job_id)}`;
         return jobResult(asJobRecord((await api.get(path, { signal: extra.signal })).body, `GET ${path}`));
-      }),
+      }, args.job_id),
   );
 
   server.registerTool(
@@ -236,7 +246,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           record = { job_id: args.job_id, status: 'cancelled' };
         }
         return jobResult(record, { failureIsError: false });
-      }),
+      }, args.job_id),
   );
 
   server.registerTool(

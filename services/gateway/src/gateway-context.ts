@@ -1,0 +1,30 @@
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { FastifyRequest } from 'fastify';
+import type { AuditLog, JobLifecycle, JobStore, Logger, Sealer, Stores } from '@svc/proto';
+import type { ClusterStatus } from './cluster-status.js';
+import type { GatewayConfig } from './config.js';
+import type { JobControl } from './job-control.js';
+import type { JobIntake } from './job-intake.js';
+import type { QueueDepth } from './queue-depth.js';
+import type { Authenticate } from './routes/context.js';
+
+/** Everything route modules share; built once in `gateway.ts`. */
+export interface GatewayContext {
+  config: GatewayConfig;
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  stores: Stores;
+  jobs: JobStore;
+  lifecycle: JobLifecycle;
+  sealer: Sealer;
+  log: Logger;
+  audit: AuditLog;
+  depth: QueueDepth;
+  status: ClusterStatus;
+  intake: JobIntake;
+  control: JobControl;
+  authenticate: Authenticate;
+  onStoreError: (err: unknown, req: FastifyRequest) => void;
+}

@@ -1,0 +1,5 @@
+import type { FastifyInstance } from 'fastify';
+import type { GatewayContext } from '../gateway-context.js';
+
+/** Placeholder until its issue lands: registers no route yet. */
+export function registerReplayRoutes(_app: FastifyInstance, _ctx: GatewayContext): void {}
