@@ -28,7 +28,12 @@ export async function drainHost(
   nc: NatsConnection,
   lifecycle: JobLifecycle,
   hostId: string,
-  options: { failStarted: boolean; reason: string },
+  options: {
+    failStarted: boolean;
+    reason: string;
+    /** Called as soon as a started job has been failed (events, audit). */
+    onOrphaned?: (record: JobRecord) => Promise<void>;
+  },
 ): Promise<DrainOutcome> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
@@ -72,7 +77,10 @@ export async function drainHost(
             'started',
             new SvcError('WORKER_LOST', options.reason),
           );
-          if (failed) outcome.orphaned.push(failed);
+          if (failed) {
+            outcome.orphaned.push(failed);
+            await options.onOrphaned?.(failed);
+          }
         }
         await m.ackAck();
       }

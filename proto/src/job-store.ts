@@ -25,9 +25,15 @@ export interface StoredRecord {
  * the same state (this is what stops a job from starting twice).
  */
 export class JobStore {
+  /**
+   * @param transientRetryMs how long a state change keeps retrying through store outages (a
+   * cluster electing a new leader answers nothing for seconds): long for actors, whose job
+   * would otherwise stay `started` forever; short for the gateway, which answers 503 instead.
+   */
   constructor(
     readonly kv: KV,
     private readonly js: JetStreamClient,
+    private readonly transientRetryMs = 60_000,
   ) {}
 
   async create(record: JobRecord): Promise<void> {
@@ -49,19 +55,26 @@ export class JobStore {
     jobId: string,
     change: (current: JobRecord) => JobRecord | null,
   ): Promise<JobRecord | null> {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const stored = await this.get(jobId);
-      if (!stored) return null;
-      const next = change(stored.record);
-      if (!next) return null;
+    const deadline = Date.now() + this.transientRetryMs;
+    let conflicts = 0;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
       try {
+        const stored = await this.get(jobId);
+        if (!stored) return null;
+        const next = change(stored.record);
+        if (!next) return null;
         await this.kv.update(jobId, encodeJson(next), stored.revision);
         return next;
       } catch (err) {
-        if (!isWrongRevision(err)) throw err;
+        if (isWrongRevision(err)) {
+          if (++conflicts > 20) throw new Error(`job record ${jobId} kept changing; gave up`);
+          pause = 50;
+          continue;
+        }
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, pause));
       }
     }
-    throw new Error(`job record ${jobId} kept changing; gave up after 20 attempts`);
   }
 
   /** Publishes the event of a status change for SSE, webhooks and outside subscribers. */

@@ -67,3 +67,25 @@ export { FailedJob, FUNC_NAMES } from './messages/job.js';
 export { Lease, deviceKeyOf } from './lease.js';
 export { drainHost } from './host-drain.js';
 export type { DrainOutcome } from './host-drain.js';
+export { CircuitBreaker, LockoutLedger } from './device-guards.js';
+export type { BreakerVerdict } from './device-guards.js';
+export {
+  startTracing,
+  tracer,
+  injectTraceContext,
+  extractTraceContext,
+  extractHttpTraceContext,
+  withSpan,
+  SpanKind,
+  SpanStatusCode,
+  otelContext,
+  otelTrace,
+} from './tracing.js';
+export type {
+  TracingSettings,
+  RunningTracing,
+  HeaderCarrier,
+  Span,
+  TraceContext,
+  SpanAttributes,
+} from './tracing.js';

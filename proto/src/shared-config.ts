@@ -47,6 +47,16 @@ export const SharedSettings = {
     minimum: 1,
     description: 'Seconds an X-Idempotency-Key is remembered.',
   }),
+  LOCKOUT_THRESHOLD: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
+  }),
+  LOCKOUT_WINDOW: Type.Integer({
+    default: 600,
+    minimum: 1,
+    description: 'Sliding window of the device lockout, seconds.',
+  }),
   OTEL_ENABLED: Type.Boolean({ default: false, description: 'Export OpenTelemetry traces.' }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.String({
     default: 'http://localhost:4317',

@@ -48,7 +48,24 @@ export type Stores = Record<Bucket, KV>;
  * Creates the streams and buckets when missing (idempotent; every service calls it at start so
  * that any of them may come up first) and opens every bucket.
  */
-export async function ensureTopology(nc: NatsConnection, opts: TopologyOptions): Promise<Stores> {
+export async function ensureTopology(
+  nc: NatsConnection,
+  opts: TopologyOptions,
+  retryForMs = 30_000,
+): Promise<Stores> {
+  // A cluster that just started (or lost a node) has no JetStream leader for a few seconds.
+  const deadline = Date.now() + retryForMs;
+  for (;;) {
+    try {
+      return await createTopology(nc, opts);
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
+
+async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promise<Stores> {
   const jsm = await jetstreamManager(nc);
   const replicas = opts.replicas;
   const workQueue = (

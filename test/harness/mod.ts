@@ -6,6 +6,7 @@ export {
   ServiceProcess,
   testEnv,
   silentLogger,
+  quietAudit,
   waitHealthy,
   TEST_ENCRYPTION_KEY,
 } from './stack.js';

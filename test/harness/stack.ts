@@ -4,7 +4,8 @@ import { startDeviceActorService, loadDeviceActorConfig, type RunningDeviceActor
 import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
-import { Sealer, connectNats, createLogger, type Logger } from '@svc/proto';
+import { pino } from 'pino';
+import { AuditLog, Sealer, connectNats, createLogger, type Logger } from '@svc/proto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { http } from './http-client.js';
 
@@ -33,6 +34,13 @@ export function silentLogger(service: string): Logger {
   return createLogger(service, process.env['TEST_LOG_LEVEL'] ?? 'ERROR');
 }
 
+/** Audit lines go nowhere in tests unless TEST_LOG_LEVEL asks for logs. */
+export function quietAudit(service: string): AuditLog {
+  return process.env['TEST_LOG_LEVEL']
+    ? new AuditLog(service)
+    : new AuditLog(service, pino.destination('/dev/null'));
+}
+
 /** All services in this process, each on its own NATS connection. */
 export interface InProcessStack {
   url: string;
@@ -58,7 +66,7 @@ export async function startInProcessStack(
   const sealer = Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!);
   const reaper = await startReaper(
     loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
-    { nc: await nc('reaper'), log: silentLogger('reaper') },
+    { nc: await nc('reaper'), log: silentLogger('reaper'), audit: quietAudit('reaper') },
   );
   const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
     nc: await nc('dispatcher'),
@@ -70,6 +78,7 @@ export async function startInProcessStack(
       await startDeviceActorService(loadDeviceActorConfig(env), {
         nc: await nc(`actor-${i}`),
         log: silentLogger('device-actor'),
+        audit: quietAudit('device-actor'),
         sealer,
       }),
     );
@@ -78,6 +87,7 @@ export async function startInProcessStack(
     nc: await nc('gateway'),
     sealer,
     log: silentLogger('gateway'),
+    audit: quietAudit('gateway'),
   });
   return {
     url: gateway.httpUrl!,

@@ -3,7 +3,8 @@ import { startDevice, DEFAULT_PASSWORD, DEFAULT_USERNAME } from './device-sim.js
 /**
  * `npm run devsim`: one simulated device for trying the service by hand. Environment:
  * DEVSIM_PLATFORM (default cisco_ios), DEVSIM_PORT (default 2222), DEVSIM_USERNAME,
- * DEVSIM_PASSWORD. Runs until SIGINT/SIGTERM.
+ * DEVSIM_PASSWORD, DEVSIM_ENABLE (default: the password, so that a Basic request, whose enable
+ * secret defaults to its password, works as it is). Runs until SIGINT/SIGTERM.
  */
 const platform = process.env['DEVSIM_PLATFORM'] ?? 'cisco_ios';
 const port = Number(process.env['DEVSIM_PORT'] ?? '2222');
@@ -11,12 +12,14 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`DEVSIM_PORT must be a port number, got ${process.env['DEVSIM_PORT']}`);
   process.exit(2);
 }
+const password = process.env['DEVSIM_PASSWORD'] ?? DEFAULT_PASSWORD;
 const device = await startDevice({
   platform,
   host: '127.0.0.1',
   port,
   username: process.env['DEVSIM_USERNAME'] ?? DEFAULT_USERNAME,
-  password: process.env['DEVSIM_PASSWORD'] ?? DEFAULT_PASSWORD,
+  password,
+  enable: process.env['DEVSIM_ENABLE'] ?? password,
 });
 // The password is printed on purpose: this is a local test device with a demo credential.
 console.log(`host: ${device.host}`);

@@ -13,10 +13,12 @@ import {
   AuditEvent,
   AuditLog,
   Buckets,
+  CircuitBreaker,
   Consumers,
   ErrorCode,
   JobLifecycle,
   JobStore,
+  LockoutLedger,
   Streams,
   Subjects,
   SvcError,
@@ -32,6 +34,9 @@ import {
   type Logger,
   type Sealer,
   type WorkerHeartbeat,
+  SpanKind,
+  extractTraceContext,
+  withSpan,
 } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
 import type { DeviceJob, RunDeviceJob } from './device-job.js';
@@ -88,6 +93,16 @@ export async function startActorHost(
   const jsm = await jetstreamManager(nc);
   const jobs = new JobStore(stores[Buckets.jobs], js);
   const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const breaker = new CircuitBreaker(
+    stores[Buckets.breakers],
+    config.BREAKER_THRESHOLD,
+    config.BREAKER_OPEN_SECONDS * 1000,
+  );
+  const lockout = new LockoutLedger(
+    stores[Buckets.lockout],
+    config.LOCKOUT_THRESHOLD,
+    config.LOCKOUT_WINDOW * 1000,
+  );
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   const mailboxes = new Map<string, Mailbox<Delivery>>();
   const running = new Map<string, AbortController>();
@@ -113,7 +128,7 @@ export async function startActorHost(
     await stores[Buckets.workers].put(hostId, encodeJson(hb));
   };
 
-  await jsm.consumers.add(Streams.actor, {
+  const consumerConfig = {
     durable_name: Consumers.actor(hostId),
     filter_subject: Subjects.actor(hostId),
     ack_policy: AckPolicy.Explicit,
@@ -121,7 +136,8 @@ export async function startActorHost(
     // Jobs wait in device mailboxes until their turn; they are acked when they end.
     ack_wait: nanos(6 * 3600_000),
     max_ack_pending: 20_000,
-  });
+  };
+  await jsm.consumers.add(Streams.actor, consumerConfig);
   await beat();
   const heartbeat = setInterval(() => {
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
@@ -134,29 +150,40 @@ export async function startActorHost(
     },
   });
 
-  const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
-  messages = await consumer.consume({ max_messages: 512 });
+  const deliver = (msg: JsMsg) => {
+    let envelope: JobEnvelope;
+    try {
+      envelope = decodeJson<JobEnvelope>(msg.data);
+    } catch {
+      log.error({ seq: msg.seq }, 'dropping a message that is not a job envelope');
+      msg.term();
+      return;
+    }
+    const key = deviceKeyOf(envelope.spec.context, envelope.spec.host, envelope.spec.port);
+    let box = mailboxes.get(key);
+    if (!box) {
+      box = new Mailbox<Delivery>(
+        config.DEVICE_MAX_SESSIONS,
+        (d) => runDelivery(d),
+        () => mailboxes.delete(key),
+      );
+      mailboxes.set(key, box);
+    }
+    box.push({ envelope, msg });
+  };
   const intake = (async () => {
-    for await (const msg of messages) {
-      let envelope: JobEnvelope;
+    while (!draining) {
       try {
-        envelope = decodeJson<JobEnvelope>(msg.data);
-      } catch {
-        log.error({ seq: msg.seq }, 'dropping a message that is not a job envelope');
-        msg.term();
-        continue;
+        // Re-declared each time: a reaper that took this host for dead deleted it.
+        await jsm.consumers.add(Streams.actor, consumerConfig);
+        const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
+        messages = await consumer.consume({ max_messages: 512 });
+        for await (const msg of messages) deliver(msg);
+      } catch (err) {
+        // A cluster node going away can end the consumer: consume again, never stop serving.
+        if (!draining) log.warn({ err }, 'placement consumer failed; consuming again');
       }
-      const key = deviceKeyOf(envelope.spec.context, envelope.spec.host, envelope.spec.port);
-      let box = mailboxes.get(key);
-      if (!box) {
-        box = new Mailbox<Delivery>(
-          config.DEVICE_MAX_SESSIONS,
-          (d) => runDelivery(d),
-          () => mailboxes.delete(key),
-        );
-        mailboxes.set(key, box);
-      }
-      box.push({ envelope, msg });
+      if (!draining) await sleep(500);
     }
   })();
   log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
@@ -165,12 +192,16 @@ export async function startActorHost(
     if (draining) return; // handed back on stop
     await sessions.acquire();
     try {
-      await runJob(envelope);
+      // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
+      const parent = extractTraceContext(msg.headers);
+      const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
+      await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () => runJob(envelope));
       msg.ack();
     } catch (err) {
-      // Store unreachable: leave the message unacked; it stays on this host's subject and is
-      // handed back or reaped, never lost.
-      log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed');
+      // The store stayed unreachable past every retry: try the message again later. It stays
+      // on this host's subject meanwhile, so it is never lost.
+      log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');
+      msg.nak(5000);
     } finally {
       sessions.release();
     }
@@ -186,6 +217,19 @@ export async function startActorHost(
         : null,
     );
     if (!started) {
+      const current = await jobs.get(jobId);
+      if (
+        current?.record.status === 'started' &&
+        current.record.actor_host === hostId &&
+        !running.has(jobId)
+      ) {
+        // Started here, but its outcome never reached the store: it must not run again.
+        await lifecycle.fail(
+          jobId,
+          'started',
+          new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
+        );
+      }
       jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
       return;
     }
@@ -224,12 +268,34 @@ export async function startActorHost(
       signal: controller.signal,
     };
     let ended: JobRecord | null;
+    const deviceKey = deviceKeyOf(spec.context, spec.host, spec.port);
+    let breakerClean = true;
     try {
-      const outcome = await runner(job);
+      // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
+      if (!started.owner.startsWith('key:') && (await lockout.isLockedOut(started.username, deviceKey))) {
+        throw new SvcError(
+          ErrorCode.DEVICE_LOCKED_OUT,
+          `user ${started.username} is locked out of ${spec.host} after repeated failed logins`,
+        );
+      }
+      const verdict = await breaker.admit(deviceKey, jobId);
+      if (!verdict.allowed) {
+        throw new SvcError(
+          ErrorCode.CIRCUIT_OPEN,
+          `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(verdict.retryAtMs).toISOString()}`,
+        );
+      }
+      breakerClean = verdict.clean;
+      const outcome = await withSpan(
+        'device session',
+        { attributes: { 'server.address': spec.host, 'server.port': spec.port, 'svc.commands': spec.commands.length } },
+        () => runner(job),
+      );
+      if (!breakerClean) await breaker.recordSuccess(deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const results =
         spec.kind === 'structured' && deps.parseOutputs
-          ? await deps.parseOutputs(started, outcome.results, platform)
+          ? await withSpan('parse output', {}, () => deps.parseOutputs!(started, outcome.results, platform))
           : outcome.results;
       ended = await jobs.transition(jobId, (current) =>
         current.status !== 'started'
@@ -246,6 +312,10 @@ export async function startActorHost(
     } catch (err) {
       const failure = SvcError.from(controller.signal.aborted ? (controller.signal.reason ?? err) : err);
       const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
+      if (isConnectionFailure(safe.code)) await breaker.recordFailure(deviceKey).catch(() => false);
+      if (safe.code === ErrorCode.AUTH_FAILED) {
+        await lockout.recordFailure(started.username, deviceKey).catch(() => undefined);
+      }
       if (safe.code === ErrorCode.CANCELLED) {
         ended = null; // the gateway already wrote `cancelled`
       } else {
@@ -299,6 +369,11 @@ export async function startActorHost(
       }
     },
   };
+}
+
+/** Failures that say the device is unreachable: they count towards its breaker. */
+function isConnectionFailure(code: string): boolean {
+  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'SESSION_DROPPED'].includes(code);
 }
 
 function isDeviceFailure(code: string): boolean {

@@ -70,16 +70,6 @@ export const DeviceActorConfig = Type.Object({
     minimum: 1,
     description: 'Seconds a breaker stays open before one half-open probe.',
   }),
-  LOCKOUT_THRESHOLD: Type.Integer({
-    default: 10,
-    minimum: 1,
-    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
-  }),
-  LOCKOUT_WINDOW: Type.Integer({
-    default: 600,
-    minimum: 1,
-    description: 'Sliding window of the device lockout, seconds.',
-  }),
   SVC_PARSE_TIMEOUT_MS: Type.Integer({
     default: 2000,
     minimum: 10,

@@ -1,4 +1,5 @@
 import { AUTODETECT, SvcError, ErrorCode } from '@svc/proto';
+import { redactValues } from './redaction.js';
 import type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device-job.js';
 import { CliSession } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
@@ -127,19 +128,10 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
   };
 }
 
-/** Replaces each secret in `text` by `***`. Empty secrets are ignored. */
-export function redactSecrets(text: string, secrets: readonly (string | null)[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s !== null && s.length > 0) out = out.split(s).join('***');
-  }
-  return out;
-}
-
 /**
  * The same error with the secrets removed from its text. The cause is dropped: it may hold
  * device output or library state we cannot vouch for.
  */
 export function redactError(err: SvcError, secrets: readonly (string | null)[]): SvcError {
-  return new SvcError(err.code, redactSecrets(err.message, secrets));
+  return new SvcError(err.code, redactValues(err.message, secrets));
 }

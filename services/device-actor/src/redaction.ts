@@ -1,10 +1,15 @@
 import type { DeviceSecrets } from '@svc/proto';
 
-/** Removes every secret of a job from a text (device echo, library error messages). */
-export function redactSecrets(text: string, secrets: Partial<DeviceSecrets>): string {
+/** Replaces each secret in `text` by `***`; empty secrets are ignored. */
+export function redactValues(text: string, secrets: readonly (string | null | undefined)[]): string {
   let out = text;
-  for (const secret of [secrets.password, secrets.enable, secrets.webhook_secret]) {
-    if (secret && secret.length > 0) out = out.split(secret).join('[redacted]');
+  for (const s of secrets) {
+    if (s) out = out.split(s).join('***');
   }
   return out;
+}
+
+/** Removes every secret of a job from a text (device echo, library error messages). */
+export function redactSecrets(text: string, secrets: Partial<DeviceSecrets>): string {
+  return redactValues(text, [secrets.password, secrets.enable, secrets.webhook_secret]);
 }

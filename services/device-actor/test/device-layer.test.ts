@@ -6,7 +6,7 @@ import { findEcho, dropEchoLike } from '../src/drivers/cli-session.js';
 import { DRIVERS, getDriver } from '../src/drivers/registry.js';
 import { escapeRegExp } from '../src/drivers/driver.js';
 import { matchFingerprint, probesFor } from '../src/autodetect.js';
-import { redactSecrets } from '../src/device-runner.js';
+import { redactValues } from '../src/redaction.js';
 
 test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
   assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');
@@ -117,6 +117,6 @@ test('when version texts are fingerprinted, then the most specific platform wins
 });
 
 test('when secrets appear in a text, then they are redacted', () => {
-  assert.equal(redactSecrets('pw hunter2 and en s3cret', ['hunter2', 's3cret', null]), 'pw *** and en ***');
-  assert.equal(redactSecrets('nothing', ['', null]), 'nothing');
+  assert.equal(redactValues('pw hunter2 and en s3cret', ['hunter2', 's3cret', null]), 'pw *** and en ***');
+  assert.equal(redactValues('nothing', ['', null]), 'nothing');
 });

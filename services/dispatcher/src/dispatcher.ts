@@ -22,6 +22,10 @@ import {
   type JobEnvelope,
   type Logger,
   type WorkerHeartbeat,
+  SpanKind,
+  extractTraceContext,
+  injectTraceContext,
+  withSpan,
 } from '@svc/proto';
 import { randomUUID } from 'node:crypto';
 import type { DispatcherConfig } from './config.js';
@@ -102,8 +106,16 @@ export async function startDispatcher(
         continue;
       }
       log.info({ context }, 'leading context');
-      const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
-      const messages = await consumer.consume({ max_messages: 256 });
+      let messages: ConsumerMessages;
+      try {
+        const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
+        messages = await consumer.consume({ max_messages: 256 });
+      } catch (err) {
+        // The stream may be electing a leader (cluster node lost): try again shortly.
+        log.warn({ err, context }, 'cannot consume jobs yet');
+        await sleep(500);
+        continue;
+      }
       const renewal = setInterval(() => {
         lease.acquire().then(
           (still) => {
@@ -117,6 +129,9 @@ export async function startDispatcher(
       }, renewEvery);
       try {
         await dispatchAll(context, messages);
+      } catch (err) {
+        log.warn({ err, context }, 'job consumer failed; consuming again');
+        await sleep(500);
       } finally {
         clearInterval(renewal);
       }
@@ -136,7 +151,17 @@ export async function startDispatcher(
     }
   }
 
-  async function place(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
+  // One span per placement (waiting for a live host included), child of the gateway's span
+  // carried in the message headers; the actor's span becomes its child.
+  function place(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
+    const parent = extractTraceContext(m.headers);
+    const attributes = { 'svc.context': context, 'messaging.message.id': m.info.streamSequence };
+    return withSpan('dispatch job', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
+      placeJob(context, m, client),
+    );
+  }
+
+  async function placeJob(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
     let envelope: JobEnvelope;
     try {
       envelope = decodeJson<JobEnvelope>(m.data);
@@ -155,8 +180,7 @@ export async function startDispatcher(
     }
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();
-    const traceparent = m.headers?.get('traceparent');
-    if (traceparent) h.set('traceparent', traceparent);
+    injectTraceContext(h, m.headers?.get('traceparent'));
     try {
       // Same message id for the same placement attempt: a redelivered job placed twice is
       // dropped by the stream's duplicate window.

@@ -62,20 +62,24 @@ export const GatewayConfig = Type.Object({
     minimum: 1,
     description: 'Concurrent SSE streams per gateway process; more get 429.',
   }),
-  LOCKOUT_THRESHOLD: Type.Integer({
-    default: 10,
-    minimum: 1,
-    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
-  }),
-  LOCKOUT_WINDOW: Type.Integer({
-    default: 600,
-    minimum: 1,
-    description: 'Sliding window of the device lockout, seconds.',
-  }),
   SVC_BODY_LIMIT: Type.Integer({
     default: 1_048_576,
     minimum: 1024,
     description: 'Largest request body, bytes.',
+  }),
+  SVC_JOB_INDEX_MAX: Type.Integer({
+    default: 200_000,
+    minimum: 100,
+    description:
+      'Job summaries a gateway keeps in memory for GET /v2/jobs (oldest dropped beyond it; about 300 bytes each).',
+  }),
+  SVC_V1_SUNSET: Type.String({
+    default: '2027-01-01T00:00:00Z',
+    description: 'ISO 8601 date sent in the Sunset header of every /v1 response.',
+  }),
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({
+    default: false,
+    description: 'Allow http:// webhook URLs (HTTPS only otherwise).',
   }),
 });
 export type GatewayConfig = Static<typeof GatewayConfig>;

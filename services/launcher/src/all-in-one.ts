@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
-import { Sealer, connectNats, type Logger } from '@svc/proto';
+import { Sealer, connectNats, startTracing, type Logger } from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
 import { NatsServerProcess } from './nats-server-process.js';
 
@@ -40,6 +40,8 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const dispatcherConfig = loadDispatcherConfig(env);
   const actorConfig = loadDeviceActorConfig(env);
   const reaperConfig = loadReaperConfig(env);
+  // One SDK per process: every service in it shares the gateway's OTEL_* settings.
+  const tracing = startTracing(gatewayConfig, 'all-in-one');
   const sealer = Sealer.fromSetting(gatewayConfig.SVC_ENCRYPTION_KEY);
   const natsUrl = gatewayConfig.NATS_URL;
 
@@ -80,6 +82,7 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
       await reaper.stop();
       await Promise.all(connections.map((nc) => nc.drain().catch(() => undefined)));
       await nats?.stop();
+      await tracing.stop();
     },
   };
 }

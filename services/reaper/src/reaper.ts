@@ -58,21 +58,21 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       const outcome = await drainHost(nc, lifecycle, beat.host_id, {
         failStarted: true,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
+        onOrphaned: async (record) => {
+          audit.emit(AuditEvent.jobOrphaned, {
+            event: 'job.orphaned',
+            request_id: record.job_id,
+            job_id: record.job_id,
+            worker_name: beat.host_id,
+            username: record.username,
+            device_ip: record.spec.host,
+            platform: record.spec.platform,
+            status: 'failed',
+            duration_ms: 0,
+          });
+          await jobs.publishEvent(record).catch(() => undefined);
+        },
       });
-      for (const record of outcome.orphaned) {
-        await jobs.publishEvent(record).catch(() => undefined);
-        audit.emit(AuditEvent.jobOrphaned, {
-          event: 'job.orphaned',
-          request_id: record.job_id,
-          job_id: record.job_id,
-          worker_name: beat.host_id,
-          username: record.username,
-          device_ip: record.spec.host,
-          platform: record.spec.platform,
-          status: 'failed',
-          duration_ms: 0,
-        });
-      }
       // Only forget the host if nobody (a restarted host with the same id) beat meanwhile.
       await workers.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
       log.warn(
@@ -85,10 +85,16 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   }
 
   let timer: NodeJS.Timeout | null = null;
-  let current: Promise<unknown> = Promise.resolve();
+  let current: Promise<unknown> | null = null;
   if (config.JOB_REAPER_ENABLED) {
     timer = setInterval(() => {
-      current = cycle().catch((err: unknown) => log.error({ err }, 'reaper cycle failed'));
+      // A slow cycle (many jobs to hand back) must not overlap the next one.
+      if (current) return;
+      current = cycle()
+        .catch((err: unknown) => log.error({ err }, 'reaper cycle failed'))
+        .finally(() => {
+          current = null;
+        });
     }, intervalMs);
   }
   log.info({ id, enabled: config.JOB_REAPER_ENABLED }, 'reaper started');

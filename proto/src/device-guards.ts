@@ -1,0 +1,130 @@
+import type { KV } from '@nats-io/kv';
+import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import { encodeToken } from './subjects.js';
+
+interface BreakerState {
+  state: 'closed' | 'open' | 'half_open';
+  failures: number;
+  /** Epoch ms the breaker opened (or the probe started). */
+  since: number;
+  /** Job id of the half-open probe. */
+  probe: string | null;
+}
+
+/** `clean`: no failures on record, so a success need not be written back. */
+export type BreakerVerdict =
+  | { allowed: true; probe: boolean; clean: boolean }
+  | { allowed: false; retryAtMs: number };
+
+/**
+ * A circuit breaker per device (context+host+port) shared by every actor host through the
+ * `svc-breakers` bucket. Counts change only by compare-and-set, so concurrent failures on two
+ * hosts are never lost. Opens after `threshold` consecutive connection failures, stays open
+ * `openMs`, then lets exactly one probe through (half-open); the probe's outcome closes or
+ * re-opens it.
+ */
+export class CircuitBreaker {
+  constructor(
+    private readonly kv: KV,
+    private readonly threshold: number,
+    private readonly openMs: number,
+  ) {}
+
+  /** Whether a job may connect now; `probe` when it is the half-open probe. */
+  async admit(deviceKey: string, jobId: string, now = Date.now()): Promise<BreakerVerdict> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const key = encodeToken(deviceKey);
+      const entry = await this.kv.get(key);
+      if (!entry || entry.operation !== 'PUT') return { allowed: true, probe: false, clean: true };
+      const s = decodeJson<BreakerState>(entry.value);
+      if (s.state === 'closed') return { allowed: true, probe: false, clean: s.failures === 0 };
+      if (now < s.since + this.openMs) return { allowed: false, retryAtMs: s.since + this.openMs };
+      // Open long enough (or a probe that never reported): this job becomes the probe.
+      const next: BreakerState = { ...s, state: 'half_open', since: now, probe: jobId };
+      try {
+        await this.kv.update(key, encodeJson(next), entry.revision);
+        return { allowed: true, probe: true, clean: false };
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+    return { allowed: false, retryAtMs: now + this.openMs };
+  }
+
+  async recordSuccess(deviceKey: string): Promise<void> {
+    const key = encodeToken(deviceKey);
+    const entry = await this.kv.get(key);
+    if (!entry || entry.operation !== 'PUT') return;
+    const s = decodeJson<BreakerState>(entry.value);
+    if (s.state === 'closed' && s.failures === 0) return;
+    await this.kv.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
+  }
+
+  /** Counts a connection failure; returns true when the breaker is (now) open. */
+  async recordFailure(deviceKey: string, now = Date.now()): Promise<boolean> {
+    const key = encodeToken(deviceKey);
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const entry = await this.kv.get(key);
+      const current: BreakerState =
+        entry && entry.operation === 'PUT'
+          ? decodeJson<BreakerState>(entry.value)
+          : { state: 'closed', failures: 0, since: now, probe: null };
+      const failures = current.failures + 1;
+      const open = current.state !== 'closed' || failures >= this.threshold;
+      const next: BreakerState = open
+        ? { state: 'open', failures, since: now, probe: null }
+        : { ...current, failures };
+      try {
+        if (entry && entry.operation === 'PUT') await this.kv.update(key, encodeJson(next), entry.revision);
+        else await this.kv.create(key, encodeJson(next));
+        return open;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+    return false;
+  }
+}
+
+/**
+ * Failed device logins per user per device in a sliding window (`svc-lockout`). Enough of them
+ * lock the user out of that device: the gateway answers 403 and actors fail queued jobs fast,
+ * so that the service never locks a real account on the device's own AAA server.
+ */
+export class LockoutLedger {
+  constructor(
+    private readonly kv: KV,
+    private readonly threshold: number,
+    private readonly windowMs: number,
+  ) {}
+
+  static keyOf(username: string, deviceKey: string): string {
+    return encodeToken(`${username}|${deviceKey}`);
+  }
+
+  async isLockedOut(username: string, deviceKey: string, now = Date.now()): Promise<boolean> {
+    const entry = await this.kv.get(LockoutLedger.keyOf(username, deviceKey));
+    if (!entry || entry.operation !== 'PUT') return false;
+    const times = decodeJson<number[]>(entry.value).filter((t) => t > now - this.windowMs);
+    return times.length >= this.threshold;
+  }
+
+  async recordFailure(username: string, deviceKey: string, now = Date.now()): Promise<void> {
+    const key = LockoutLedger.keyOf(username, deviceKey);
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const entry = await this.kv.get(key);
+      const times =
+        entry && entry.operation === 'PUT'
+          ? decodeJson<number[]>(entry.value).filter((t) => t > now - this.windowMs)
+          : [];
+      times.push(now);
+      try {
+        if (entry && entry.operation === 'PUT') await this.kv.update(key, encodeJson(times), entry.revision);
+        else await this.kv.create(key, encodeJson(times));
+        return;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+  }
+}

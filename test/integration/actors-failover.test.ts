@@ -1,0 +1,145 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDevice } from '@svc/test/support';
+import { NatsServerProcess, ServiceProcess, http, testEnv, waitForJob } from '../harness/mod.js';
+
+const PASSWORD = 'svc-demo';
+
+async function waitStatus(url: string, id: string, auth: object, status: string, timeoutMs = 15_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const a = await http('GET', `${url}/v2/send-command/${id}`, auth);
+    if (a.json?.status === status) return a;
+    if (Date.now() > deadline) throw new Error(`job ${id} never ${status}: ${a.text}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function waitWorkers(url: string, count: number) {
+  for (let i = 0; ; i++) {
+    const h = await http('GET', `${url}/healthcheck`);
+    if (h.json?.components?.workers?.count === count) return;
+    if (i > 400) throw new Error(`expected ${count} live actor hosts: ${h.text}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+test('when an actor host is killed with SIGKILL mid-job, then that job fails WORKER_LOST and is never rerun, and its queued jobs finish on another host', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD, commandLatencyMs: 0 });
+  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', WORKER_STALE_THRESHOLD: '2', JOB_REAPER_INTERVAL: '0.5' });
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await nats.stop();
+  });
+  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('dispatcher', env));
+  const first = ServiceProcess.start('device-actor', env);
+  procs.push(first);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(gateway);
+  const url = await gateway.httpUrl();
+  await waitWorkers(url, 1);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+
+  // The first job hangs on the device, so it is running when its host dies.
+  await device.setFaults({ hang: '^show interface GigabitEthernet0/1$' });
+  const submit = async (n: number) => {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [`show interface GigabitEthernet0/${n}`], read_timeout: 60 },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+  const running = await submit(1);
+  await waitStatus(url, running, auth, 'started');
+  const queued = [await submit(2), await submit(3)];
+
+  const second = ServiceProcess.start('device-actor', env);
+  procs.push(second);
+  await waitWorkers(url, 2);
+  const killedAt = Date.now();
+  await first.kill('SIGKILL');
+  await device.setFaults({});
+
+  const lost = await waitForJob(url, running, auth, 20_000);
+  assert.equal(lost.json.status, 'failed');
+  assert.equal(lost.json.error_code, 'WORKER_LOST');
+  assert.equal(lost.json.error_retryable, false);
+  // Stale threshold (2 s) + one reaper interval (0.5 s), with slack for process scheduling.
+  assert.ok(Date.now() - killedAt < 2000 + 500 + 4000, 'reaped within threshold + interval');
+
+  for (const id of queued) {
+    const done = await waitForJob(url, id, auth, 20_000);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  const ran = device.stats.commands.map((c) => c.command).filter((c) => c.startsWith('show interface'));
+  assert.equal(ran.filter((c) => c.endsWith('/1')).length, 1, 'the lost job never ran again');
+  assert.deepEqual(ran.slice(1), ['show interface GigabitEthernet0/2', 'show interface GigabitEthernet0/3']);
+  assert.ok(gateway.output.length > 0);
+  const reaperLog = procs[0]!.output.join('\n');
+  assert.match(reaperLog, /"event_type":"job.orphaned"/);
+});
+
+test('when the dispatcher and a gateway are killed with SIGKILL under load, then every accepted job ends and none runs twice', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const device2 = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', DISPATCH_LEASE: '2' });
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await device2.stop();
+    await nats.stop();
+  });
+  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('device-actor', env));
+  const dispatcher = ServiceProcess.start('dispatcher', env);
+  const g1 = ServiceProcess.start('gateway', env);
+  const g2 = ServiceProcess.start('gateway', env);
+  procs.push(dispatcher, g1, g2);
+  const urls = [await g1.httpUrl(), await g2.httpUrl()];
+  await waitWorkers(urls[1]!, 1);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+
+  const accepted: { id: string; command: string; url: string }[] = [];
+  let n = 0;
+  let stop = false;
+  const load = (async () => {
+    while (!stop) {
+      const i = n++;
+      const url = urls[i % 2]!;
+      const d = i % 3 === 0 ? device2 : device;
+      const command = `show interface GigabitEthernet0/${i}`;
+      const a = await http('POST', `${url}/v2/send-command`, {
+        ...auth,
+        body: { host: d.host, port: d.port, commands: [command] },
+      }).catch(() => null); // a killed gateway refuses connections: not accepted
+      if (a?.status === 202) accepted.push({ id: a.json.job_id as string, command, url: urls[1]! });
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 700));
+  await dispatcher.kill('SIGKILL');
+  await new Promise((r) => setTimeout(r, 500));
+  const dispatcher2 = ServiceProcess.start('dispatcher', env);
+  procs.push(dispatcher2);
+  await new Promise((r) => setTimeout(r, 500));
+  await g1.kill('SIGKILL');
+  await new Promise((r) => setTimeout(r, 1000));
+  stop = true;
+  await load;
+  assert.ok(accepted.length >= 30, `only ${accepted.length} jobs accepted`);
+
+  for (const job of accepted) {
+    const done = await waitForJob(job.url, job.id, auth, 40_000);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  const seen = [...device.stats.commands, ...device2.stats.commands].map((c) => c.command);
+  for (const job of accepted) {
+    assert.equal(seen.filter((c) => c === job.command).length, 1, `${job.command} ran exactly once`);
+  }
+});

@@ -1,0 +1,157 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  type InProcessStack,
+} from '../harness/mod.js';
+
+let nats: NatsServerProcess;
+let stack: InProcessStack;
+const devices: SimulatedDevice[] = [];
+
+before(async () => {
+  nats = await NatsServerProcess.start();
+  stack = await startInProcessStack(nats.url, {
+    actors: 2,
+    env: {
+      BREAKER_THRESHOLD: '2',
+      BREAKER_OPEN_SECONDS: '2',
+      LOCKOUT_THRESHOLD: '2',
+      LOCKOUT_WINDOW: '60',
+      JOB_TIMEOUT: '3',
+      RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+      JOB_DEDUP_ENABLED: 'false',
+    },
+  });
+  await waitHealthy(stack.url);
+});
+
+after(async () => {
+  await stack?.stop();
+  for (const d of devices) await d.stop();
+  await nats?.stop();
+});
+
+async function device(options: Parameters<typeof startDevice>[0] = { platform: 'cisco_ios' }) {
+  const d = await startDevice({ enable: 'svc-demo', ...options });
+  devices.push(d);
+  return d;
+}
+
+const authOf = (d: SimulatedDevice) => ({ basic: { username: d.username, password: d.password } });
+
+async function submit(d: SimulatedDevice, commands: string[], extra: Record<string, unknown> = {}, auth = authOf(d)) {
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: d.host, port: d.port, commands, ...extra },
+  });
+  return a;
+}
+
+test('when a second job goes to the same device, then a warm session serves it with no new SSH handshake', async () => {
+  const d = await device();
+  for (const n of [1, 2, 3]) {
+    const a = await submit(d, [`show interface GigabitEthernet0/${n}`]);
+    assert.equal(a.status, 202);
+    const done = await waitForJob(stack.url, a.json.job_id, authOf(d));
+    assert.equal(done.json.status, 'finished');
+  }
+  assert.equal(d.stats.handshakes, 1);
+});
+
+test('when 20 clients submit to one device at once, then the device never sees two sessions', async () => {
+  const d = await device({ platform: 'cisco_ios', commandLatencyMs: 5 });
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => submit(d, [`show interface GigabitEthernet0/${i}`])),
+  );
+  for (const a of answers) assert.equal(a.status, 202, a.text);
+  const done = await Promise.all(answers.map((a) => waitForJob(stack.url, a.json.job_id, authOf(d))));
+  assert.ok(done.every((r) => r.json.status === 'finished'));
+  assert.equal(d.stats.maxConcurrentSessions, 1);
+});
+
+test('when a device keeps refusing connections, then its breaker opens, fails jobs fast with CIRCUIT_OPEN, and one probe closes it again', async () => {
+  const d = await device();
+  await d.setFaults({ refuse: true });
+  for (let i = 0; i < 2; i++) {
+    const a = await submit(d, ['show version']);
+    const r = await waitForJob(stack.url, a.json.job_id, authOf(d));
+    assert.equal(r.json.error_code, 'CONNECTION_REFUSED');
+    assert.equal(r.json.error_retryable, true);
+  }
+  const fast = await submit(d, ['show version']);
+  const open = await waitForJob(stack.url, fast.json.job_id, authOf(d));
+  assert.equal(open.json.status, 'failed');
+  assert.equal(open.json.error_code, 'CIRCUIT_OPEN');
+  await d.setFaults({});
+  await new Promise((r) => setTimeout(r, 2100));
+  const probe = await submit(d, ['show version']);
+  assert.equal((await waitForJob(stack.url, probe.json.job_id, authOf(d))).json.status, 'finished');
+  const after = await submit(d, ['show version']);
+  assert.equal((await waitForJob(stack.url, after.json.job_id, authOf(d))).json.status, 'finished');
+});
+
+test('when a user fails to log in repeatedly, then further Basic submissions to that device get 403', async () => {
+  const d = await device();
+  const wrong = { basic: { username: d.username, password: 'not-the-password' } };
+  for (let i = 0; i < 2; i++) {
+    const a = await submit(d, ['show version'], {}, wrong);
+    assert.equal(a.status, 202);
+    assert.equal((await waitForJob(stack.url, a.json.job_id, wrong)).json.error_code, 'AUTH_FAILED');
+  }
+  const locked = await submit(d, ['show version'], {}, wrong);
+  assert.equal(locked.status, 403, locked.text);
+  assert.match(locked.json.message, /locked out/);
+  // Another user of the same device is not affected.
+  const other = { basic: { username: 'someone-else', password: 'x' } };
+  assert.equal((await submit(d, ['show version'], {}, other)).status, 202);
+});
+
+test('when jobs are cancelled, then queued ones never run, a running one is aborted, and ended ones answer 409', async () => {
+  const d = await device();
+  await d.setFaults({ hang: '^show interface GigabitEthernet0/9$' });
+  const running = await submit(d, ['show interface GigabitEthernet0/9'], { read_timeout: 60 });
+  const queued = await submit(d, ['show interface GigabitEthernet0/8']);
+  for (let i = 0; ; i++) {
+    const a = await http('GET', `${stack.url}/v2/send-command/${running.json.job_id}`, authOf(d));
+    if (a.json.status === 'started') break;
+    if (i > 200) throw new Error('never started');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const c1 = await http('DELETE', `${stack.url}/v2/send-command/${queued.json.job_id}`, authOf(d));
+  assert.equal(c1.status, 204);
+  const c2 = await http('DELETE', `${stack.url}/v2/send-command/${running.json.job_id}`, authOf(d));
+  assert.equal(c2.status, 204);
+  for (const id of [running.json.job_id, queued.json.job_id]) {
+    const r = await waitForJob(stack.url, id, authOf(d));
+    assert.equal(r.json.status, 'cancelled');
+    assert.equal(r.json.error_code, 'CANCELLED');
+  }
+  await d.setFaults({});
+  // The aborted session is gone: the next job on this device runs at once.
+  const next = await submit(d, ['show version']);
+  assert.equal((await waitForJob(stack.url, next.json.job_id, authOf(d))).json.status, 'finished');
+  assert.ok(!d.stats.commands.some((c) => c.command === 'show interface GigabitEthernet0/8'));
+  const again = await http('DELETE', `${stack.url}/v2/send-command/${next.json.job_id}`, authOf(d));
+  assert.equal(again.status, 409);
+  const unknown = await http('DELETE', `${stack.url}/v2/send-command/${randomUUID()}`, authOf(d));
+  assert.equal(unknown.status, 404);
+});
+
+test('when a job runs past JOB_TIMEOUT, then it fails with JOB_TIMEOUT and its session is closed', async () => {
+  const d = await device();
+  await d.setFaults({ hang: '^show interface GigabitEthernet0/5$' });
+  const a = await submit(d, ['show interface GigabitEthernet0/5'], { read_timeout: 60 });
+  const r = await waitForJob(stack.url, a.json.job_id, authOf(d), 10_000);
+  assert.equal(r.json.status, 'failed');
+  assert.equal(r.json.error_code, 'JOB_TIMEOUT');
+  await d.setFaults({});
+  await new Promise((res) => setTimeout(res, 200));
+  assert.equal(d.stats.sessionsOpen, 0);
+});

@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startDevice } from '@svc/test/support';
+import { NatsServerProcess, http, startInProcessStack, waitHealthy } from '../harness/mod.js';
+
+test('when the queue of a context is full, then submissions get 503 with Retry-After and nothing more is queued', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // No actor host: jobs stay queued.
+  const stack = await startInProcessStack(nats.url, { actors: 0, env: { MAX_QUEUE_DEPTH: '3' } });
+  t.after(async () => {
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const statuses: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const a = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [`show interface GigabitEthernet0/${i}`] },
+    });
+    statuses.push(a.status);
+    if (a.status === 503) assert.equal(a.headers['retry-after'], '10');
+    if (a.status === 202) assert.equal(a.json.queue_position, i + 1);
+  }
+  assert.deepEqual(statuses, [202, 202, 202, 503, 503]);
+});
+
+test('when NATS is unreachable, then submissions get 503 with Retry-After 10 and health says degraded', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bp-'));
+  const nats = await NatsServerProcess.start({ dataDir });
+  const stack = await startInProcessStack(nats.url);
+  let restarted: NatsServerProcess | null = null;
+  t.after(async () => {
+    // Services stop cleanly only with NATS back.
+    restarted ??= await NatsServerProcess.start({ dataDir, port: nats.port });
+    await stack.stop();
+    await restarted.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  await waitHealthy(stack.url);
+  await nats.kill();
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    basic: { username: 'u', password: 'p' },
+    body: { host: '127.0.0.1', commands: ['show version'] },
+  });
+  assert.equal(a.status, 503);
+  assert.equal(a.headers['retry-after'], '10');
+  assert.equal(typeof a.json.message, 'string');
+  const h = await http('GET', `${stack.url}/healthcheck`);
+  assert.equal(h.status, 503);
+  assert.equal(h.json.status, 'degraded');
+  assert.equal(h.json.components.redis.status, 'unhealthy');
+  // Back up: the service recovers without a restart.
+  restarted = await NatsServerProcess.start({ dataDir, port: nats.port });
+  await waitHealthy(stack.url, 20_000);
+});
