@@ -11,3 +11,4 @@ export type { StartFleetOptions, Fleet } from './fleet.js';
 export { loadPlatform, textOf, PLATFORMS_DIR } from './platform-data.js';
 export type { PlatformData, CatalogEntry, Text } from './platform-data.js';
 export { generateHostKey } from './host-key.js';
+export { PLATFORM_CASES, expectedOutput } from './platform-cases.js';
