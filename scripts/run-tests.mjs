@@ -33,9 +33,21 @@ if (files.length === 0) {
 }
 const filter = process.env.TEST_FILTER;
 const selected = filter ? files.filter((f) => f.includes(filter)) : files;
-const result = spawnSync(
-  process.execPath,
-  ['--test', '--test-concurrency=2', '--test-timeout=180000', ...selected],
-  { cwd: root, stdio: 'inherit' },
-);
-process.exit(result.status ?? 1);
+// Unit tests run two files at a time; integration files one at a time, since each starts
+// nats-servers, SSH simulators and service processes that would starve each other on 2 cores.
+const unit = selected.filter((f) => !f.startsWith('test/'));
+const integration = selected.filter((f) => f.startsWith('test/'));
+const runs = [
+  [unit, 2],
+  [integration, 1],
+].filter(([list]) => list.length > 0);
+let status = 0;
+for (const [list, concurrency] of runs) {
+  const result = spawnSync(
+    process.execPath,
+    ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=240000', ...list],
+    { cwd: root, stdio: 'inherit' },
+  );
+  status ||= result.status ?? 1;
+}
+process.exit(status);

@@ -5,6 +5,8 @@ import { Subjects } from './subjects.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+/** What the KV client accepts as a key (it throws on anything else). */
+const VALID_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
 
 export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
@@ -41,6 +43,8 @@ export class JobStore {
   }
 
   async get(jobId: string): Promise<StoredRecord | null> {
+    // Ids come from URL paths: one that is no valid KV key names no job (and must not be a 503).
+    if (!VALID_KEY.test(jobId)) return null;
     const entry = await this.kv.get(jobId);
     if (!entry || entry.operation !== 'PUT') return null;
     return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };

@@ -125,14 +125,20 @@ export async function withSpan<T>(
   const parent = options.parent ?? context.active();
   const span = tracer().startSpan(
     name,
-    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+    },
     parent,
   );
   try {
     return await context.with(trace.setSpan(parent, span), () => fn(span));
   } catch (err) {
     span.recordException(err instanceof Error ? err : String(err));
-    span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) });
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: err instanceof Error ? err.message : String(err),
+    });
     throw err;
   } finally {
     span.end();

@@ -137,7 +137,7 @@ export class ServiceProcess {
   }
 
   /** Resolves once a log line matches. */
-  async waitFor(pattern: RegExp, timeoutMs = 15_000): Promise<string> {
+  async waitFor(pattern: RegExp, timeoutMs = 45_000): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const line = this.output.find((l) => pattern.test(l));

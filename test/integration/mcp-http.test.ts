@@ -15,7 +15,9 @@ import {
   type InProcessStack,
 } from '../harness/mod.js';
 
-const ADAPTER_MAIN = fileURLToPath(new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url));
+const ADAPTER_MAIN = fileURLToPath(
+  new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url),
+);
 const ADMIN_SECRET = 'mcp-http-admin-secret';
 const HTTP_TOKEN = 'mcp-http-listener-token';
 
@@ -41,7 +43,11 @@ let operator: Adapter;
 before(async () => {
   nats = await NatsServerProcess.start();
   device = await startDevice({ platform: 'cisco_ios', hostname: 'MCPH1' });
-  stuckDevice = await startDevice({ platform: 'cisco_ios', hostname: 'MCPH2', faults: { hang: 'show clock' } });
+  stuckDevice = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'MCPH2',
+    faults: { hang: 'show clock' },
+  });
   stack = await startInProcessStack(nats.url, { env: { SVC_ADMIN_SECRET: ADMIN_SECRET } });
   await waitHealthy(stack.url);
   for (const role of ['operator', 'viewer'] as const) {
@@ -87,7 +93,10 @@ async function startAdapter(env: Record<string, string>): Promise<Adapter> {
   const stdout: string[] = [];
   child.stdout.on('data', (d: Buffer) => stdout.push(d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`adapter did not start: ${logs.join('')}`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`adapter did not start: ${logs.join('')}`)),
+      10_000,
+    );
     child.stderr.on('data', (d: Buffer) => {
       logs.push(d.toString());
       const m = /"url":"(http:\/\/[^"]+)"/.exec(logs.join(''));
@@ -118,12 +127,18 @@ async function stopAdapter(a: Adapter): Promise<void> {
 
 async function connect(a: Adapter, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'svc-mcp-http-test', version: '0.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(a.url), { requestInit: { headers } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(a.url), { requestInit: { headers } }),
+  );
   clients.push(client);
   return client;
 }
 
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; out: Out }> {
+async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ isError: boolean; out: Out }> {
   const r = await client.callTool({ name, arguments: args });
   const out = r.structuredContent as Out;
   assert.ok(out, `${name}: no structured content: ${JSON.stringify(r.content)}`);
@@ -132,7 +147,15 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 function deviceArgs(d: SimulatedDevice, commands: string[]) {
-  return { host: d.host, port: d.port, platform: 'cisco_ios', username: d.username, password: d.password, enable: d.enable, commands };
+  return {
+    host: d.host,
+    port: d.port,
+    platform: 'cisco_ios',
+    username: d.username,
+    password: d.password,
+    enable: d.enable,
+    commands,
+  };
 }
 
 function needKeys(t: { skip(message: string): void }): boolean {
@@ -149,7 +172,11 @@ test('when a client connects over streamable HTTP, then it gets a session and th
   const { resources } = await client.listResources();
   assert.equal(resources.length, 4);
   const { prompts } = await client.listPrompts();
-  assert.deepEqual(prompts.map((p) => p.name).sort(), ['config_push', 'show_commands', 'troubleshoot_device']);
+  assert.deepEqual(prompts.map((p) => p.name).sort(), [
+    'config_push',
+    'show_commands',
+    'troubleshoot_device',
+  ]);
   const health = await client.readResource({ uri: 'svc://health' });
   assert.equal(JSON.parse((health.contents[0] as { text: string }).text).status, 'healthy');
 });
@@ -179,9 +206,15 @@ test('when a request has no session or a foreign Host, then the listener refuses
 });
 
 test('when SVC_MCP_HTTP_AUTH_TOKEN is set, then only clients sending it get in', async () => {
-  const guarded = await startAdapter({ SVC_MCP_API_KEY: keys.operator ?? 'not-a-key', SVC_MCP_HTTP_AUTH_TOKEN: HTTP_TOKEN });
+  const guarded = await startAdapter({
+    SVC_MCP_API_KEY: keys.operator ?? 'not-a-key',
+    SVC_MCP_HTTP_AUTH_TOKEN: HTTP_TOKEN,
+  });
   await assert.rejects(connect(guarded), /401|Unauthorized|bearer/i);
-  await assert.rejects(connect(guarded, { authorization: 'Bearer wrong' }), /401|Unauthorized|bearer/i);
+  await assert.rejects(
+    connect(guarded, { authorization: 'Bearer wrong' }),
+    /401|Unauthorized|bearer/i,
+  );
   const client = await connect(guarded, { authorization: `Bearer ${HTTP_TOKEN}` });
   assert.equal((await client.listTools()).tools.length, 8);
 });
@@ -207,7 +240,9 @@ test('when a viewer key calls send_command over HTTP, then it is a FORBIDDEN too
 
 test('when a job is cancelled and listed over HTTP, then cancel_job and list_jobs report it', async (t) => {
   if (!needKeys(t)) return;
-  const impatient = await connect(await startAdapter({ SVC_MCP_API_KEY: keys.operator!, SVC_MCP_JOB_TIMEOUT: '1.5' }));
+  const impatient = await connect(
+    await startAdapter({ SVC_MCP_API_KEY: keys.operator!, SVC_MCP_JOB_TIMEOUT: '1.5' }),
+  );
   const waited = await call(impatient, 'send_command', deviceArgs(stuckDevice, ['show clock']));
   assert.equal(waited.out.error_code, 'JOB_WAIT_TIMEOUT');
   const jobId = waited.out.job_id as string;
@@ -243,6 +278,6 @@ test('when a client ends its session, then the adapter forgets it', async () => 
 test('when the adapters have run, then their logs never held a device password or an API key', () => {
   const logs = adapters.flatMap((a) => a.logs).join('');
   for (const secret of [device.password, HTTP_TOKEN, ...Object.values(keys)]) {
-    assert.ok(!logs.includes(secret!), 'a secret reached the adapter log');
+    assert.ok(!logs.includes(secret), 'a secret reached the adapter log');
   }
 });

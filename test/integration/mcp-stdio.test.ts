@@ -3,6 +3,10 @@
 // simulators. Nothing is mocked.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -15,8 +19,12 @@ import {
   type InProcessStack,
 } from '../harness/mod.js';
 
-const ADAPTER_MAIN = fileURLToPath(new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url));
-const TEXTFSM_DIR = fileURLToPath(new URL('../../../../shared/ntc-templates/templates', import.meta.url));
+const ADAPTER_MAIN = fileURLToPath(
+  new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url),
+);
+const TEXTFSM_DIR = fileURLToPath(
+  new URL('../../../../shared/ntc-templates/templates', import.meta.url),
+);
 const ADMIN_SECRET = 'mcp-test-admin-secret';
 
 // Tool outputs are asserted field by field, as the harness does with HTTP bodies.
@@ -39,7 +47,11 @@ let operator: Client;
 before(async () => {
   nats = await NatsServerProcess.start();
   device = await startDevice({ platform: 'cisco_ios', hostname: 'MCP1' });
-  stuckDevice = await startDevice({ platform: 'cisco_ios', hostname: 'MCP2', faults: { hang: 'show clock' } });
+  stuckDevice = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'MCP2',
+    faults: { hang: 'show clock' },
+  });
   stack = await startInProcessStack(nats.url, {
     env: { SVC_ADMIN_SECRET: ADMIN_SECRET, SVC_TEXTFSM_DIR: TEXTFSM_DIR },
   });
@@ -58,7 +70,8 @@ before(async () => {
   if (keys.operator) {
     for (const path of ['/v2/jobs', '/v1/contexts', '/v2/jobs/failed']) {
       const a = await http('GET', `${stack.url}${path}`, { bearer: keys.operator });
-      if (a.status === 404 && /no route/.test(a.text)) missingRoutes.set(path, `GET ${path} is not implemented yet (404 no route)`);
+      if (a.status === 404 && /no route/.test(a.text))
+        missingRoutes.set(path, `GET ${path} is not implemented yet (404 no route)`);
     }
   }
   // Without a working key the adapter still starts: listing needs no API call.
@@ -94,7 +107,11 @@ async function connectAdapter(env: Record<string, string>): Promise<Client> {
 }
 
 /** Calls a tool; checks the text content is the structured content as JSON. */
-async function call(client: Client, name: string, args: Record<string, unknown>): Promise<{ isError: boolean; out: Out }> {
+async function call(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ isError: boolean; out: Out }> {
   const r = await client.callTool({ name, arguments: args });
   const out = r.structuredContent as Out;
   assert.ok(out, `${name}: no structured content: ${JSON.stringify(r.content)}`);
@@ -105,7 +122,16 @@ async function call(client: Client, name: string, args: Record<string, unknown>)
 }
 
 function deviceArgs(d: SimulatedDevice, commands: string[], extra: Record<string, unknown> = {}) {
-  return { host: d.host, port: d.port, platform: 'cisco_ios', username: d.username, password: d.password, enable: d.enable, commands, ...extra };
+  return {
+    host: d.host,
+    port: d.port,
+    platform: 'cisco_ios',
+    username: d.username,
+    password: d.password,
+    enable: d.enable,
+    commands,
+    ...extra,
+  };
 }
 
 /** Skips (with the reason printed) when API keys cannot be created; true means go on. */
@@ -118,17 +144,44 @@ function needKeys(t: { skip(message: string): void }): boolean {
 test('when listing, then every tool, resource and prompt of the specification is there with its parameters', async () => {
   const { tools } = await operator.listTools();
   const byName = new Map(tools.map((t) => [t.name, t]));
-  assert.deepEqual(
-    [...byName.keys()].sort(),
-    ['cancel_job', 'create_api_key', 'get_job_result', 'list_jobs', 'revoke_api_key', 'send_command', 'send_command_structured', 'send_config'],
-  );
+  assert.deepEqual([...byName.keys()].sort(), [
+    'cancel_job',
+    'create_api_key',
+    'get_job_result',
+    'list_jobs',
+    'revoke_api_key',
+    'send_command',
+    'send_command_structured',
+    'send_config',
+  ]);
   for (const name of ['send_command', 'send_config', 'send_command_structured']) {
     const schema = byName.get(name)!.inputSchema as Out;
-    assert.deepEqual([...schema.required].sort(), ['commands', 'host', 'password', 'platform', 'username'], name);
+    assert.deepEqual(
+      [...schema.required].sort(),
+      ['commands', 'host', 'password', 'platform', 'username'],
+      name,
+    );
     assert.equal(schema.properties.port.default, 22);
     assert.equal(schema.properties.commands.type, 'array');
     assert.equal(schema.properties.tags.type, 'object');
     assert.ok(schema.properties.enable);
+  }
+  for (const name of [
+    'send_command',
+    'send_config',
+    'send_command_structured',
+    'get_job_result',
+    'cancel_job',
+  ]) {
+    const output = byName.get(name)!.outputSchema as Out;
+    for (const field of ['job_id', 'status', 'results', 'error', 'error_code', 'error_retryable']) {
+      assert.ok(output.properties[field], `${name}: output has no ${field}`);
+    }
+    assert.notEqual(
+      output.additionalProperties,
+      false,
+      `${name}: record fields beyond the six must pass`,
+    );
   }
   const config = byName.get('send_config')!.inputSchema as Out;
   assert.equal(config.properties.commit.type, 'boolean');
@@ -136,7 +189,12 @@ test('when listing, then every tool, resource and prompt of the specification is
   const list = byName.get('list_jobs')!.inputSchema as Out;
   assert.equal(list.properties.page.default, 1);
   assert.equal(list.properties.per_page.default, 20);
-  assert.deepEqual([...list.properties.status.enum].sort(), ['failed', 'finished', 'queued', 'started']);
+  assert.deepEqual([...list.properties.status.enum].sort(), [
+    'failed',
+    'finished',
+    'queued',
+    'started',
+  ]);
   const create = byName.get('create_api_key')!.inputSchema as Out;
   assert.equal(create.properties.role.default, 'operator');
   assert.deepEqual([...create.properties.role.enum].sort(), ['admin', 'operator', 'viewer']);
@@ -148,10 +206,17 @@ test('when listing, then every tool, resource and prompt of the specification is
   assert.deepEqual((byName.get('revoke_api_key')!.inputSchema as Out).required, ['key_id']);
 
   const { resources } = await operator.listResources();
-  assert.deepEqual(resources.map((r) => r.uri).sort(), ['svc://contexts', 'svc://health', 'svc://jobs', 'svc://jobs/failed']);
+  assert.deepEqual(resources.map((r) => r.uri).sort(), [
+    'svc://contexts',
+    'svc://health',
+    'svc://jobs',
+    'svc://jobs/failed',
+  ]);
 
   const { prompts } = await operator.listPrompts();
-  const args = Object.fromEntries(prompts.map((p) => [p.name, (p.arguments ?? []).map((a) => a.name).sort()]));
+  const args = Object.fromEntries(
+    prompts.map((p) => [p.name, (p.arguments ?? []).map((a) => a.name).sort()]),
+  );
   assert.deepEqual(args, {
     show_commands: ['commands', 'host', 'platform'],
     config_push: ['commands', 'host', 'platform', 'save'],
@@ -169,10 +234,21 @@ test('when a prompt is fetched, then it tells the assistant which tool to call w
   assert.ok(text.includes('["show version","show ip route"]'), text);
   const push = await operator.getPrompt({
     name: 'config_push',
-    arguments: { host: 'r1', platform: 'cisco_ios', commands: 'interface Lo1,description x', save: 'yes' },
+    arguments: {
+      host: 'r1',
+      platform: 'cisco_ios',
+      commands: 'interface Lo1,description x',
+      save: 'yes',
+    },
   });
-  assert.match((push.messages[0]!.content as { text: string }).text, /send_config .*save_config true/);
-  const trouble = await operator.getPrompt({ name: 'troubleshoot_device', arguments: { host: 'r1', platform: 'juniper_junos' } });
+  assert.match(
+    (push.messages[0]!.content as { text: string }).text,
+    /send_config .*save_config true/,
+  );
+  const trouble = await operator.getPrompt({
+    name: 'troubleshoot_device',
+    arguments: { host: 'r1', platform: 'juniper_junos' },
+  });
   assert.match((trouble.messages[0]!.content as { text: string }).text, /show interfaces terse/);
 });
 
@@ -181,6 +257,49 @@ test('when svc://health is read, then it is the service health record', async ()
   const health = JSON.parse((r.contents[0] as { text: string }).text) as Out;
   assert.equal(health.status, 'healthy');
   assert.equal(typeof health.version, 'string');
+});
+
+/** The certificate the service presents (its self-signed one), as PEM. */
+async function servedCertificate(httpsUrl: string): Promise<string> {
+  const u = new URL(httpsUrl);
+  const raw = await new Promise<Buffer>((resolve, reject) => {
+    const socket = tlsConnect(
+      { host: u.hostname, port: Number(u.port), rejectUnauthorized: false },
+      () => {
+        resolve(socket.getPeerCertificate().raw);
+        socket.end();
+      },
+    );
+    socket.once('error', reject);
+  });
+  // 64-character lines and no blank line before END, whatever the length: OpenSSL is strict.
+  const lines = raw.toString('base64').match(/.{1,64}/g) ?? [];
+  return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----\n`;
+}
+
+test('when the API is HTTPS with a self-signed certificate, then only a trusted CA file or SVC_MCP_INSECURE_TLS gets through', async (t) => {
+  const httpsUrl = stack.gateway.httpsUrl;
+  const read = async (env: Record<string, string>) => {
+    const c = await connectAdapter({
+      SVC_MCP_API_KEY: 'not-needed-for-health',
+      SVC_MCP_API_URL: httpsUrl,
+      ...env,
+    });
+    return c.readResource({ uri: 'svc://health' });
+  };
+  await assert.rejects(read({}), (err: Error & { data?: Out }) => {
+    assert.equal(err.data?.error_code, 'API_UNREACHABLE');
+    return true;
+  });
+  const insecure = await read({ SVC_MCP_INSECURE_TLS: 'true' });
+  assert.equal(JSON.parse((insecure.contents[0] as { text: string }).text).status, 'healthy');
+
+  const dir = await mkdtemp(join(tmpdir(), 'svc-mcp-ca-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const caFile = join(dir, 'ca.pem');
+  await writeFile(caFile, await servedCertificate(httpsUrl));
+  const pinned = await read({ SVC_MCP_CA_FILE: caFile });
+  assert.equal(JSON.parse((pinned.contents[0] as { text: string }).text).status, 'healthy');
 });
 
 test('when the adapter key is not a valid key, then a tool call is an UNAUTHORIZED tool error', async () => {
@@ -195,7 +314,11 @@ test('when the adapter key is not a valid key, then a tool call is an UNAUTHORIZ
 
 test('when send_command is called, then it waits for the job and returns its results', async (t) => {
   if (!needKeys(t)) return;
-  const { isError, out } = await call(operator, 'send_command', deviceArgs(device, ['show version', 'show ip interface brief'], { tags: { site: 'lab-1' } }));
+  const { isError, out } = await call(
+    operator,
+    'send_command',
+    deviceArgs(device, ['show version', 'show ip interface brief'], { tags: { site: 'lab-1' } }),
+  );
   assert.equal(isError, false, JSON.stringify(out));
   assert.equal(out.status, 'finished');
   assert.match(out.job_id, /^[0-9a-f-]{36}$/);
@@ -205,6 +328,24 @@ test('when send_command is called, then it waits for the job and returns its res
   assert.equal(out.error_code, null);
   assert.equal(out.error_retryable, null);
   assert.deepEqual(out.tags, { site: 'lab-1' });
+});
+
+test('when the client asks for progress, then the job id and each status change before the end are notified', async (t) => {
+  if (!needKeys(t)) return;
+  const messages: string[] = [];
+  const r = await operator.callTool(
+    { name: 'send_command', arguments: deviceArgs(device, ['show version']) },
+    undefined,
+    { onprogress: (p) => messages.push(p.message ?? '') },
+  );
+  assert.notEqual(r.isError, true);
+  const jobId = (r.structuredContent as Out).job_id as string;
+  // "queued" carries the job id before the wait ends; the terminal status is in the result.
+  assert.equal(messages[0], `job ${jobId} queued`);
+  assert.ok(
+    messages.every((m) => /queued|started/.test(m)),
+    messages.join('; '),
+  );
 });
 
 test('when send_config is called with save_config, then the lines reach config mode and the device saves', async (t) => {
@@ -217,13 +358,20 @@ test('when send_config is called with save_config, then the lines reach config m
   );
   assert.equal(isError, false, JSON.stringify(out));
   assert.equal(out.status, 'finished');
-  assert.ok(device.stats.configLines >= before.lines + 2, `config lines ${device.stats.configLines}`);
+  assert.ok(
+    device.stats.configLines >= before.lines + 2,
+    `config lines ${device.stats.configLines}`,
+  );
   assert.equal(device.stats.saves, before.saves + 1);
 });
 
 test('when send_command_structured is called, then matched commands come back as records', async (t) => {
   if (!needKeys(t)) return;
-  const { isError, out } = await call(operator, 'send_command_structured', deviceArgs(device, ['show ip interface brief']));
+  const { isError, out } = await call(
+    operator,
+    'send_command_structured',
+    deviceArgs(device, ['show ip interface brief']),
+  );
   assert.equal(isError, false, JSON.stringify(out));
   assert.equal(out.status, 'finished');
   const rows = out.results['show ip interface brief'];
@@ -247,7 +395,10 @@ test('when a viewer key calls send_command, then it is a FORBIDDEN tool error an
 
 test('when a job outlives the wait, then a JOB_WAIT_TIMEOUT error carries its id, and cancel_job cancels it', async (t) => {
   if (!needKeys(t)) return;
-  const impatient = await connectAdapter({ SVC_MCP_API_KEY: keys.operator!, SVC_MCP_JOB_TIMEOUT: '1.5' });
+  const impatient = await connectAdapter({
+    SVC_MCP_API_KEY: keys.operator!,
+    SVC_MCP_JOB_TIMEOUT: '1.5',
+  });
   const waited = await call(impatient, 'send_command', deviceArgs(stuckDevice, ['show clock']));
   assert.equal(waited.isError, true);
   assert.equal(waited.out.error_code, 'JOB_WAIT_TIMEOUT');
@@ -271,7 +422,9 @@ test('when a job outlives the wait, then a JOB_WAIT_TIMEOUT error carries its id
 test('when get_job_result or cancel_job names an unknown job, then it is a NOT_FOUND tool error', async (t) => {
   if (!needKeys(t)) return;
   for (const tool of ['get_job_result', 'cancel_job']) {
-    const { isError, out } = await call(operator, tool, { job_id: '00000000-0000-4000-8000-000000000000' });
+    const { isError, out } = await call(operator, tool, {
+      job_id: '00000000-0000-4000-8000-000000000000',
+    });
     assert.equal(isError, true, tool);
     assert.equal(out.error_code, 'NOT_FOUND', tool);
     assert.equal(out.job_id, '00000000-0000-4000-8000-000000000000', tool);
@@ -281,18 +434,22 @@ test('when get_job_result or cancel_job names an unknown job, then it is a NOT_F
 
 test('when a finished job is cancelled, then it is a CONFLICT tool error', async (t) => {
   if (!needKeys(t)) return;
-  const done = await call(operator, 'send_command', deviceArgs(device, ['show clock']));
+  const done = await call(operator, 'send_command', deviceArgs(device, ['show running-config']));
   assert.equal(done.out.status, 'finished', JSON.stringify(done.out));
   const { isError, out } = await call(operator, 'cancel_job', { job_id: done.out.job_id });
   assert.equal(isError, true);
   assert.equal(out.error_code, 'CONFLICT');
 });
 
-test('when list_jobs is called, then it pages the key\'s jobs and filters by status', async (t) => {
+test("when list_jobs is called, then it pages the key's jobs and filters by status", async (t) => {
   if (!needKeys(t)) return;
   const reason = missingRoutes.get('/v2/jobs');
   if (reason) return t.skip(reason);
-  const done = await call(operator, 'send_command', deviceArgs(device, ['show version'], { tags: { list: 'me' } }));
+  const done = await call(
+    operator,
+    'send_command',
+    deviceArgs(device, ['show version'], { tags: { list: 'me' } }),
+  );
   assert.equal(done.out.status, 'finished');
   const { isError, out } = await call(operator, 'list_jobs', { per_page: 100 });
   assert.equal(isError, false, JSON.stringify(out));
@@ -310,10 +467,14 @@ test('when list_jobs is called, then it pages the key\'s jobs and filters by sta
 
 test('when the resources are read, then contexts, jobs and failed jobs come from the API', async (t) => {
   if (!needKeys(t)) return;
-  const reasons = ['/v1/contexts', '/v2/jobs', '/v2/jobs/failed'].flatMap((p) => missingRoutes.get(p) ?? []);
+  const reasons = ['/v1/contexts', '/v2/jobs', '/v2/jobs/failed'].flatMap(
+    (p) => missingRoutes.get(p) ?? [],
+  );
   if (reasons.length > 0) return t.skip(reasons.join('; '));
   const read = async (uri: string) =>
-    JSON.parse(((await operator.readResource({ uri })).contents[0] as { text: string }).text) as Out;
+    JSON.parse(
+      ((await operator.readResource({ uri })).contents[0] as { text: string }).text,
+    ) as Out;
   const contexts = await read('svc://contexts');
   assert.ok(contexts.contexts.some((c: Out) => c.name === 'default'));
   const jobs = await read('svc://jobs');
@@ -332,12 +493,26 @@ test('when an admin key creates and revokes a key, then the new token works unti
   assert.equal(created.out.role, 'viewer');
   assert.equal(typeof created.out.key_id, 'string');
   const token = created.out.token as string;
-  assert.equal((await http('GET', `${stack.url}/v2/send-command/00000000-0000-4000-8000-000000000000`, { bearer: token })).status, 404);
+  assert.equal(
+    (
+      await http('GET', `${stack.url}/v2/send-command/00000000-0000-4000-8000-000000000000`, {
+        bearer: token,
+      })
+    ).status,
+    404,
+  );
 
   const revoked = await call(admin, 'revoke_api_key', { key_id: created.out.key_id });
   assert.equal(revoked.isError, false, JSON.stringify(revoked.out));
   assert.equal(revoked.out.revoked, true);
-  assert.equal((await http('GET', `${stack.url}/v2/send-command/00000000-0000-4000-8000-000000000000`, { bearer: token })).status, 401);
+  assert.equal(
+    (
+      await http('GET', `${stack.url}/v2/send-command/00000000-0000-4000-8000-000000000000`, {
+        bearer: token,
+      })
+    ).status,
+    401,
+  );
 
   const denied = await call(operator, 'create_api_key', {});
   assert.equal(denied.isError, true);
@@ -348,6 +523,6 @@ test('when the adapter has run, then its logs never held a device password or an
   const logs = adapterLogs.join('');
   assert.ok(logs.length > 0, 'the adapter logged nothing to stderr');
   for (const secret of [device.password, ...Object.values(keys)]) {
-    assert.ok(!logs.includes(secret!), 'a secret reached the adapter log');
+    assert.ok(!logs.includes(secret), 'a secret reached the adapter log');
   }
 });

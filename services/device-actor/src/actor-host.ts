@@ -28,6 +28,7 @@ import {
   encodeJson,
   ensureTopology,
   topologyFrom,
+  type BreakerVerdict,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
@@ -269,29 +270,33 @@ export async function startActorHost(
     };
     let ended: JobRecord | null;
     const deviceKey = deviceKeyOf(spec.context, spec.host, spec.port);
-    let breakerClean = true;
     try {
       // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
-      if (!started.owner.startsWith('key:') && (await lockout.isLockedOut(started.username, deviceKey))) {
+      // The guards fail open: a store hiccup (a cluster electing a leader) must not fail a job.
+      const lockedOut = started.owner.startsWith('key:')
+        ? false
+        : await lockout.isLockedOut(started.username, deviceKey).catch(() => false);
+      if (lockedOut) {
         throw new SvcError(
           ErrorCode.DEVICE_LOCKED_OUT,
           `user ${started.username} is locked out of ${spec.host} after repeated failed logins`,
         );
       }
-      const verdict = await breaker.admit(deviceKey, jobId);
+      const verdict = await breaker
+        .admit(deviceKey, jobId)
+        .catch((): BreakerVerdict => ({ allowed: true, probe: false, clean: true }));
       if (!verdict.allowed) {
         throw new SvcError(
           ErrorCode.CIRCUIT_OPEN,
           `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(verdict.retryAtMs).toISOString()}`,
         );
       }
-      breakerClean = verdict.clean;
       const outcome = await withSpan(
         'device session',
         { attributes: { 'server.address': spec.host, 'server.port': spec.port, 'svc.commands': spec.commands.length } },
         () => runner(job),
       );
-      if (!breakerClean) await breaker.recordSuccess(deviceKey);
+      if (!verdict.clean) await breaker.recordSuccess(deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const results =
         spec.kind === 'structured' && deps.parseOutputs

@@ -24,8 +24,10 @@ export interface SshSessionOptions {
 
 /** Matches one complete escape sequence at the current position (sticky). */
 const ESCAPE_SEQUENCE =
+  // eslint-disable-next-line no-control-regex -- terminal escapes are control characters by definition
   /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[0-9=<>]|[@-Z\\-_])/y;
 /** A prefix of an escape sequence that may be completed by the next chunk. */
+// eslint-disable-next-line no-control-regex -- as above
 const PARTIAL_ESCAPE = /^\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[()])?$/;
 
 /**

@@ -1,10 +1,94 @@
+import { createHmac } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import type { DeviceSecrets, JobRecord, Logger } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
+import { redactSecrets } from './redaction.js';
 
-/** Completion webhooks (issue 6 fills this in). Never awaited by the device path. */
+/** Header carrying `sha256=<hex HMAC-SHA256 of the raw body>` under the job's webhook_secret. */
+export const SIGNATURE_HEADER = 'X-Svc-Signature-256';
+/** Unix seconds of the delivery, so receivers can refuse stale deliveries. */
+export const TIMESTAMP_HEADER = 'X-Svc-Timestamp';
+
+/** The webhook body: never results, never credentials. */
+export interface WebhookPayload {
+  job_id: string;
+  status: string;
+  enqueued_at: string;
+  completed_at: string | null;
+}
+
+export function signWebhook(body: string, secret: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+}
+
+/**
+ * Completion webhooks: one POST per ended job that asked for one, fire-and-forget with no
+ * retries (SPEC). Never awaited by the device path; a failure is logged (target origin and
+ * reason only: no secret, no results, no URL path or query, which may carry tokens) and never
+ * changes the job.
+ */
 export function createWebhookNotifier(
-  _config: DeviceActorConfig,
-  _log: Logger,
+  config: DeviceActorConfig,
+  log: Logger,
 ): (record: JobRecord, secrets: DeviceSecrets) => void {
-  return () => undefined;
+  const timeoutMs = config.WEBHOOK_TIMEOUT * 1000;
+  return (record, secrets) => {
+    const target = record.spec.webhook_url;
+    if (!target) return;
+    const jlog = log.child({ job_id: record.job_id });
+    let url: URL;
+    try {
+      url = new URL(target);
+    } catch {
+      jlog.warn(`${record.job_id} webhook skipped: not a URL`);
+      return;
+    }
+    const allowed = config.WEBHOOK_ALLOW_HTTP ? ['https:', 'http:'] : ['https:'];
+    if (!allowed.includes(url.protocol)) {
+      jlog.warn({ scheme: url.protocol }, `${record.job_id} webhook skipped: scheme not allowed`);
+      return;
+    }
+    const payload: WebhookPayload = {
+      job_id: record.job_id,
+      status: record.status,
+      enqueued_at: record.enqueued_at,
+      completed_at: record.ended_at,
+    };
+    const body = JSON.stringify(payload);
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': 'svc-webhook/1',
+      [TIMESTAMP_HEADER]: String(Math.floor(Date.now() / 1000)),
+    };
+    if (secrets.webhook_secret) headers[SIGNATURE_HEADER] = signWebhook(body, secrets.webhook_secret);
+    const origin = url.origin;
+    const started = performance.now();
+    const requester = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const fail = (reason: string) =>
+      jlog.warn(
+        { target: origin, reason: redactSecrets(reason, secrets) },
+        `${record.job_id} webhook delivery failed`,
+      );
+    try {
+      const req = requester(url, { method: 'POST', headers, timeout: timeoutMs }, (res) => {
+        res.resume(); // the answer body is not used
+        const status = res.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          jlog.debug(
+            { target: origin, status, duration_ms: Math.round(performance.now() - started) },
+            `${record.job_id} webhook delivered`,
+          );
+        } else {
+          fail(`HTTP ${status}`);
+        }
+      });
+      req.on('timeout', () => req.destroy(new Error(`timed out after ${config.WEBHOOK_TIMEOUT} s`)));
+      req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
+      req.end(body);
+    } catch (err) {
+      fail(err instanceof Error ? err.message : 'request failed');
+    }
+  };
 }

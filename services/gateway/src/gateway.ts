@@ -6,6 +6,7 @@ import {
   Buckets,
   JobLifecycle,
   JobStore,
+  LockoutLedger,
   ensureTopology,
   topologyFrom,
   type Logger,
@@ -56,19 +57,40 @@ export async function startGateway(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(stores[Buckets.jobs], js);
+  const jobs = new JobStore(stores[Buckets.jobs], js, 2000);
   const depth = new QueueDepth(jsm);
-  const intake = new JobIntake(js, jobs, sealer, depth, audit, {
-    contexts: config.SVC_CONTEXTS,
-    jobTimeoutSeconds: config.JOB_TIMEOUT,
-    maxQueueDepth: config.MAX_QUEUE_DEPTH,
-  });
+  const intake = new JobIntake(
+    js,
+    jobs,
+    sealer,
+    depth,
+    audit,
+    {
+      contexts: config.SVC_CONTEXTS,
+      jobTimeoutSeconds: config.JOB_TIMEOUT,
+      maxQueueDepth: config.MAX_QUEUE_DEPTH,
+      webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
+      dedupEnabled: config.JOB_DEDUP_ENABLED,
+      ratePerMinute: config.RATE_LIMIT_PER_MINUTE,
+      deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,
+    },
+    new LockoutLedger(
+      stores[Buckets.lockout],
+      config.LOCKOUT_THRESHOLD,
+      config.LOCKOUT_WINDOW * 1000,
+    ),
+    {
+      idempotency: stores[Buckets.idempotency],
+      dedup: stores[Buckets.dedup],
+      rateLimit: stores[Buckets.rateLimit],
+    },
+  );
   const control = new JobControl(nc, jobs);
   const status = new ClusterStatus(nc, jsm, stores, depth, {
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
   });
-  const apiKeys = await startApiKeys({ config, stores, log });
+  const apiKeys = await startApiKeys({ config, stores, log, sealer });
   const ctx: GatewayContext = {
     config,
     nc,

@@ -8,7 +8,10 @@ import {
   SendConfigRequest,
   Subjects,
   check,
+  deviceKeyOf,
   encodeJson,
+  injectTraceContext,
+  isTerminal,
   normalizeSubmission,
   type AuditLog,
   type EnqueueResponse,
@@ -17,12 +20,18 @@ import {
   type JobRecord,
   type JobSpec,
   type JobStore,
+  type LockoutLedger,
   type Sealer,
 } from '@svc/proto';
+import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';
 import { mayUseContext, hasRole, type Caller } from './caller.js';
+import { KeyClaims } from './claims.js';
+import { dedupKeyOf } from './dedup.js';
 import { HttpError } from './http-errors.js';
+import { idempotencyKeyOf } from './idempotency.js';
 import type { QueueDepth } from './queue-depth.js';
+import { RateLimiter } from './rate-limit.js';
 
 const SCHEMAS: Record<JobKind, TSchema> = {
   command: SendCommandRequest,
@@ -36,7 +45,25 @@ export interface IntakeOptions {
   contexts: readonly string[];
   jobTimeoutSeconds: number;
   maxQueueDepth: number;
+  /** WEBHOOK_ALLOW_HTTP: accept http:// webhook URLs. Default false (HTTPS only). */
+  webhookAllowHttp?: boolean;
+  /** JOB_DEDUP_ENABLED. Default false here; the gateway passes its setting. */
+  dedupEnabled?: boolean;
+  /** RATE_LIMIT_PER_MINUTE: accepted submissions per caller per minute; 0 = unlimited. */
+  ratePerMinute?: number;
+  /** RATE_LIMIT_DEVICE_PER_MINUTE: accepted jobs per caller per device per minute; 0 = unlimited. */
+  deviceRatePerMinute?: number;
 }
+
+/** Buckets of the submission guards (absent: the guard is off). */
+export interface IntakeGuardStores {
+  idempotency?: KV;
+  dedup?: KV;
+  rateLimit?: KV;
+}
+
+/** How long a repeat waits for the record of the job that holds its key (it may be mid-write). */
+const HOLDER_WAIT_MS = 2000;
 
 export interface SubmitRequest {
   kind: JobKind;
@@ -49,6 +76,14 @@ export interface SubmitRequest {
   schema?: TSchema;
   /** W3C trace context of the request, carried to the actor in message headers. */
   traceparent?: string;
+  /** X-Idempotency-Key as sent, if any. */
+  idempotencyKey?: string;
+}
+
+/** Extra settings of one enqueue. */
+export interface EnqueueExtras {
+  /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
+  dedupKey?: string | null;
 }
 
 /**
@@ -63,14 +98,28 @@ export class JobIntake {
     private readonly depth: QueueDepth,
     private readonly audit: AuditLog,
     private readonly options: IntakeOptions,
-  ) {}
+    private readonly lockout: LockoutLedger | null = null,
+    guards: IntakeGuardStores = {},
+  ) {
+    this.idem = guards.idempotency ? new KeyClaims(guards.idempotency) : null;
+    this.dedup = guards.dedup && options.dedupEnabled ? new KeyClaims(guards.dedup) : null;
+    this.limiter = guards.rateLimit ? new RateLimiter(guards.rateLimit) : null;
+  }
+
+  private readonly idem: KeyClaims | null;
+  private readonly dedup: KeyClaims | null;
+  private readonly limiter: RateLimiter | null;
 
   /** Validates X-Request-ID; returns the job id to use. */
   static jobIdFrom(requestId: string | undefined): string {
     if (requestId === undefined || requestId === '') return randomUUID();
     if (!UUID_V4.test(requestId)) {
       throw HttpError.validation([
-        { loc: ['header', 'X-Request-ID'], msg: 'value is not a valid UUID version 4', type: 'uuid_parsing' },
+        {
+          loc: ['header', 'X-Request-ID'],
+          msg: 'value is not a valid UUID version 4',
+          type: 'uuid_parsing',
+        },
       ]);
     }
     return requestId.toLowerCase();
@@ -99,13 +148,156 @@ export class JobIntake {
     if (!mayUseContext(caller, spec.context)) {
       throw new HttpError(403, `this key may not use context ${spec.context}`);
     }
-    if (this.options.maxQueueDepth > 0) {
-      const depth = await this.depth.forContext(spec.context);
-      if (depth >= this.options.maxQueueDepth) {
-        throw new HttpError(503, `queue of context ${spec.context} is full`, { 'Retry-After': '10' });
-      }
+    // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
+    const deviceKey = deviceKeyOf(spec.context, spec.host, spec.port);
+    if (caller.kind === 'basic' && (await this.lockout?.isLockedOut(secrets.username, deviceKey))) {
+      throw new HttpError(
+        403,
+        `user ${secrets.username} is locked out of ${spec.host}; retry later`,
+      );
     }
-    return this.enqueue(jobId, spec, secrets.username, this.sealer.seal(secrets), caller, req.traceparent);
+    this.checkWebhookUrl(spec.webhook_url);
+
+    // Idempotency, then dedup, then budget, then capacity: each later refusal gives back what the
+    // earlier steps took, so a refused request leaves no key behind and eats no budget.
+    const idem = this.idem;
+    const idemKey =
+      idem && req.idempotencyKey !== undefined && req.idempotencyKey !== ''
+        ? idempotencyKeyOf(caller, req.idempotencyKey)
+        : null;
+    if (idem && idemKey) {
+      const claim = await idem.claim(idemKey, jobId);
+      if (!claim.claimed) return this.existing(claim.jobId, { idempotent: true });
+    }
+    try {
+      let dedupKey: string | null = null;
+      if (this.dedup) {
+        const key = dedupKeyOf(caller, spec, secrets.username);
+        const holder = await this.claimDedup(key, jobId);
+        if (holder !== null) {
+          if (idem && idemKey) await idem.repoint(idemKey, holder);
+          return await this.existing(holder, { deduplicated: true });
+        }
+        dedupKey = key;
+      }
+      try {
+        await this.takeBudget(caller, spec);
+        if (this.options.maxQueueDepth > 0) {
+          const depth = await this.depth.forContext(spec.context);
+          if (depth >= this.options.maxQueueDepth) {
+            throw new HttpError(503, `queue of context ${spec.context} is full`, {
+              'Retry-After': '10',
+            });
+          }
+        }
+        return await this.enqueue(
+          jobId,
+          spec,
+          secrets.username,
+          this.sealer.seal(secrets),
+          caller,
+          req.traceparent,
+          { dedupKey },
+        );
+      } catch (err) {
+        if (dedupKey && this.dedup) await this.dedup.release(dedupKey, jobId).catch(() => undefined);
+        throw err;
+      }
+    } catch (err) {
+      if (idem && idemKey) await idem.release(idemKey, jobId).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Takes one unit of the caller's submission budget and of its per-device budget, or throws 429
+   * having taken nothing. Replays go through this too.
+   */
+  async takeBudget(caller: Caller, spec: JobSpec): Promise<void> {
+    if (!this.limiter) return;
+    // The narrower counter first: a burst at one device is refused there and never holds units
+    // of the caller's budget, even for a moment (which could refuse the caller elsewhere).
+    await this.limiter.take([
+      {
+        scope: `device\0${caller.id}\0${spec.host.toLowerCase()}\0${spec.port}`,
+        limit: this.options.deviceRatePerMinute ?? 0,
+      },
+      { scope: `caller\0${caller.id}`, limit: this.options.ratePerMinute ?? 0 },
+    ]);
+  }
+
+  /** HTTPS only unless WEBHOOK_ALLOW_HTTP; the actor checks again before it sends. */
+  private checkWebhookUrl(url: string | null): void {
+    if (url === null) return;
+    let parsed: URL | null;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = null;
+    }
+    const allowed = this.options.webhookAllowHttp ? ['https:', 'http:'] : ['https:'];
+    if (!parsed || !allowed.includes(parsed.protocol) || parsed.hostname === '') {
+      throw HttpError.validation([
+        {
+          loc: ['body', 'webhook_url'],
+          msg: this.options.webhookAllowHttp
+            ? 'value is not a valid http(s) URL'
+            : 'webhook_url must be an https:// URL (WEBHOOK_ALLOW_HTTP=true allows http://)',
+          type: 'url_scheme',
+        },
+      ]);
+    }
+  }
+
+  /**
+   * Takes the dedup key for `jobId`, or returns the in-flight job that holds it. A key left by a
+   * job that already ended (cancelled, or its record expired) is stale and is taken over.
+   */
+  private async claimDedup(key: string, jobId: string): Promise<string | null> {
+    const dedup = this.dedup;
+    if (!dedup) return null;
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const claim = await dedup.claim(key, jobId);
+      if (claim.claimed) return null;
+      const holder = await this.waitForRecord(claim.jobId);
+      if (holder && !isTerminal(holder.status)) return claim.jobId;
+      await dedup.dropStale(key, claim.revision);
+    }
+    throw new Error('dedup key kept changing');
+  }
+
+  /** The record of a job holding a key; the request that took the key may still be writing it. */
+  private async waitForRecord(jobId: string): Promise<JobRecord | null> {
+    const deadline = Date.now() + HOLDER_WAIT_MS;
+    for (;;) {
+      const stored = await this.jobs.get(jobId);
+      if (stored) return stored.record;
+      if (Date.now() > deadline) return null;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** The 202 answer for a job that already exists (idempotent repeat or dedup hit). */
+  private async existing(
+    jobId: string,
+    flags: { idempotent?: boolean; deduplicated?: boolean },
+  ): Promise<EnqueueResponse> {
+    const record = await this.waitForRecord(jobId);
+    const position =
+      record?.status === 'queued'
+        ? await this.depth.forContext(record.spec.context).catch(() => 1)
+        : 1;
+    return {
+      job_id: jobId,
+      message: flags.idempotent
+        ? 'job already submitted with this idempotency key'
+        : 'identical job already in flight',
+      queue_position: Math.max(1, position),
+      enqueued_at: record?.enqueued_at ?? new Date().toISOString(),
+      timeout: this.options.jobTimeoutSeconds,
+      deduplicated: flags.deduplicated ?? false,
+      idempotent: flags.idempotent ?? false,
+    };
   }
 
   /** Writes the record and publishes the envelope. Used by submissions and replays. */
@@ -116,6 +308,7 @@ export class JobIntake {
     sealed: string,
     caller: Caller,
     traceparent?: string,
+    extras: EnqueueExtras = {},
   ): Promise<EnqueueResponse> {
     const started = performance.now();
     const enqueuedAt = new Date().toISOString();
@@ -134,7 +327,7 @@ export class JobIntake {
       error_retryable: null,
       detected_platform: null,
       actor_host: null,
-      dedup_key: null,
+      dedup_key: extras.dedupKey ?? null,
     };
     try {
       await this.jobs.create(record);
@@ -155,7 +348,7 @@ export class JobIntake {
       placement: 0,
     };
     const h = natsHeaders();
-    if (traceparent) h.set('traceparent', traceparent);
+    injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
     try {
       await this.js.publish(Subjects.jobs(spec.context), encodeJson(envelope), {
         msgID: jobId,
@@ -192,11 +385,15 @@ export class JobIntake {
 /** JSON text → value; a body that is not JSON is a 422 like any other bad input. */
 export function parseJsonBody(body: string | undefined): unknown {
   if (body === undefined || body.trim() === '') {
-    throw HttpError.validation([{ loc: ['body'], msg: 'a JSON body is required', type: 'missing' }]);
+    throw HttpError.validation([
+      { loc: ['body'], msg: 'a JSON body is required', type: 'missing' },
+    ]);
   }
   try {
     return JSON.parse(body) as unknown;
   } catch {
-    throw HttpError.validation([{ loc: ['body'], msg: 'body is not valid JSON', type: 'json_invalid' }]);
+    throw HttpError.validation([
+      { loc: ['body'], msg: 'body is not valid JSON', type: 'json_invalid' },
+    ]);
   }
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-import { ConfigError, Sealer, connectNats, createLogger } from '@svc/proto';
+import { ConfigError, startTracing, Sealer, connectNats, createLogger } from '@svc/proto';
 import { loadGatewayConfig } from './config.js';
 import { startGateway } from './gateway.js';
 
 const log = createLogger('gateway', process.env['LOG_LEVEL']);
 try {
   const config = loadGatewayConfig(process.env);
+  const tracing = startTracing(config, 'gateway');
   if (!config.SVC_ENCRYPTION_KEY) throw new ConfigError(['SVC_ENCRYPTION_KEY: required']);
   const nc = await connectNats(config.NATS_URL, 'svc-gateway');
   const gateway = await startGateway(config, {
@@ -17,6 +18,7 @@ try {
     log.info({ signal }, 'stopping');
     await gateway.stop();
     await nc.drain();
+    await tracing.stop();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

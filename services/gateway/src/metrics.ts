@@ -1,13 +1,266 @@
+import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import {
+  Streams,
+  Subjects,
+  TERMINAL_STATUSES,
+  decodeJson,
+  type JobEvent,
+  type WorkerHeartbeat,
+} from '@svc/proto';
 import type { GatewayContext } from './gateway-context.js';
+import { endpointOf, registerHttpTracing } from './http-tracing.js';
 
-/** Prometheus metrics of the cluster, served at /metrics (issue 7 fills this in). */
+/** Prometheus metrics of the cluster, served at /metrics. */
 export interface GatewayMetrics {
-  /** Adds /metrics and the request hooks to one HTTP server. */
+  /** Adds /metrics and the request hooks (metrics, tracing) to one HTTP server. */
   register(app: FastifyInstance): void;
   stop(): Promise<void>;
 }
 
-export function startGatewayMetrics(_ctx: GatewayContext): Promise<GatewayMetrics> {
-  return Promise.resolve({ register: () => undefined, stop: () => Promise.resolve() });
+/** Cluster reads (heartbeats, stream info, bucket status) are cached this long between scrapes. */
+const CLUSTER_READ_TTL_MS = 1000;
+
+const JOB_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
+interface ClusterSnapshot {
+  hosts: WorkerHeartbeat[];
+  queueDepth: number;
+  failedJobs: number;
+}
+
+/**
+ * Creates the registry and collectors once per gateway process (both HTTP servers share them)
+ * and starts the SVC_EVENTS feed. Per-process metrics: the HTTP ones. Cluster metrics: queue,
+ * workers, pool and failed jobs are read from NATS at scrape time; job counts and durations are
+ * counted from every job event of the cluster, so each gateway reports the same cluster-wide
+ * values (aggregate them with `max`, not `sum`). See docs/observability.md.
+ */
+export async function startGatewayMetrics(ctx: GatewayContext): Promise<GatewayMetrics> {
+  const registry = new Registry();
+
+  const httpRequests = new Counter({
+    name: 'svc_http_requests_total',
+    help: 'HTTP requests answered by this gateway process.',
+    labelNames: ['method', 'endpoint', 'status'] as const,
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: 'svc_http_request_duration_seconds',
+    help: 'Time from request to the end of its response (SSE: stream lifetime), seconds.',
+    labelNames: ['method', 'endpoint'] as const,
+    registers: [registry],
+  });
+
+  let snapshot: ClusterSnapshot | null = null;
+  let snapshotAt = 0;
+  let pending: Promise<ClusterSnapshot | null> | null = null;
+  const cluster = (): Promise<ClusterSnapshot | null> => {
+    if (snapshot && Date.now() - snapshotAt < CLUSTER_READ_TTL_MS) return Promise.resolve(snapshot);
+    pending ??= (async () => {
+      try {
+        const [hosts, depth, failedJobs] = await Promise.all([
+          ctx.status.liveWorkers(),
+          ctx.depth.total(),
+          ctx.status.failedJobs(),
+        ]);
+        const active = hosts.reduce((n, h) => n + h.active_jobs, 0);
+        snapshot = { hosts, queueDepth: Math.max(0, depth - active), failedJobs };
+        snapshotAt = Date.now();
+        pool.observe(hosts);
+      } catch (err) {
+        // NATS unreachable: keep the last values; a scrape must not fail because of it.
+        ctx.log.warn({ err }, 'metrics: cluster read failed');
+      } finally {
+        pending = null;
+      }
+      return snapshot;
+    })();
+    return pending;
+  };
+
+  const pool = new PoolCounters();
+  const gauge = (name: string, help: string, read: (s: ClusterSnapshot) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        const s = await cluster();
+        if (s) this.set(read(s));
+      },
+    });
+  const sum = (s: ClusterSnapshot, f: (h: WorkerHeartbeat) => number) =>
+    s.hosts.reduce((n, h) => n + f(h), 0);
+
+  gauge('svc_queue_depth', 'Jobs accepted and not yet started, all contexts.', (s) => s.queueDepth);
+  gauge(
+    'svc_workers_active',
+    'Live actor hosts (heartbeat within WORKER_STALE_THRESHOLD).',
+    (s) => s.hosts.filter((h) => !h.draining).length,
+  );
+  gauge('svc_workers_busy', 'Device sessions running a job now, all actor hosts.', (s) =>
+    sum(s, (h) => h.busy),
+  );
+  gauge(
+    'svc_workers_total',
+    'Device session slots (ACTOR_MAX_SESSIONS) of all live actor hosts.',
+    (s) => sum(s, (h) => h.capacity),
+  );
+  gauge(
+    'svc_failed_jobs_total',
+    'Entries in the failed-job registry (dead-letter depth).',
+    (s) => s.failedJobs,
+  );
+  gauge('svc_connection_pool_size', 'Warm SSH sessions held by all live actor hosts.', (s) =>
+    sum(s, (h) => h.pool_size),
+  );
+  // Counters rebuilt from heartbeats: `collect` resets and re-adds the cluster-wide total,
+  // which PoolCounters keeps monotonic across actor-host restarts.
+  const clusterCounter = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      async collect() {
+        await cluster();
+        this.reset();
+        this.inc(read());
+      },
+    });
+  clusterCounter(
+    'svc_connection_pool_hits_total',
+    'Jobs served by a warm SSH session.',
+    () => pool.hits,
+  );
+  clusterCounter(
+    'svc_connection_pool_misses_total',
+    'Jobs that opened a new SSH session.',
+    () => pool.misses,
+  );
+
+  const queueJobs = new Counter({
+    name: 'svc_queue_jobs_total',
+    help: 'Job status changes seen on SVC_EVENTS, by new status.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const queueTime = new Histogram({
+    name: 'svc_queue_processing_time_seconds',
+    help: 'Time a job waited between enqueue and start, seconds.',
+    buckets: JOB_BUCKETS,
+    registers: [registry],
+  });
+  const jobDuration = new Histogram({
+    name: 'svc_jobs_duration_seconds',
+    help: 'Run time of ended jobs (start to end), seconds.',
+    labelNames: ['platform'] as const,
+    buckets: JOB_BUCKETS,
+    registers: [registry],
+  });
+  const jobsTotal = new Counter({
+    name: 'svc_jobs_total',
+    help: 'Jobs that reached a terminal status.',
+    labelNames: ['platform', 'status'] as const,
+    registers: [registry],
+  });
+
+  const onEvent = (event: JobEvent) => {
+    queueJobs.inc({ status: event.status });
+    const seconds = (from: string | null | undefined, to: string | null | undefined) =>
+      from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : null;
+    if (event.status === 'started') {
+      const waited = seconds(event.enqueued_at, event.started_at);
+      if (waited !== null) queueTime.observe(waited);
+    }
+    if (TERMINAL_STATUSES.includes(event.status)) {
+      // Platform ids are validated against a fixed list at intake: bounded label values.
+      jobsTotal.inc({ platform: event.platform, status: event.status });
+      const ran = seconds(event.started_at, event.ended_at);
+      if (ran !== null) jobDuration.observe({ platform: event.platform }, ran);
+    }
+  };
+
+  // New events only: counters start at zero with the process, as Prometheus expects.
+  const consumer = await ctx.js.consumers.get(Streams.events, {
+    filter_subjects: Subjects.eventsAll, // a string: one filter works on nats-server 2.9
+    deliver_policy: DeliverPolicy.New,
+  });
+  const messages: ConsumerMessages = await consumer.consume();
+  const feed = (async () => {
+    for await (const m of messages) {
+      try {
+        onEvent(decodeJson<JobEvent>(m.data));
+      } catch {
+        ctx.log.warn({ subject: m.subject }, 'metrics: undecodable job event skipped');
+      }
+    }
+  })().catch((err: unknown) => ctx.log.error({ err }, 'metrics: event feed ended'));
+
+  return {
+    register(app) {
+      registerHttpTracing(app);
+      app.addHook('onRequest', (req, reply, done) => {
+        const startedAt = performance.now();
+        const endpoint = endpointOf(req);
+        reply.raw.once('close', () => {
+          const method = req.method;
+          // Status 0 never happens on a closed response; an aborted one keeps its set code.
+          httpRequests.inc({ method, endpoint, status: String(reply.raw.statusCode) });
+          httpDuration.observe({ method, endpoint }, (performance.now() - startedAt) / 1000);
+        });
+        done();
+      });
+      app.get('/metrics', async (_req, reply) => {
+        const text = await registry.metrics();
+        return reply.code(200).header('content-type', registry.contentType).send(text);
+      });
+    },
+    async stop() {
+      // Bounded: with NATS unreachable, closing the consumer would wait for the server.
+      await Promise.race([
+        messages.close().then(
+          () => feed,
+          () => undefined,
+        ),
+        new Promise((r) => setTimeout(r, 2000).unref()),
+      ]);
+    },
+  };
+}
+
+/**
+ * Cluster-wide warm-session hit and miss counts from heartbeats. Each host reports counts since
+ * its own start; a host that goes away keeps its last counts here and a host whose counts go
+ * down (restarted under the same id) has its old counts banked, so the sums never decrease while
+ * this gateway runs.
+ */
+class PoolCounters {
+  readonly #last = new Map<string, { hits: number; misses: number }>();
+  #bankedHits = 0;
+  #bankedMisses = 0;
+
+  observe(hosts: readonly WorkerHeartbeat[]): void {
+    for (const h of hosts) {
+      const prev = this.#last.get(h.host_id);
+      if (prev && (h.pool_hits < prev.hits || h.pool_misses < prev.misses)) {
+        this.#bankedHits += prev.hits;
+        this.#bankedMisses += prev.misses;
+      }
+      this.#last.set(h.host_id, { hits: h.pool_hits, misses: h.pool_misses });
+    }
+  }
+
+  get hits(): number {
+    let n = this.#bankedHits;
+    for (const v of this.#last.values()) n += v.hits;
+    return n;
+  }
+
+  get misses(): number {
+    let n = this.#bankedMisses;
+    for (const v of this.#last.values()) n += v.misses;
+    return n;
+  }
 }

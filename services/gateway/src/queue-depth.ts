@@ -4,7 +4,7 @@ import { Streams, Subjects } from '@svc/proto';
 /**
  * Backlog of a context: jobs accepted but not yet placed (its subject in SVC_JOBS) plus jobs
  * placed on actor hosts and not yet finished (SVC_ACTOR, shared by all contexts, read at most
- * once a second). Approximate by nature, as the specification allows.
+ * four times a second). Approximate by nature, as the specification allows.
  */
 export class QueueDepth {
   #actorBacklog = 0;
@@ -26,7 +26,7 @@ export class QueueDepth {
   }
 
   private async actorBacklog(): Promise<number> {
-    if (Date.now() - this.#actorReadAt > 1000) {
+    if (Date.now() - this.#actorReadAt > 250) {
       const info = await this.jsm.streams.info(Streams.actor);
       this.#actorBacklog = info.state.messages;
       this.#actorReadAt = Date.now();

@@ -52,8 +52,14 @@ export async function startMcpAdapter(
       createServer: newServer,
       log,
     });
-    if (!config.SVC_MCP_HTTP_AUTH_TOKEN && !['127.0.0.1', 'localhost', '::1'].includes(config.SVC_MCP_HTTP_HOST)) {
-      log.warn({ host: config.SVC_MCP_HTTP_HOST }, 'mcp http listener is not loopback and has no SVC_MCP_HTTP_AUTH_TOKEN');
+    if (
+      !config.SVC_MCP_HTTP_AUTH_TOKEN &&
+      !['127.0.0.1', 'localhost', '::1'].includes(config.SVC_MCP_HTTP_HOST)
+    ) {
+      log.warn(
+        { host: config.SVC_MCP_HTTP_HOST },
+        'mcp http listener is not loopback and has no SVC_MCP_HTTP_AUTH_TOKEN',
+      );
     }
     log.info({ url: http.url, api: api.baseUrl }, 'mcp http listening');
     return { url: http.url, stop: () => http.stop() };

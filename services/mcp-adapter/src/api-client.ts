@@ -67,7 +67,11 @@ export class ApiClient {
       headers['content-type'] = 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
-    const { status, headers: resHeaders, text } = await this.send(method, url, headers, payload, req.signal);
+    const {
+      status,
+      headers: resHeaders,
+      text,
+    } = await this.send(method, url, headers, payload, req.signal);
     const body = parseBody(text, status, method, url.pathname);
     if ((status >= 200 && status < 300) || req.accept?.includes(status)) return { status, body };
     throw apiError(status, body, resHeaders['retry-after']);
@@ -117,7 +121,12 @@ export class ApiClient {
           size += c.length;
           if (size > MAX_BODY_BYTES) {
             req.destroy();
-            fail(AdapterError.of(AdapterErrorCode.BAD_RESPONSE, `${where}: answer larger than ${MAX_BODY_BYTES} bytes`));
+            fail(
+              AdapterError.of(
+                AdapterErrorCode.BAD_RESPONSE,
+                `${where}: answer larger than ${MAX_BODY_BYTES} bytes`,
+              ),
+            );
             return;
           }
           chunks.push(c);
@@ -128,7 +137,11 @@ export class ApiClient {
           settled = true;
           clearTimeout(timer);
           signal?.removeEventListener('abort', onAbort);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            text: Buffer.concat(chunks).toString('utf8'),
+          });
         });
       });
       const timer = setTimeout(() => {
@@ -179,11 +192,18 @@ function parseBody(text: string, status: number, method: string, path: string): 
   }
 }
 
-function apiError(status: number, body: unknown, retryAfter: string | string[] | undefined): AdapterError {
+function apiError(
+  status: number,
+  body: unknown,
+  retryAfter: string | string[] | undefined,
+): AdapterError {
   const fields = isRecord(body) ? body : {};
   const apiMessage = typeof fields['message'] === 'string' ? fields['message'] : `HTTP ${status}`;
-  const validation = isRecord(fields['validation_error']) ? fields['validation_error']['json'] : undefined;
-  const message = validation !== undefined ? `${apiMessage}: ${describeIssues(validation)}` : apiMessage;
+  const validation = isRecord(fields['validation_error'])
+    ? fields['validation_error']['json']
+    : undefined;
+  const message =
+    validation !== undefined ? `${apiMessage}: ${describeIssues(validation)}` : apiMessage;
   const seconds = Number(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter);
   const details = {
     httpStatus: status,
@@ -192,7 +212,8 @@ function apiError(status: number, body: unknown, retryAfter: string | string[] |
   };
   // A code from the API (e.g. DEVICE_LOCKED_OUT on a 403) is more precise than the status.
   if (typeof fields['error_code'] === 'string') {
-    const retryable = typeof fields['error_retryable'] === 'boolean' ? fields['error_retryable'] : null;
+    const retryable =
+      typeof fields['error_retryable'] === 'boolean' ? fields['error_retryable'] : null;
     return new AdapterError(fields['error_code'], message, retryable, details);
   }
   return AdapterError.of(codeForStatus(status), message, details);

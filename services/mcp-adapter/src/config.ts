@@ -59,9 +59,13 @@ export const McpAdapterConfig = Type.Object({
   }),
   SVC_MCP_CA_FILE: Type.String({
     default: '',
-    description: 'PEM file of the CA (or the self-signed certificate) the API certificate must chain to.',
+    description:
+      'PEM file of the CA (or the self-signed certificate) the API certificate must chain to.',
   }),
-  LOG_LEVEL: Type.String({ default: 'INFO', description: 'DEBUG, INFO, WARNING or ERROR; logs go to stderr.' }),
+  LOG_LEVEL: Type.String({
+    default: 'INFO',
+    description: 'DEBUG, INFO, WARNING or ERROR; logs go to stderr.',
+  }),
 });
 export type McpAdapterConfig = Static<typeof McpAdapterConfig>;
 

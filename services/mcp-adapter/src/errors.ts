@@ -104,7 +104,12 @@ export class AdapterError extends Error {
     this.details = details;
   }
 
-  static of(code: AdapterErrorCode, message: string, details: AdapterErrorDetails = {}, options?: ErrorOptions) {
+  static of(
+    code: AdapterErrorCode,
+    message: string,
+    details: AdapterErrorDetails = {},
+    options?: ErrorOptions,
+  ) {
     return new AdapterError(code, message, ADAPTER_ERROR_RETRYABLE[code], details, options);
   }
 }

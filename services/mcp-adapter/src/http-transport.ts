@@ -27,9 +27,16 @@ export const MCP_PATH = '/mcp';
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
+/**
+ * A session nobody touched for this long is closed: clients that vanish without DELETE must not
+ * hold servers forever. Far above SVC_MCP_JOB_TIMEOUT's default, so a waiting tool is never cut.
+ */
+const SESSION_IDLE_MS = 60 * 60 * 1000;
+
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: McpServer;
+  lastSeen: number;
 }
 
 /**
@@ -38,7 +45,9 @@ interface Session {
  * the listener also rejects foreign Host and Origin headers (DNS rebinding: a web page must not
  * drive the adapter's API key through the user's browser).
  */
-export async function startHttpTransport(options: HttpTransportOptions): Promise<RunningHttpTransport> {
+export async function startHttpTransport(
+  options: HttpTransportOptions,
+): Promise<RunningHttpTransport> {
   const { log } = options;
   const sessions = new Map<string, Session>();
   const loopbackOnly = LOOPBACK_NAMES.has(options.host);
@@ -46,7 +55,8 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== MCP_PATH) return sendJson(res, 404, { error: `no route ${url.pathname}; use ${MCP_PATH}` });
+    if (url.pathname !== MCP_PATH)
+      return sendJson(res, 404, { error: `no route ${url.pathname}; use ${MCP_PATH}` });
     if (loopbackOnly && !isLoopbackRequest(req)) {
       return sendRpcError(res, 403, -32000, 'forbidden Host or Origin for a loopback listener');
     }
@@ -64,9 +74,12 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
     if (sessionId !== undefined) {
       const session = sessions.get(sessionId);
       if (!session) return sendRpcError(res, 404, -32001, 'unknown or expired session');
+      session.lastSeen = Date.now();
       return session.transport.handleRequest(req, res, body);
     }
-    const initialize = Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+    const initialize = Array.isArray(body)
+      ? body.some((m) => isInitializeRequest(m))
+      : isInitializeRequest(body);
     if (req.method !== 'POST' || !initialize) {
       return sendRpcError(res, 400, -32000, 'no Mcp-Session-Id: send an initialize request first');
     }
@@ -74,7 +87,7 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
-        sessions.set(id, { transport, server });
+        sessions.set(id, { transport, server, lastSeen: Date.now() });
         log.info({ session: id, sessions: sessions.size }, 'mcp session opened');
       },
     });
@@ -104,9 +117,20 @@ export async function startHttpTransport(options: HttpTransportOptions): Promise
   const hostPart = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${hostPart}:${address.port}${MCP_PATH}`;
 
+  const sweeper = setInterval(() => {
+    const cutoff = Date.now() - SESSION_IDLE_MS;
+    for (const [id, session] of sessions) {
+      if (session.lastSeen >= cutoff) continue;
+      log.info({ session: id }, 'mcp session idle, closing');
+      void session.server.close().catch(() => undefined);
+    }
+  }, 60_000);
+  sweeper.unref();
+
   return {
     url,
     async stop() {
+      clearInterval(sweeper);
       for (const { server } of [...sessions.values()]) await server.close().catch(() => undefined);
       sessions.clear();
       http.closeAllConnections();

@@ -54,11 +54,18 @@ export async function waitForJob(
     await sleep(Math.min(options.pollIntervalMs, remaining), undefined, { signal: options.signal });
     let record: JobRecord;
     try {
-      record = asJobRecord((await api.get(path, { signal: options.signal })).body, `GET ${resultPath}`);
+      record = asJobRecord(
+        (await api.get(path, { signal: options.signal })).body,
+        `GET ${resultPath}`,
+      );
     } catch (err) {
       if (err instanceof AdapterError && err.retryable === true) continue;
       if (err instanceof AdapterError) {
-        throw new AdapterError(err.code, err.message, err.retryable, { ...err.details, jobId, jobStatus: lastStatus });
+        throw new AdapterError(err.code, err.message, err.retryable, {
+          ...err.details,
+          jobId,
+          jobStatus: lastStatus,
+        });
       }
       throw err;
     }

@@ -7,7 +7,8 @@ import { loadMcpAdapterConfig } from './config.js';
 const log = createLogger('mcp-adapter', process.env['LOG_LEVEL'], process.stderr);
 try {
   const config = loadMcpAdapterConfig(process.env);
-  if (!config.SVC_MCP_API_KEY) throw new ConfigError(['SVC_MCP_API_KEY: required (an API key of the service)']);
+  if (!config.SVC_MCP_API_KEY)
+    throw new ConfigError(['SVC_MCP_API_KEY: required (an API key of the service)']);
   const adapter = await startMcpAdapter(config, { log });
   let stopping = false;
   const shutdown = async (reason: string) => {
@@ -20,7 +21,8 @@ try {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
   // Over stdio the client owns the process: its closing stdin ends the session.
-  if (config.SVC_MCP_TRANSPORT === 'stdio') process.stdin.once('end', () => void shutdown('stdin closed'));
+  if (config.SVC_MCP_TRANSPORT === 'stdio')
+    process.stdin.once('end', () => void shutdown('stdin closed'));
 } catch (err) {
   if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
   else log.error({ err }, 'mcp adapter failed to start');

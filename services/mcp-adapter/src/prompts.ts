@@ -12,7 +12,13 @@ const DIAGNOSTICS: Readonly<Record<string, readonly string[]>> = {
     'show ip route',
     'show processes cpu sorted',
   ],
-  arista: ['show version', 'show ip interface brief', 'show interfaces status', 'show logging', 'show ip route'],
+  arista: [
+    'show version',
+    'show ip interface brief',
+    'show interfaces status',
+    'show logging',
+    'show ip route',
+  ],
   juniper: [
     'show version',
     'show interfaces terse',
@@ -46,7 +52,9 @@ function userMessage(text: string): GetPromptResult {
 }
 
 const host = z.string().describe('Device address (IPv4, IPv6 or hostname).');
-const platform = z.string().describe('Device-driver platform, e.g. cisco_ios, arista_eos, juniper_junos.');
+const platform = z
+  .string()
+  .describe('Device-driver platform, e.g. cisco_ios, arista_eos, juniper_junos.');
 const commands = z.string().describe('Commands, comma-separated.');
 
 export function registerPrompts(server: McpServer): void {
@@ -81,7 +89,10 @@ export function registerPrompts(server: McpServer): void {
         host,
         platform,
         commands: z.string().describe('Configuration lines, comma-separated.'),
-        save: z.string().optional().describe('yes to save the running configuration to startup; default no.'),
+        save: z
+          .string()
+          .optional()
+          .describe('yes to save the running configuration to startup; default no.'),
       },
     },
     (args) => {
@@ -94,7 +105,9 @@ export function registerPrompts(server: McpServer): void {
           'First show me the lines and explain their effect, and point out anything risky ' +
             '(loss of management access, shutdown of interfaces, routing changes). Wait for my confirmation.',
           `After I confirm, call send_config with commands ${JSON.stringify(list)} and save_config ${String(save)}` +
-            (args.platform.includes('junos') || args.platform.includes('xr') ? ' and commit true.' : '.'),
+            (args.platform.includes('junos') || args.platform.includes('xr')
+              ? ' and commit true.'
+              : '.'),
           `${CREDENTIALS_NOTE} Then verify the change with send_command (for example the relevant part ` +
             'of the running configuration) and report the outcome. If the job fails, do not retry ' +
             'automatically: a configuration job must not be pushed twice without my consent.',

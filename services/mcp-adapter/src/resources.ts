@@ -19,7 +19,8 @@ export const RESOURCES: readonly ResourceSpec[] = [
     name: 'health',
     uri: 'svc://health',
     title: 'Service health',
-    description: 'Health record of the service: status (healthy, degraded, no_workers), version, components.',
+    description:
+      'Health record of the service: status (healthy, degraded, no_workers), version, components.',
     path: '/healthcheck',
     accept: [503],
   },
@@ -41,7 +42,8 @@ export const RESOURCES: readonly ResourceSpec[] = [
     name: 'failed-jobs',
     uri: 'svc://jobs/failed',
     title: 'Failed jobs',
-    description: 'Failed-job registry: sanitized error, error_code, retryability, host and platform.',
+    description:
+      'Failed-job registry: sanitized error, error_code, retryability, host and platform.',
     path: '/v2/jobs/failed',
   },
 ];
@@ -59,7 +61,13 @@ export function registerResources(server: McpServer, api: ApiClient): void {
             ...(spec.accept ? { accept: spec.accept } : {}),
           });
           return {
-            contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(answer.body, null, 2) }],
+            contents: [
+              {
+                uri: uri.href,
+                mimeType: 'application/json',
+                text: JSON.stringify(answer.body, null, 2),
+              },
+            ],
           };
         } catch (err) {
           // Resource reads have no isError result; the codes travel in the JSON-RPC error data.
@@ -67,7 +75,9 @@ export function registerResources(server: McpServer, api: ApiClient): void {
             throw new ResourceReadError(`${spec.uri}: ${err.message}`, {
               error_code: err.code,
               error_retryable: err.retryable,
-              ...(err.details.httpStatus !== undefined ? { http_status: err.details.httpStatus } : {}),
+              ...(err.details.httpStatus !== undefined
+                ? { http_status: err.details.httpStatus }
+                : {}),
             });
           }
           throw err;

@@ -5,7 +5,7 @@ import * as z from 'zod';
 import { isRecord, type ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
 import { AdapterError, AdapterErrorCode } from './errors.js';
-import { asJobRecord, waitForJob, type JobRecord } from './job-wait.js';
+import { TERMINAL_STATUSES, asJobRecord, waitForJob, type JobRecord } from './job-wait.js';
 import { registerPrompts } from './prompts.js';
 import { registerResources } from './resources.js';
 import { JobToolOutput, dataResult, errorResult, jobResult } from './tool-results.js';
@@ -50,9 +50,14 @@ const connectionShape = {
   platform: z
     .string()
     .min(1)
-    .describe('Device-driver platform (cisco_ios, cisco_nxos, arista_eos, juniper_junos, …); autodetect fingerprints the device.'),
+    .describe(
+      'Device-driver platform (cisco_ios, cisco_nxos, arista_eos, juniper_junos, …); autodetect fingerprints the device.',
+    ),
   commands: z.array(z.string().min(1)).min(1).describe('Commands to run, in order (at least one).'),
-  username: z.string().min(1).describe('Device username, passed to the device; the adapter stores nothing.'),
+  username: z
+    .string()
+    .min(1)
+    .describe('Device username, passed to the device; the adapter stores nothing.'),
   password: z.string().min(1).describe('Device password, passed to the device; never logged.'),
   enable: z.string().optional().describe('Enable password; defaults to password.'),
   port: z.number().int().min(1).max(65535).default(22).describe('SSH port, 1 to 65535.'),
@@ -60,10 +65,15 @@ const connectionShape = {
     .record(z.string(), z.string())
     .optional()
     .describe('Labels for the job (at most 10; keys and values up to 64 of A-Z a-z 0-9 - _ :).'),
-  context: z.string().optional().describe('Routing context (see svc://contexts); the service default is "default".'),
+  context: z
+    .string()
+    .optional()
+    .describe('Routing context (see svc://contexts); the service default is "default".'),
 };
 
-const jobIdShape = { job_id: z.string().min(1).describe('Job identifier returned by a submission.') };
+const jobIdShape = {
+  job_id: z.string().min(1).describe('Job identifier returned by a submission.'),
+};
 
 /**
  * The MCP server of the adapter: the specification's tools, the `svc://` resources and the
@@ -93,14 +103,27 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         // A 404 or 409 about a named job still says which job, as every job tool result does.
         const err =
           jobId !== undefined && caught.details.jobId === undefined
-            ? new AdapterError(caught.code, caught.message, caught.retryable, { ...caught.details, jobId })
+            ? new AdapterError(caught.code, caught.message, caught.retryable, {
+                ...caught.details,
+                jobId,
+              })
             : caught;
-        log.info({ tool, error_code: err.code, http_status: err.details.httpStatus, job_id: err.details.jobId }, 'tool error');
+        log.info(
+          {
+            tool,
+            error_code: err.code,
+            http_status: err.details.httpStatus,
+            job_id: err.details.jobId,
+          },
+          'tool error',
+        );
         return errorResult(err);
       }
       const err = caught;
       log.error({ tool, err }, 'tool failed unexpectedly');
-      return errorResult(new AdapterError('INTERNAL', err instanceof Error ? err.message : String(err), null));
+      return errorResult(
+        new AdapterError('INTERNAL', err instanceof Error ? err.message : String(err), null),
+      );
     }
   };
 
@@ -113,28 +136,42 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     const route = JOB_KINDS[kind];
     const accepted = (await api.post(route.submit, body, { signal: extra.signal })).body;
     if (!isRecord(accepted) || typeof accepted['job_id'] !== 'string') {
-      throw AdapterError.of(AdapterErrorCode.BAD_RESPONSE, `POST ${route.submit}: the answer has no job_id`);
+      throw AdapterError.of(
+        AdapterErrorCode.BAD_RESPONSE,
+        `POST ${route.submit}: the answer has no job_id`,
+      );
     }
     const jobId = accepted['job_id'];
     // Ids and sizes only: the body holds device credentials.
-    log.info({ tool, job_id: jobId, commands: (body['commands'] as unknown[]).length }, 'job submitted');
+    log.info(
+      { tool, job_id: jobId, commands: (body['commands'] as unknown[]).length },
+      'job submitted',
+    );
+    // Progress: "queued" at once (the client learns the job id while it waits, e.g. to cancel),
+    // then "started". Not the terminal status: the result carries it, and the SDK client drops
+    // a progress notification that arrives in the same read as the response it belongs to.
     const progressToken = extra._meta?.progressToken;
     let step = 0;
+    const progress = (status: string) => {
+      if (progressToken === undefined || TERMINAL_STATUSES.has(status)) return;
+      step += 1;
+      extra
+        .sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken, progress: step, message: `job ${jobId} ${status}` },
+        })
+        .catch(() => undefined); // a client gone away must not fail the job wait
+    };
+    progress('queued');
     const record = await waitForJob(api, route.result, jobId, {
       ...waitOptions,
       signal: extra.signal,
-      onStatus: (status) => {
-        if (progressToken === undefined) return;
-        step += 1;
-        extra
-          .sendNotification({
-            method: 'notifications/progress',
-            params: { progressToken, progress: step, message: `job ${jobId} ${status}` },
-          })
-          .catch(() => undefined); // a client gone away must not fail the job wait
-      },
+      onStatus: progress,
     });
-    log.info({ tool, job_id: jobId, status: record.status, error_code: record['error_code'] }, 'job ended');
+    log.info(
+      { tool, job_id: jobId, status: record.status, error_code: record['error_code'] },
+      'job ended',
+    );
     const flags = {
       ...(accepted['deduplicated'] === true ? { deduplicated: true } : {}),
       ...(accepted['idempotent'] === true ? { idempotent: true } : {}),
@@ -153,7 +190,10 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       outputSchema: JobToolOutput,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    (args, extra) => guarded('send_command', () => submitAndWait('send_command', 'command', connectionBody(args), extra)),
+    (args, extra) =>
+      guarded('send_command', () =>
+        submitAndWait('send_command', 'command', connectionBody(args), extra),
+      ),
   );
 
   server.registerTool(
@@ -166,12 +206,26 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         'Not retried automatically: a failed push needs a deliberate decision.',
       inputSchema: {
         ...connectionShape,
-        commands: z.array(z.string().min(1)).min(1).describe('Configuration lines, in order (at least one).'),
-        commit: z.boolean().optional().describe('Commit the configuration (Junos, IOS XR and other commit platforms).'),
-        save_config: z.boolean().optional().describe('Save the running configuration to startup afterwards.'),
+        commands: z
+          .array(z.string().min(1))
+          .min(1)
+          .describe('Configuration lines, in order (at least one).'),
+        commit: z
+          .boolean()
+          .optional()
+          .describe('Commit the configuration (Junos, IOS XR and other commit platforms).'),
+        save_config: z
+          .boolean()
+          .optional()
+          .describe('Save the running configuration to startup afterwards.'),
       },
       outputSchema: JobToolOutput,
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
     },
     (args, extra) =>
       guarded('send_config', () =>
@@ -210,16 +264,23 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     'get_job_result',
     {
       title: 'Get a job result',
-      description: 'Current status and, once ended, the results or error of a job submitted with this API key.',
+      description:
+        'Current status and, once ended, the results or error of a job submitted with this API key.',
       inputSchema: jobIdShape,
       outputSchema: JobToolOutput,
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     (args, extra) =>
-      guarded('get_job_result', async () => {
-        const path = `/v2/jobs/${encodeURIComponent(args.job_id)}`;
-        return jobResult(asJobRecord((await api.get(path, { signal: extra.signal })).body, `GET ${path}`));
-      }, args.job_id),
+      guarded(
+        'get_job_result',
+        async () => {
+          const path = `/v2/jobs/${encodeURIComponent(args.job_id)}`;
+          return jobResult(
+            asJobRecord((await api.get(path, { signal: extra.signal })).body, `GET ${path}`),
+          );
+        },
+        args.job_id,
+      ),
   );
 
   server.registerTool(
@@ -231,22 +292,34 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         'finished gives a CONFLICT error.',
       inputSchema: jobIdShape,
       outputSchema: JobToolOutput,
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
     (args, extra) =>
-      guarded('cancel_job', async () => {
-        const id = encodeURIComponent(args.job_id);
-        await api.delete(`/v2/send-command/${id}`, { signal: extra.signal });
-        log.info({ tool: 'cancel_job', job_id: args.job_id }, 'job cancelled');
-        let record: JobRecord;
-        try {
-          record = asJobRecord((await api.get(`/v2/jobs/${id}`, { signal: extra.signal })).body, 'GET /v2/jobs');
-        } catch {
-          // The cancel itself succeeded (204); a failed read-back must not report it as failed.
-          record = { job_id: args.job_id, status: 'cancelled' };
-        }
-        return jobResult(record, { failureIsError: false });
-      }, args.job_id),
+      guarded(
+        'cancel_job',
+        async () => {
+          const id = encodeURIComponent(args.job_id);
+          await api.delete(`/v2/send-command/${id}`, { signal: extra.signal });
+          log.info({ tool: 'cancel_job', job_id: args.job_id }, 'job cancelled');
+          let record: JobRecord;
+          try {
+            record = asJobRecord(
+              (await api.get(`/v2/jobs/${id}`, { signal: extra.signal })).body,
+              'GET /v2/jobs',
+            );
+          } catch {
+            // The cancel itself succeeded (204); a failed read-back must not report it as failed.
+            record = { job_id: args.job_id, status: 'cancelled' };
+          }
+          return jobResult(record, { failureIsError: false });
+        },
+        args.job_id,
+      ),
   );
 
   server.registerTool(
@@ -257,7 +330,10 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       inputSchema: {
         page: z.number().int().min(1).default(1).describe('Page number, from 1.'),
         per_page: z.number().int().min(1).max(100).default(20).describe('Jobs per page, 1 to 100.'),
-        status: z.enum(['queued', 'started', 'finished', 'failed']).optional().describe('Only jobs in this status.'),
+        status: z
+          .enum(['queued', 'started', 'finished', 'failed'])
+          .optional()
+          .describe('Only jobs in this status.'),
         tag: z.string().optional().describe('Only jobs carrying this tag, as key:value.'),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
@@ -280,7 +356,10 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         'Create an API key (needs an admin key). The token is returned once: hand it to the user ' +
         'and do not repeat it afterwards.',
       inputSchema: {
-        role: z.enum(['viewer', 'operator', 'admin']).default('operator').describe('Role of the new key.'),
+        role: z
+          .enum(['viewer', 'operator', 'admin'])
+          .default('operator')
+          .describe('Role of the new key.'),
         contexts: z
           .array(z.string().min(1))
           .optional()
@@ -290,9 +369,16 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           .int()
           .min(0)
           .optional()
-          .describe('Lifetime in seconds; 0 means no expiry; default the server default (90 days).'),
+          .describe(
+            'Lifetime in seconds; 0 means no expiry; default the server default (90 days).',
+          ),
       },
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
     },
     (args, extra) =>
       guarded('create_api_key', async () => {
@@ -301,8 +387,14 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           ...(args.contexts !== undefined ? { contexts: args.contexts } : {}),
           ...(args.ttl !== undefined ? { ttl: args.ttl } : {}),
         };
-        const created = asObject((await api.post('/v2/api-keys', body, { signal: extra.signal })).body, 'POST /v2/api-keys');
-        log.info({ tool: 'create_api_key', key_id: created['key_id'], role: created['role'] }, 'api key created');
+        const created = asObject(
+          (await api.post('/v2/api-keys', body, { signal: extra.signal })).body,
+          'POST /v2/api-keys',
+        );
+        log.info(
+          { tool: 'create_api_key', key_id: created['key_id'], role: created['role'] },
+          'api key created',
+        );
         return dataResult(created);
       }),
   );
@@ -311,15 +403,27 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     'revoke_api_key',
     {
       title: 'Revoke an API key',
-      description: 'Revoke an API key by key_id (needs an admin key); it is rejected immediately afterwards.',
+      description:
+        'Revoke an API key by key_id (needs an admin key); it is rejected immediately afterwards.',
       inputSchema: { key_id: z.string().min(1).describe('Identifier of the key to revoke.') },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
     (args, extra) =>
       guarded('revoke_api_key', async () => {
-        const answer = await api.delete(`/v2/api-keys/${encodeURIComponent(args.key_id)}`, { signal: extra.signal });
+        const answer = await api.delete(`/v2/api-keys/${encodeURIComponent(args.key_id)}`, {
+          signal: extra.signal,
+        });
         log.info({ tool: 'revoke_api_key', key_id: args.key_id }, 'api key revoked');
-        return dataResult({ ...(isRecord(answer.body) ? answer.body : {}), key_id: args.key_id, revoked: true });
+        return dataResult({
+          ...(isRecord(answer.body) ? answer.body : {}),
+          key_id: args.key_id,
+          revoked: true,
+        });
       }),
   );
 

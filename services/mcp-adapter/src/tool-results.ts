@@ -6,16 +6,30 @@ import type { JobRecord } from './job-wait.js';
 /**
  * Output of every job tool, successful or not: the job record fields the specification names,
  * always present (null when unknown) so an assistant can branch on them. Other record fields
- * (timestamps, tags, detected_platform) pass through.
+ * (timestamps, tags, detected_platform) and error details (http_status, …) pass through: a
+ * loose object, since a raw shape would forbid them (additionalProperties: false).
  */
-export const JobToolOutput = {
+export const JobToolOutput = z.looseObject({
   job_id: z.string().nullable().describe('Job identifier; null when no job was created.'),
-  status: z.string().nullable().describe('queued, started, finished, failed or cancelled; null when no job was created.'),
-  results: z.unknown().describe('Command to output (text, or a list of objects for parsed output); null unless finished.'),
+  status: z
+    .string()
+    .nullable()
+    .describe('queued, started, finished, failed or cancelled; null when no job was created.'),
+  results: z
+    .unknown()
+    .describe(
+      'Command to output (text, or a list of objects for parsed output); null unless finished.',
+    ),
   error: z.string().nullable().describe('Sanitized failure message.'),
-  error_code: z.string().nullable().describe('Machine-parseable failure code (service job code or adapter code).'),
-  error_retryable: z.boolean().nullable().describe('Whether the same call may succeed if repeated unchanged.'),
-};
+  error_code: z
+    .string()
+    .nullable()
+    .describe('Machine-parseable failure code (service job code or adapter code).'),
+  error_retryable: z
+    .boolean()
+    .nullable()
+    .describe('Whether the same call may succeed if repeated unchanged.'),
+});
 
 const FAILED_STATUSES: ReadonlySet<string> = new Set(['failed', 'cancelled']);
 

@@ -77,18 +77,11 @@ export interface Driver {
 /** Prompt helpers shared by the Cisco-like CLIs (`R1>`, `R1#`, `R1(config-if)#`). */
 export const ciscoLike = {
   loginPrompt: /[>#]\s*$/,
-  basePrompt(line: string): string {
-    return line.trim().replace(/[>#]$/, '').replace(/\([^)]*\)$/, '');
-  },
-  promptPattern(b: string): RegExp {
-    return new RegExp(`^${b}(?:\\([^)\\n]*\\))?[>#]\\s*$`);
-  },
-  isEnabled(prompt: string): boolean {
-    return /#\s*$/.test(prompt);
-  },
-  isConfig(prompt: string): boolean {
-    return /\(config[^)]*\)#\s*$/.test(prompt);
-  },
+  // Arrow functions: drivers copy these members, so they must not depend on `this`.
+  basePrompt: (line: string): string => line.trim().replace(/[>#]$/, '').replace(/\([^)]*\)$/, ''),
+  promptPattern: (b: string): RegExp => new RegExp(`^${b}(?:\\([^)\\n]*\\))?[>#]\\s*$`),
+  isEnabled: (prompt: string): boolean => /#\s*$/.test(prompt),
+  isConfig: (prompt: string): boolean => /\(config[^)]*\)#\s*$/.test(prompt),
 } as const;
 
 export function keepOutput(output: string): string {

@@ -1,5 +1,414 @@
-import type { FastifyInstance } from 'fastify';
+import type { KvWatchEntry } from '@nats-io/kv';
+import type { QueuedIterator } from '@nats-io/transport-node';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import {
+  Buckets,
+  JobStatus,
+  TAG_PATTERN,
+  Tags,
+  decodeJson,
+  type FailedJob,
+  type JobRecord,
+  type ValidationIssue,
+} from '@svc/proto';
+import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
+import { HttpError } from '../http-errors.js';
+import { guarded } from './context.js';
 
-/** Placeholder until its issue lands: registers no route yet. */
-export function registerJobQueryRoutes(_app: FastifyInstance, _ctx: GatewayContext): void {}
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+/** One entry of GET /v2/jobs. */
+export const JobSummary = Type.Object(
+  {
+    job_id: Type.String(),
+    status: Type.String({ description: 'queued, started, finished, failed or cancelled' }),
+    created_at: Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601 enqueue time' }),
+    ended_at: NullableString,
+    tags: Tags,
+  },
+  { $id: 'JobSummary' },
+);
+export type JobSummary = Static<typeof JobSummary>;
+
+export const Pagination = Type.Object(
+  {
+    page: Type.Integer({ minimum: 1 }),
+    per_page: Type.Integer({ minimum: 1, maximum: 100 }),
+    total: Type.Integer({ minimum: 0, description: 'jobs matching the filters' }),
+    pages: Type.Integer({ minimum: 0 }),
+  },
+  { $id: 'Pagination' },
+);
+
+export const JobList = Type.Object(
+  { jobs: Type.Array(JobSummary), pagination: Pagination },
+  { $id: 'JobList' },
+);
+export type JobList = Static<typeof JobList>;
+
+/** A failed-job entry as served: the registry entry without its owner. */
+export const FailedJobItem = Type.Object(
+  {
+    job_id: Type.String(),
+    error: Type.Union([Type.String(), Type.Null()], { description: 'sanitized message' }),
+    error_code: NullableString,
+    error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
+    failed_at: NullableString,
+    func: Type.String({ default: '' }),
+    host: Type.String({ default: '' }),
+    platform: Type.String({ default: '' }),
+    port: Type.Integer({ default: 22 }),
+  },
+  { $id: 'FailedJobItem' },
+);
+export type FailedJobItem = Static<typeof FailedJobItem>;
+
+export const FailedJobList = Type.Object(
+  { jobs: Type.Array(FailedJobItem), total: Type.Integer() },
+  { $id: 'FailedJobList' },
+);
+
+export const ContextRecord = Type.Object(
+  {
+    name: Type.String(),
+    workers: Type.Integer({ description: 'live actor hosts serving the context' }),
+    queue_depth: Type.Integer({ description: 'jobs waiting (approximate)' }),
+  },
+  { $id: 'ContextRecord' },
+);
+export const ContextList = Type.Object(
+  { contexts: Type.Array(ContextRecord) },
+  { $id: 'ContextList' },
+);
+
+/** Statuses GET /v2/jobs filters by (the specification's four, and cancelled). */
+export const LIST_STATUSES: readonly string[] = Object.values(JobStatus);
+
+export interface ListQuery {
+  page: number;
+  perPage: number;
+  status: string | null;
+  tag: { key: string; value: string } | null;
+}
+
+/**
+ * Query text → typed values ("Query values are coerced from text"); every bad value is
+ * reported at once with `loc: ["query", name]`. Unknown parameters are ignored.
+ */
+export function parseListQuery(query: unknown): ListQuery {
+  const raw = (query ?? {}) as Record<string, string | string[] | undefined>;
+  const one = (name: string): string | undefined => {
+    const v = raw[name];
+    return Array.isArray(v) ? v[v.length - 1] : v;
+  };
+  const issues: ValidationIssue[] = [];
+  const int = (name: string, dflt: number, min: number, max: number): number => {
+    const text = one(name);
+    if (text === undefined) return dflt;
+    if (!/^\s*[+-]?\d+\s*$/.test(text)) {
+      issues.push({
+        loc: ['query', name],
+        msg: 'value is not a valid integer',
+        type: 'int_parsing',
+      });
+      return dflt;
+    }
+    const n = Number(text);
+    if (n < min) {
+      issues.push({
+        loc: ['query', name],
+        msg: `ensure this value is greater than or equal to ${min}`,
+        type: 'greater_than_equal',
+      });
+    } else if (n > max) {
+      issues.push({
+        loc: ['query', name],
+        msg: `ensure this value is less than or equal to ${max}`,
+        type: 'less_than_equal',
+      });
+    }
+    return n;
+  };
+  const page = int('page', 1, 1, Number.MAX_SAFE_INTEGER);
+  const perPage = int('per_page', 20, 1, 100);
+  const status = one('status') ?? null;
+  if (status !== null && !LIST_STATUSES.includes(status)) {
+    issues.push({
+      loc: ['query', 'status'],
+      msg: `value is not one of ${JSON.stringify(LIST_STATUSES)}`,
+      type: 'enum',
+    });
+  }
+  const tagText = one('tag');
+  let tag: ListQuery['tag'] = null;
+  if (tagText !== undefined) {
+    const colon = tagText.indexOf(':');
+    const key = colon > 0 ? tagText.slice(0, colon) : '';
+    const value = colon > 0 ? tagText.slice(colon + 1) : '';
+    const ok = new RegExp(TAG_PATTERN);
+    if (!ok.test(key) || !ok.test(value)) {
+      issues.push({
+        loc: ['query', 'tag'],
+        msg: 'tag must be key:value (each 1-64 of A-Z a-z 0-9 _ : -)',
+        type: 'value_error',
+      });
+    } else tag = { key, value };
+  }
+  if (issues.length > 0) throw HttpError.validation(issues);
+  return { page, perPage, status, tag };
+}
+
+interface IndexedJob extends JobSummary {
+  owner: string;
+  /** When the record was last written (its bucket TTL counts from there), ms. */
+  writtenAt: number;
+}
+
+/**
+ * The gateway's in-memory index of job summaries, fed by a watch of the `svc-jobs` bucket, so a
+ * list request scans memory instead of every key in NATS. Limits (docs/observability.md):
+ * every gateway receives every record write (results included); at most SVC_JOB_INDEX_MAX
+ * summaries are kept (oldest dropped); a list scans the summaries in memory, O(jobs kept).
+ * Each request first waits until the index has seen the bucket's last write, so a job is listed
+ * as soon as its 202 was answered, by any gateway.
+ */
+export class JobIndex {
+  readonly #entries = new Map<string, IndexedJob>();
+  #seen = 0;
+  #waiters: { seq: number; resolve: () => void }[] = [];
+  #watch: QueuedIterator<KvWatchEntry> | null = null;
+
+  constructor(
+    private readonly ctx: GatewayContext,
+    private readonly maxEntries: number,
+    private readonly ttlMs: number,
+  ) {}
+
+  async start(): Promise<void> {
+    const watch = await this.ctx.stores[Buckets.jobs].watch({ key: '>' });
+    this.#watch = watch;
+    void (async () => {
+      for await (const e of watch) this.#apply(e);
+    })().catch((err: unknown) => this.ctx.log.error({ err }, 'job index watch ended'));
+  }
+
+  stop(): void {
+    this.#watch?.stop();
+    for (const w of this.#waiters) w.resolve();
+    this.#waiters = [];
+  }
+
+  #apply(e: KvWatchEntry): void {
+    if (e.operation === 'PUT') {
+      try {
+        const r = decodeJson<JobRecord>(e.value);
+        this.#entries.set(e.key, {
+          job_id: r.job_id,
+          status: r.status,
+          created_at: r.enqueued_at,
+          ended_at: r.ended_at,
+          tags: r.spec.tags,
+          owner: r.owner,
+          writtenAt: e.created.getTime(),
+        });
+      } catch {
+        this.ctx.log.warn({ key: e.key }, 'job index: undecodable record skipped');
+      }
+      if (this.#entries.size > this.maxEntries) {
+        const oldest = this.#entries.keys().next();
+        if (!oldest.done) this.#entries.delete(oldest.value);
+      }
+    } else {
+      this.#entries.delete(e.key);
+    }
+    this.#seen = Math.max(this.#seen, e.revision);
+    if (this.#waiters.length > 0) {
+      this.#waiters = this.#waiters.filter((w) => {
+        if (w.seq > this.#seen) return true;
+        w.resolve();
+        return false;
+      });
+    }
+  }
+
+  /** Waits (at most `timeoutMs`) until every write made before this call has been applied. */
+  async catchUp(timeoutMs = 2000): Promise<void> {
+    const info = await this.ctx.jsm.streams.info(`KV_${Buckets.jobs}`);
+    const last = info.state.last_seq;
+    if (info.state.messages === 0 || this.#seen >= last) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.#waiters.push({
+        seq: last,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+
+  list(caller: Caller, q: ListQuery): JobList {
+    const now = Date.now();
+    const matches: IndexedJob[] = [];
+    for (const [key, j] of this.#entries) {
+      // The bucket's TTL removes records without telling watchers: drop them here too.
+      if (now - j.writtenAt > this.ttlMs) {
+        this.#entries.delete(key);
+        continue;
+      }
+      if (!mayAccessJob(caller, j.owner)) continue;
+      if (q.status !== null && j.status !== q.status) continue;
+      if (q.tag !== null && j.tags?.[q.tag.key] !== q.tag.value) continue;
+      matches.push(j);
+    }
+    matches.sort(
+      (a, b) =>
+        (b.created_at ?? '').localeCompare(a.created_at ?? '') || a.job_id.localeCompare(b.job_id),
+    );
+    const start = (q.page - 1) * q.perPage;
+    const jobs = matches.slice(start, start + q.perPage).map((j) => ({
+      job_id: j.job_id,
+      status: j.status,
+      created_at: j.created_at,
+      ended_at: j.ended_at,
+      tags: j.tags,
+    }));
+    return {
+      jobs,
+      pagination: {
+        page: q.page,
+        per_page: q.perPage,
+        total: matches.length,
+        pages: Math.ceil(matches.length / q.perPage),
+      },
+    };
+  }
+}
+
+interface SharedIndex {
+  users: number;
+  index: JobIndex;
+  ready: Promise<void> | null;
+}
+
+/** One index per gateway, shared by its HTTP servers; stopped when the last one closes. */
+const indexes = new WeakMap<GatewayContext, SharedIndex>();
+
+function acquireIndex(ctx: GatewayContext): SharedIndex {
+  let shared = indexes.get(ctx);
+  if (!shared) {
+    shared = {
+      users: 0,
+      index: new JobIndex(ctx, ctx.config.SVC_JOB_INDEX_MAX, ctx.config.JOB_TTL_SUCCESS * 1000),
+      ready: null,
+    };
+    indexes.set(ctx, shared);
+  }
+  shared.users++;
+  return shared;
+}
+
+/** Route bodies of the job queries; the v1 routes reuse them. */
+export interface JobQueryHandlers {
+  list: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  failed: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+  contexts: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+const handlersOf = new WeakMap<GatewayContext, JobQueryHandlers>();
+
+/** The job-query route bodies of a gateway (created once; their index starts on first use). */
+export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): JobQueryHandlers {
+  const shared = acquireIndex(ctx);
+  app.addHook('onClose', (_instance, done) => {
+    if (--shared.users === 0) {
+      shared.index.stop();
+      indexes.delete(ctx);
+    }
+    done();
+  });
+  const existing = handlersOf.get(ctx);
+  if (existing) return existing;
+
+  const indexReady = async (): Promise<JobIndex> => {
+    shared.ready ??= shared.index.start().catch((err: unknown) => {
+      shared.ready = null; // NATS was down: the next request tries again
+      throw err;
+    });
+    await shared.ready;
+    await shared.index.catchUp();
+    return shared.index;
+  };
+
+  const handlers: JobQueryHandlers = {
+    list: guarded(async (req, reply) => {
+      const caller = await ctx.authenticate(req);
+      const q = parseListQuery(req.query);
+      const index = await indexReady();
+      return reply.code(200).send(index.list(caller, q));
+    }, ctx.onStoreError),
+
+    failed: guarded(async (req, reply) => {
+      const caller = await ctx.authenticate(req);
+      const kv = ctx.stores[Buckets.failed];
+      // The registry is capped at FAILED_JOB_MAX_RETAIN entries, so a key scan is bounded.
+      const keys: string[] = [];
+      for await (const k of await kv.keys()) keys.push(k);
+      const jobs: FailedJobItem[] = [];
+      for (let i = 0; i < keys.length; i += 50) {
+        const batch = await Promise.all(keys.slice(i, i + 50).map((k) => kv.get(k)));
+        for (const e of batch) {
+          if (!e || e.operation !== 'PUT') continue;
+          const f = decodeJson<FailedJob>(e.value);
+          if (!mayAccessJob(caller, f.owner)) continue;
+          jobs.push(sanitize(f));
+        }
+      }
+      jobs.sort((a, b) => (b.failed_at ?? '').localeCompare(a.failed_at ?? ''));
+      return reply.code(200).send({ jobs, total: jobs.length });
+    }, ctx.onStoreError),
+
+    contexts: guarded(async (req, reply) => {
+      const caller = await ctx.authenticate(req);
+      const hosts = await ctx.status.liveWorkers();
+      const names = ctx.config.SVC_CONTEXTS.filter((c) => mayUseContext(caller, c));
+      const contexts = await Promise.all(
+        names.map(async (name) => ({
+          name,
+          workers: hosts.filter((h) => !h.draining && h.contexts.includes(name)).length,
+          queue_depth: await ctx.depth.forContext(name),
+        })),
+      );
+      return reply.code(200).send({ contexts });
+    }, ctx.onStoreError),
+  };
+  handlersOf.set(ctx, handlers);
+  return handlers;
+}
+
+/** Only the fields of the specification's failed-job record: never the owner or secrets. */
+function sanitize(f: FailedJob): FailedJobItem {
+  return {
+    job_id: f.job_id,
+    error: f.error,
+    error_code: f.error_code,
+    error_retryable: f.error_retryable,
+    failed_at: f.failed_at,
+    // Entries written by older releases may lack these; the specification gives their defaults.
+    func: f.func ?? '',
+    host: f.host ?? '',
+    platform: f.platform ?? '',
+    port: f.port ?? 22,
+  };
+}
+
+/** GET /v2/jobs, GET /v2/jobs/failed, GET /v2/contexts (GET /v1/contexts lives in v1.ts). */
+export function registerJobQueryRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const h = jobQueryHandlers(app, ctx);
+  app.get('/v2/jobs', h.list);
+  app.get('/v2/jobs/failed', h.failed);
+  app.get('/v2/contexts', h.contexts);
+}

@@ -35,6 +35,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           body: req.body as string | undefined,
           caller,
           requestId: header(req, 'x-request-id'),
+          idempotencyKey: header(req, 'x-idempotency-key'),
           ...(typeof traceparent === 'string' ? { traceparent } : {}),
         });
         void reply.header('X-Request-ID', response.job_id);

@@ -1,5 +1,97 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { check, type DeviceSecrets, type ValidationIssue } from '@svc/proto';
+import { hasRole, mayUseContext } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
+import { HttpError } from '../http-errors.js';
+import { JobIntake, parseJsonBody } from '../job-intake.js';
+import { guarded } from './context.js';
+import { header } from './jobs.js';
 
-/** Placeholder until its issue lands: registers no route yet. */
-export function registerReplayRoutes(_app: FastifyInstance, _ctx: GatewayContext): void {}
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+/**
+ * Optional body of a replay: the caller's current device credentials. Basic callers' device
+ * credentials are their Basic pair (username/password here are ignored); Bearer callers must
+ * give username and password. The original webhook secret is not kept, so a signed webhook
+ * needs webhook_secret again.
+ */
+const ReplayRequest = Type.Object(
+  {
+    username: Type.Optional(NullableString),
+    password: Type.Optional(NullableString),
+    enable: Type.Optional(NullableString),
+    webhook_secret: Type.Optional(NullableString),
+  },
+  { $id: 'ReplayRequest', additionalProperties: false },
+);
+type ReplayRequest = Static<typeof ReplayRequest>;
+
+type JobParams = { Params: { job_id: string } };
+
+/**
+ * POST /v2/jobs/{job_id}/replay: a failed job, by its submitter only (403 for anyone else,
+ * admin keys included: the replay runs under the caller's own device credentials), again as a
+ * new job with the caller's current credentials. 409 when the job is not failed.
+ */
+export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  app.post<JobParams>(
+    '/v2/jobs/:job_id/replay',
+    guarded<FastifyRequest<JobParams>>(async (req, reply) => {
+      const caller = await ctx.authenticate(req);
+      if (!hasRole(caller, 'operator')) throw new HttpError(403, `role ${caller.role} may not replay jobs`);
+      const newId = JobIntake.jobIdFrom(header(req, 'x-request-id'));
+      const stored = await ctx.jobs.get(req.params.job_id);
+      if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
+      const record = stored.record;
+      if (record.owner !== caller.id) throw new HttpError(403, 'this job belongs to another caller');
+      if (record.status !== 'failed') {
+        throw new HttpError(409, `only failed jobs can be replayed; this one is ${record.status}`);
+      }
+      if (!mayUseContext(caller, record.spec.context)) {
+        throw new HttpError(403, `this key may not use context ${record.spec.context}`);
+      }
+
+      const raw = req.body as string | undefined;
+      const parsed = raw === undefined || raw.trim() === '' ? {} : parseJsonBody(raw);
+      const checked = check<ReplayRequest>(ReplayRequest, parsed, 'body');
+      if (!checked.ok) throw HttpError.validation(checked.issues);
+      const body = checked.value;
+      const issues: ValidationIssue[] = [];
+      let username: string | null | undefined = body.username;
+      let password: string | null | undefined = body.password;
+      if (caller.basic) {
+        ({ username, password } = caller.basic);
+      } else {
+        if (!username) issues.push({ loc: ['body', 'username'], msg: 'field required with Bearer authentication', type: 'missing' });
+        if (!password) issues.push({ loc: ['body', 'password'], msg: 'field required with Bearer authentication', type: 'missing' });
+      }
+      if (body.webhook_secret != null && record.spec.webhook_url === null) {
+        issues.push({ loc: ['body', 'webhook_secret'], msg: 'the job has no webhook_url', type: 'value_error' });
+      }
+      if (!ctx.config.SVC_CONTEXTS.includes(record.spec.context)) {
+        issues.push({ loc: ['body', 'context'], msg: `context ${record.spec.context} no longer exists`, type: 'value_error' });
+      }
+      if (issues.length > 0 || !username || !password) throw HttpError.validation(issues);
+
+      const secrets: DeviceSecrets = {
+        username,
+        password,
+        enable: body.enable ?? null,
+        webhook_secret: body.webhook_secret ?? null,
+      };
+      await ctx.intake.takeBudget(caller, record.spec);
+      const traceparent = header(req, 'traceparent');
+      const response = await ctx.intake.enqueue(
+        newId,
+        record.spec,
+        username,
+        ctx.sealer.seal(secrets),
+        caller,
+        traceparent,
+      );
+      void reply.header('X-Request-ID', response.job_id);
+      return reply.code(202).send(response);
+    }, ctx.onStoreError),
+  );
+}

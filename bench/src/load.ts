@@ -1,0 +1,796 @@
+/**
+ * Load benchmark: one command that starts the stack (nats-server, gateway + dispatcher + reaper
+ * in this process, actor hosts as separate processes so that their memory can be measured), a
+ * fleet of simulated SSH devices and an open-loop load, then prints throughput, latency
+ * percentiles, end-to-end overhead, SSH handshakes per job and memory per concurrent session.
+ *
+ *   npm run bench -- --jobs 1000 --devices 50                     # issue-2 numbers
+ *   npm run bench -- --devices 1000 --latency 50 --rate 200 --jobs 2000 --hold 1000
+ *   npm run bench -- --url http://127.0.0.1:8080 --nats nats://127.0.0.1:4222   # a running stack
+ *   npm run bench -- --help
+ *
+ * Everything runs on 127.0.0.1; every phase is bounded in job count and time.
+ */
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { Buckets, connectNats, decodeJson, type JobRecord } from '@svc/proto';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  startInProcessStack,
+  testEnv,
+  waitHealthy,
+  type InProcessStack,
+} from '@svc/test/harness';
+import { startFleet, type Fleet, type SimulatedDevice } from '@svc/test/support';
+
+// ---- options ---------------------------------------------------------------------------------
+
+const HELP = `usage: node bench/dist/src/load.js [options]
+  --jobs N          jobs per measured repetition (default 1000)
+  --devices M       simulated devices the load spreads over (default 50)
+  --rate R          submissions per second; 0 = as fast as --concurrency allows (default 0)
+  --concurrency C   most submissions in flight at once (default 64)
+  --mix S:C:T       weights of show (send-command), config (send-config) and structured
+                    (send-command-structured) jobs (default 8:1:1)
+  --latency MS      simulated per-command device latency, ms (default 0)
+  --seed N          seed of device and kind choice (default 1)
+  --warmup N        jobs run and discarded before measuring, at least one per device (default 100)
+  --reps R          measured repetitions; the report gives median and spread (default 3)
+  --actors K        actor host processes (default 1)
+  --hold N          memory phase: N jobs on N further devices of their own, held open at once
+                    (default 0 = skip)
+  --hold-latency MS per-command latency in the memory phase (default 4000)
+  --timeout S       longest a repetition may take before it is reported as incomplete (default 120)
+  --url URL         use a running gateway instead of starting the stack (needs --nats)
+  --nats URL        NATS of the running stack (job records are read from svc-jobs)
+  --actor-pid PID   with --url: actor host process whose RSS the memory phase reads
+  --json            also print the report as JSON
+`;
+
+interface Options {
+  jobs: number;
+  devices: number;
+  rate: number;
+  concurrency: number;
+  mix: [number, number, number];
+  latencyMs: number;
+  seed: number;
+  warmup: number;
+  reps: number;
+  actors: number;
+  hold: number;
+  holdLatencyMs: number;
+  timeoutMs: number;
+  url: string | undefined;
+  nats: string | undefined;
+  actorPid: number | undefined;
+  json: boolean;
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      jobs: { type: 'string', default: '1000' },
+      devices: { type: 'string', default: '50' },
+      rate: { type: 'string', default: '0' },
+      concurrency: { type: 'string', default: '64' },
+      mix: { type: 'string', default: '8:1:1' },
+      latency: { type: 'string', default: '0' },
+      seed: { type: 'string', default: '1' },
+      warmup: { type: 'string', default: '100' },
+      reps: { type: 'string', default: '3' },
+      actors: { type: 'string', default: '1' },
+      hold: { type: 'string', default: '0' },
+      'hold-latency': { type: 'string', default: '4000' },
+      timeout: { type: 'string', default: '120' },
+      url: { type: 'string' },
+      nats: { type: 'string' },
+      'actor-pid': { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    process.exit(0);
+  }
+  const int = (name: string, v: string, min: number): number => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}`);
+    return n;
+  };
+  const mix = values.mix.split(':').map(Number);
+  if (mix.length !== 3 || mix.some((w) => !Number.isFinite(w) || w < 0) || mix.every((w) => w === 0)) {
+    throw new Error('--mix must be three non-negative weights S:C:T, not all zero');
+  }
+  const url = values.url;
+  if (url && !values.nats) throw new Error('--url needs --nats (job records are read from NATS)');
+  for (const u of [url, values.nats]) {
+    if (u && !/^(https?|nats):\/\/(127\.0\.0\.1|localhost|\[::1\])([:/,]|$)/.test(u)) {
+      throw new Error(`${u}: the benchmark only drives loopback addresses`);
+    }
+  }
+  return {
+    jobs: int('jobs', values.jobs, 1),
+    devices: int('devices', values.devices, 1),
+    rate: Number(values.rate),
+    concurrency: int('concurrency', values.concurrency, 1),
+    mix: mix as [number, number, number],
+    latencyMs: int('latency', values.latency, 0),
+    seed: int('seed', values.seed, 0),
+    warmup: int('warmup', values.warmup, 0),
+    reps: int('reps', values.reps, 0),
+    actors: int('actors', values.actors, 1),
+    hold: int('hold', values.hold, 0),
+    holdLatencyMs: int('hold-latency', values['hold-latency'], 0),
+    timeoutMs: int('timeout', values.timeout, 1) * 1000,
+    url,
+    nats: values.nats,
+    actorPid: values['actor-pid'] ? int('actor-pid', values['actor-pid'], 1) : undefined,
+    json: values.json,
+  };
+}
+
+// ---- small tools -----------------------------------------------------------------------------
+
+/** mulberry32: a tiny seeded PRNG, so that repeated runs submit the same sequence. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+function summary(values: number[]): { p50: number; p90: number; p99: number; max: number; n: number } {
+  const s = [...values].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), max: s.at(-1) ?? NaN, n: s.length };
+}
+
+function median(values: number[]): number {
+  return percentile([...values].sort((a, b) => a - b), 50);
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function rssBytes(pid: number): number | null {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+function cpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+  } catch {
+    return null;
+  }
+}
+
+/** Processes whose CPU time per job the report shows. */
+const cpuWatch: { name: string; pid: number }[] = [];
+
+/** A keep-alive JSON client for the gateway (the harness helper opens a connection per call). */
+class Client {
+  readonly #agent: HttpAgent;
+  readonly #https: boolean;
+  constructor(readonly base: string, maxSockets: number) {
+    this.#https = base.startsWith('https:');
+    this.#agent = this.#https
+      ? new HttpsAgent({ keepAlive: true, maxSockets, rejectUnauthorized: false })
+      : new HttpAgent({ keepAlive: true, maxSockets });
+  }
+  post(path: string, body: unknown, auth: string): Promise<{ status: number; json: unknown }> {
+    const payload = JSON.stringify(body);
+    const req = this.#https ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const r = req(
+        new URL(path, this.base),
+        {
+          method: 'POST',
+          agent: this.#agent,
+          headers: {
+            'content-type': 'application/json',
+            'content-length': Buffer.byteLength(payload),
+            authorization: auth,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: unknown;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = text;
+            }
+            resolve({ status: res.statusCode ?? 0, json });
+          });
+        },
+      );
+      r.on('error', reject);
+      r.end(payload);
+    });
+  }
+  close(): void {
+    this.#agent.destroy();
+  }
+}
+
+// ---- job tracking ------------------------------------------------------------------------------
+
+type Kind = 'show' | 'config' | 'structured';
+const ROUTE: Record<Kind, string> = {
+  show: '/v2/send-command',
+  config: '/v2/send-config',
+  structured: '/v2/send-command-structured',
+};
+const HOLD_CONTEXT = 'bench-hold';
+const VERSION_TEMPLATE = 'Value VERSION (\\S+)\n\nStart\n  ^.*Version ${VERSION}, -> Record\n';
+
+interface Tracked {
+  kind: Kind;
+  device: SimulatedDevice;
+  submitAt: number;
+  acceptedAt?: number;
+  terminalAt?: number;
+  status?: string;
+}
+
+/** Watches svc-jobs and notes when each job's record first reads a terminal status (client clock). */
+class JobWatcher {
+  readonly terminal = new Map<string, { at: number; status: string }>();
+  readonly #waiters = new Map<string, () => void>();
+  #stop: (() => void) | undefined;
+
+  static async start(kv: KV): Promise<JobWatcher> {
+    const w = new JobWatcher();
+    const iter = await kv.watch({ key: '>', include: KvWatchInclude.UpdatesOnly });
+    w.#stop = () => iter.stop();
+    void (async () => {
+      for await (const e of iter) {
+        if (e.operation !== 'PUT') continue;
+        const rec = decodeJson<JobRecord>(e.value);
+        if (rec.status === 'finished' || rec.status === 'failed' || rec.status === 'cancelled') {
+          if (!w.terminal.has(e.key)) {
+            w.terminal.set(e.key, { at: Date.now(), status: rec.status });
+            w.#waiters.get(e.key)?.();
+          }
+        }
+      }
+    })();
+    return w;
+  }
+
+  /** Resolves when every id is terminal or the deadline passes; returns the ids still open. */
+  async waitAll(ids: string[], deadline: number): Promise<string[]> {
+    const open = ids.filter((id) => !this.terminal.has(id));
+    await Promise.race([
+      Promise.all(
+        open.map(
+          (id) =>
+            new Promise<void>((r) => {
+              if (this.terminal.has(id)) r();
+              else this.#waiters.set(id, r);
+            }),
+        ),
+      ),
+      sleep(Math.max(0, deadline - Date.now())),
+    ]);
+    for (const id of open) this.#waiters.delete(id);
+    return ids.filter((id) => !this.terminal.has(id));
+  }
+
+  stop(): void {
+    this.#stop?.();
+  }
+}
+
+// ---- one load phase ----------------------------------------------------------------------------
+
+interface PhaseResult {
+  jobs: number;
+  accepted: number;
+  rejected: Record<string, number>;
+  finished: number;
+  failed: number;
+  incomplete: number;
+  wallSeconds: number;
+  jobsPerSecond: number;
+  submitRate: number;
+  /** ms */
+  submitHttp: ReturnType<typeof summary>;
+  queuedToStarted: ReturnType<typeof summary>;
+  queuedToEnded: ReturnType<typeof summary>;
+  clientSubmitToFinished: ReturnType<typeof summary>;
+  overhead: ReturnType<typeof summary>;
+  deviceTimePerJob: number;
+  handshakesPerJob: number;
+  errorCodes: Record<string, number>;
+  /** CPU ms per completed job, by process. */
+  cpuMsPerJob: Record<string, number>;
+}
+
+interface PhaseSpec {
+  jobs: number;
+  devices: SimulatedDevice[];
+  rate: number;
+  concurrency: number;
+  mix: [number, number, number];
+  seed: number;
+  latencyMs: number;
+  timeoutMs: number;
+  /** One job per device, in device order (memory phase). */
+  onePerDevice?: boolean;
+  /** Called every 100 ms while jobs run. */
+  onTick?: () => void;
+  /** Routing context of the jobs (the service default when absent). */
+  context?: string;
+}
+
+let jobSerial = 0;
+
+function jobBody(kind: Kind, device: SimulatedDevice, context: string | undefined): unknown {
+  const base = {
+    ...(context ? { context } : {}),
+    host: device.host,
+    port: device.port,
+    platform: 'cisco_ios',
+    enable: device.enable,
+  };
+  jobSerial++;
+  switch (kind) {
+    case 'show':
+      return { ...base, commands: ['show version'] };
+    case 'config':
+      return { ...base, commands: ['interface GigabitEthernet0/1', `description bench-${jobSerial}`] };
+    case 'structured':
+      return { ...base, commands: ['show version'], textfsm_template: VERSION_TEMPLATE };
+  }
+}
+
+async function runPhase(
+  spec: PhaseSpec,
+  client: Client,
+  kv: KV,
+  watcher: JobWatcher,
+): Promise<PhaseResult> {
+  const rand = prng(spec.seed);
+  const [ws, wc] = spec.mix;
+  const total = spec.mix[0] + spec.mix[1] + spec.mix[2];
+  for (const d of spec.devices) d.resetStats();
+  const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const tracked = new Map<string, Tracked>();
+  const rejected: Record<string, number> = {};
+  const submitHttp: number[] = [];
+  const start = Date.now();
+  let inFlight = 0;
+  let next = 0;
+  let lastSubmitDone = start;
+  await new Promise<void>((done) => {
+    const pump = () => {
+      while (next < spec.jobs && inFlight < spec.concurrency) {
+        if (spec.rate > 0) {
+          const due = start + (next * 1000) / spec.rate;
+          const wait = due - Date.now();
+          if (wait > 0) {
+            setTimeout(pump, Math.min(wait, 50));
+            return;
+          }
+        }
+        const i = next++;
+        const device = spec.onePerDevice
+          ? spec.devices[i % spec.devices.length]!
+          : spec.devices[Math.floor(rand() * spec.devices.length)]!;
+        const r = rand() * total;
+        const kind: Kind = r < ws ? 'show' : r < ws + wc ? 'config' : 'structured';
+        const auth = 'Basic ' + Buffer.from(`${device.username}:${device.password}`).toString('base64');
+        const submitAt = Date.now();
+        inFlight++;
+        client
+          .post(ROUTE[kind], jobBody(kind, device, spec.context), auth)
+          .then((a) => {
+            const at = Date.now();
+            submitHttp.push(at - submitAt);
+            const id = (a.json as { job_id?: string } | null)?.job_id;
+            if (a.status === 202 && id) tracked.set(id, { kind, device, submitAt, acceptedAt: at });
+            else rejected[String(a.status)] = (rejected[String(a.status)] ?? 0) + 1;
+          })
+          .catch((err: unknown) => {
+            const key = `error ${(err as Error).message}`;
+            rejected[key] = (rejected[key] ?? 0) + 1;
+          })
+          .finally(() => {
+            inFlight--;
+            lastSubmitDone = Date.now();
+            if (next >= spec.jobs && inFlight === 0) done();
+            else pump();
+          });
+      }
+    };
+    pump();
+  });
+  const ids = [...tracked.keys()];
+  const deadline = start + spec.timeoutMs;
+  const ticker = spec.onTick ? setInterval(spec.onTick, 100) : undefined;
+  const open = await watcher.waitAll(ids, deadline);
+  if (ticker) clearInterval(ticker);
+  const lastTerminal = Math.max(lastSubmitDone, ...ids.map((id) => watcher.terminal.get(id)?.at ?? 0));
+  const wallSeconds = (lastTerminal - start) / 1000;
+  const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+
+  // Per-job numbers from the records (server clock = this machine's clock).
+  const queuedToStarted: number[] = [];
+  const queuedToEnded: number[] = [];
+  const clientE2e: number[] = [];
+  const overhead: number[] = [];
+  const errorCodes: Record<string, number> = {};
+  let finished = 0;
+  let failed = 0;
+  let deviceTimeTotal = 0;
+  const records = await Promise.all(
+    ids.map(async (id) => {
+      const e = await kv.get(id);
+      return e && e.operation === 'PUT' ? decodeJson<JobRecord>(e.value) : null;
+    }),
+  );
+  // Command receipt times per device, for the device time inside each job's run.
+  const commandTimes = new Map<SimulatedDevice, number[]>();
+  for (const d of spec.devices) commandTimes.set(d, d.stats.commands.map((c) => c.at).sort((a, b) => a - b));
+  ids.forEach((id, i) => {
+    const rec = records[i];
+    const t = tracked.get(id)!;
+    const term = watcher.terminal.get(id);
+    if (!rec || !term) return;
+    if (rec.status === 'finished') finished++;
+    else {
+      failed++;
+      const code = rec.error_code ?? rec.status;
+      errorCodes[code] = (errorCodes[code] ?? 0) + 1;
+    }
+    const enq = Date.parse(rec.enqueued_at);
+    const started = rec.started_at ? Date.parse(rec.started_at) : NaN;
+    const ended = rec.ended_at ? Date.parse(rec.ended_at) : NaN;
+    if (Number.isFinite(started)) queuedToStarted.push(started - enq);
+    if (Number.isFinite(ended)) queuedToEnded.push(ended - enq);
+    const e2e = term.at - t.submitAt;
+    clientE2e.push(e2e);
+    // Device time: the simulated latency of every command line this device read while the job
+    // ran (session setup such as paging-off and enable included: those are the device's time).
+    let deviceMs = 0;
+    if (Number.isFinite(started) && Number.isFinite(ended) && spec.latencyMs > 0) {
+      const times = commandTimes.get(t.device) ?? [];
+      let n = 0;
+      for (const at of times) if (at >= started - 1 && at <= ended) n++;
+      deviceMs = n * spec.latencyMs;
+    }
+    deviceTimeTotal += deviceMs;
+    if (rec.status === 'finished') overhead.push(e2e - deviceMs);
+  });
+  const handshakes = spec.devices.reduce((s, d) => s + d.stats.handshakes, 0);
+  const done = finished + failed;
+  return {
+    jobs: spec.jobs,
+    accepted: ids.length,
+    rejected,
+    finished,
+    failed,
+    incomplete: open.length,
+    wallSeconds,
+    jobsPerSecond: done / wallSeconds,
+    submitRate: spec.jobs / ((lastSubmitDone - start) / 1000),
+    submitHttp: summary(submitHttp),
+    queuedToStarted: summary(queuedToStarted),
+    queuedToEnded: summary(queuedToEnded),
+    clientSubmitToFinished: summary(clientE2e),
+    overhead: summary(overhead),
+    deviceTimePerJob: done > 0 ? deviceTimeTotal / done : 0,
+    handshakesPerJob: done > 0 ? handshakes / done : NaN,
+    errorCodes,
+    cpuMsPerJob: Object.fromEntries(
+      cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
+    ),
+  };
+}
+
+// ---- memory phase ----------------------------------------------------------------------------
+
+interface HoldResult {
+  jobs: number;
+  latencyMs: number;
+  baselineRssMiB: number;
+  peakRssMiB: number;
+  baselineSessions: number;
+  peakSessions: number;
+  bytesPerSession: number;
+  finished: number;
+  failed: number;
+  incomplete: number;
+  seconds: number;
+}
+
+async function holdPhase(
+  opts: Options,
+  devices: SimulatedDevice[],
+  actorPid: number,
+  context: string | undefined,
+  client: Client,
+  kv: KV,
+  watcher: JobWatcher,
+): Promise<HoldResult> {
+  for (const d of devices) await d.setFaults({ commandLatencyMs: opts.holdLatencyMs });
+  await sleep(1000);
+  const openSessions = () => devices.reduce((s, d) => s + d.stats.sessionsOpen, 0);
+  const baselineSessions = openSessions();
+  const baselineRss = rssBytes(actorPid) ?? NaN;
+  let peakSessions = baselineSessions;
+  let peakRss = baselineRss;
+  const t0 = Date.now();
+  const sample = () => {
+    const s = openSessions();
+    const rss = rssBytes(actorPid);
+    if (rss !== null && s >= peakSessions) {
+      // RSS at the moment of most sessions (not the highest RSS: GC timing would bias it).
+      peakSessions = s;
+      peakRss = rss;
+    }
+  };
+  const r = await runPhase(
+    {
+      jobs: devices.length,
+      devices,
+      rate: 0,
+      concurrency: opts.concurrency,
+      mix: [1, 0, 0],
+      seed: opts.seed + 1000,
+      latencyMs: opts.holdLatencyMs,
+      timeoutMs: opts.timeoutMs + 8 * opts.holdLatencyMs,
+      onePerDevice: true,
+      onTick: sample,
+      ...(context ? { context } : {}),
+    },
+    client,
+    kv,
+    watcher,
+  );
+  for (const d of devices) await d.setFaults({ commandLatencyMs: opts.latencyMs });
+  const sessions = peakSessions - baselineSessions;
+  return {
+    jobs: devices.length,
+    latencyMs: opts.holdLatencyMs,
+    baselineRssMiB: baselineRss / 2 ** 20,
+    peakRssMiB: peakRss / 2 ** 20,
+    baselineSessions,
+    peakSessions,
+    bytesPerSession: sessions > 0 ? (peakRss - baselineRss) / sessions : NaN,
+    finished: r.finished,
+    failed: r.failed,
+    incomplete: r.incomplete,
+    seconds: (Date.now() - t0) / 1000,
+  };
+}
+
+// ---- report ----------------------------------------------------------------------------------
+
+const f0 = (n: number) => (Number.isFinite(n) ? n.toFixed(0) : '-');
+const f1 = (n: number) => (Number.isFinite(n) ? n.toFixed(1) : '-');
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '-');
+
+function spread(values: number[], fmt: (n: number) => string): string {
+  if (values.length === 1) return fmt(values[0]!);
+  return `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
+}
+
+function printReport(opts: Options, reps: PhaseResult[], hold: HoldResult | null, setup: string): void {
+  const out: string[] = [];
+  out.push(`svc load benchmark: ${setup}`);
+  out.push(
+    `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
+  );
+  out.push(
+    `load: ${opts.jobs} jobs x ${opts.reps} reps over ${opts.devices} devices, rate ${opts.rate > 0 ? `${opts.rate}/s` : 'open'} ` +
+      `(concurrency ${opts.concurrency}), mix show:config:structured ${opts.mix.join(':')}, latency ${opts.latencyMs} ms/command, ` +
+      `seed ${opts.seed}, warm-up ${Math.max(opts.warmup, opts.devices)} jobs (one per device)`,
+  );
+  if (reps.length > 0) {
+    out.push('');
+    out.push('per repetition: jobs/s | finished/failed/incomplete | e2e p50/p99 ms | overhead p50/p99 ms | handshakes/job');
+    reps.forEach((r, i) =>
+      out.push(
+        `  rep ${i + 1}: ${f1(r.jobsPerSecond)} | ${r.finished}/${r.failed}/${r.incomplete}` +
+          `${Object.keys(r.rejected).length ? ` rejected ${JSON.stringify(r.rejected)}` : ''}` +
+          `${Object.keys(r.errorCodes).length ? ` errors ${JSON.stringify(r.errorCodes)}` : ''}` +
+          ` | ${f0(r.clientSubmitToFinished.p50)}/${f0(r.clientSubmitToFinished.p99)} | ${f0(r.overhead.p50)}/${f0(r.overhead.p99)} | ${f2(r.handshakesPerJob)}`,
+      ),
+    );
+    const col = (pick: (r: PhaseResult) => number, fmt = f1) => spread(reps.map(pick), fmt);
+    out.push('');
+    out.push('median over repetitions (min–max):');
+    out.push(`  throughput                     ${col((r) => r.jobsPerSecond)} jobs/s (submitted at ${col((r) => r.submitRate)}/s)`);
+    out.push(`  submit HTTP 202     p50 / p99  ${col((r) => r.submitHttp.p50)} / ${col((r) => r.submitHttp.p99)} ms`);
+    out.push(`  submit→started      p50 / p99  ${col((r) => r.queuedToStarted.p50, f0)} / ${col((r) => r.queuedToStarted.p99, f0)} ms  (record enqueued_at→started_at)`);
+    out.push(`  submit→finished     p50 / p99  ${col((r) => r.queuedToEnded.p50, f0)} / ${col((r) => r.queuedToEnded.p99, f0)} ms  (record enqueued_at→ended_at)`);
+    out.push(`  client submit→done  p50 / p99  ${col((r) => r.clientSubmitToFinished.p50, f0)} / ${col((r) => r.clientSubmitToFinished.p99, f0)} ms  (POST sent → terminal record seen)`);
+    out.push(`  device time per job            ${col((r) => r.deviceTimePerJob, f0)} ms  (command lines read × latency)`);
+    out.push(`  end-to-end overhead p50 / p99  ${col((r) => r.overhead.p50, f0)} / ${col((r) => r.overhead.p99, f0)} ms  (client submit→done − device time)`);
+    out.push(`  SSH handshakes per job         ${col((r) => r.handshakesPerJob, f2)}`);
+    for (const { name } of cpuWatch) {
+      out.push(`  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`);
+    }
+  }
+  if (hold) {
+    out.push('');
+    out.push(
+      `memory phase: ${hold.jobs} jobs on ${hold.jobs} devices at ${hold.latencyMs} ms/command: ` +
+        `${hold.peakSessions} SSH sessions open at peak (${hold.baselineSessions} before), ` +
+        `actor host RSS ${f1(hold.baselineRssMiB)} → ${f1(hold.peakRssMiB)} MiB, ` +
+        `${f1(hold.bytesPerSession / 1024)} KiB per concurrent session; ` +
+        `${hold.finished}/${hold.failed}/${hold.incomplete} finished/failed/incomplete in ${f1(hold.seconds)} s`,
+    );
+  }
+  process.stdout.write(out.join('\n') + '\n');
+  if (opts.json) process.stdout.write(JSON.stringify({ options: opts, reps, hold }, null, 2) + '\n');
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const opts = parseOptions(process.argv.slice(2));
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const teardown = async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  };
+  process.once('SIGINT', () => void teardown().then(() => process.exit(130)));
+  try {
+    let baseUrl: string;
+    let natsUrl: string;
+    let holdPid = opts.actorPid;
+    let holdContext: string | undefined;
+    let setup: string;
+    if (opts.url) {
+      baseUrl = opts.url;
+      natsUrl = opts.nats!;
+      setup = `running stack at ${baseUrl}`;
+    } else {
+      const nats = await NatsServerProcess.start();
+      cleanup.push(() => nats.stop());
+      if (nats.pid) cpuWatch.push({ name: 'nats-server', pid: nats.pid });
+      // This process: gateway, dispatcher, reaper, the simulated fleet and the load client.
+      cpuWatch.push({ name: 'gateway+dispatcher+fleet+client', pid: process.pid });
+      natsUrl = nats.url;
+      // Production-like timings; limits that would throttle a benchmark caller are lifted
+      // (settings a service does not know are ignored by its config loader).
+      const env = {
+        LOG_LEVEL: 'ERROR',
+        // testEnv's short test timings would mark a busy host lost; use production-like ones.
+        HEARTBEAT_INTERVAL: '2',
+        DISPATCH_HOST_LIVENESS: '15',
+        WORKER_STALE_THRESHOLD: '30',
+        JOB_REAPER_INTERVAL: '5',
+        SHUTDOWN_GRACE: '5',
+        ACTOR_MAX_SESSIONS: String(Math.max(500, opts.hold + opts.devices)),
+        CONNECTION_POOL_MAX_SIZE: String(Math.max(100, opts.devices)),
+        JOB_DEDUP_ENABLED: 'false',
+        RATE_LIMIT_PER_MINUTE: '0',
+        RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+        MAX_QUEUE_DEPTH: '0',
+      };
+      // The memory phase runs on an actor host of its own, serving a context of its own, so that
+      // its RSS starts from an idle process (a host that just ran the load phases keeps a grown
+      // heap, which would hide the sessions' memory).
+      const stackEnv = opts.hold > 0 ? { ...env, SVC_CONTEXTS: `default,${HOLD_CONTEXT}` } : env;
+      const stack: InProcessStack = await startInProcessStack(natsUrl, { actors: 0, env: stackEnv });
+      cleanup.push(() => stack.stop());
+      for (let i = 0; i < opts.actors; i++) {
+        const actor = ServiceProcess.start('device-actor', testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }));
+        cleanup.push(() => actor.kill('SIGTERM'));
+        if (actor.child.pid) cpuWatch.push({ name: `actor host ${i + 1}`, pid: actor.child.pid });
+      }
+      if (opts.hold > 0) {
+        const holder = ServiceProcess.start(
+          'device-actor',
+          testEnv(natsUrl, {
+            ...env,
+            WORKER_CONTEXTS: HOLD_CONTEXT,
+            ACTOR_HOST_ID: 'bench-hold-actor',
+            ACTOR_MAX_SESSIONS: String(Math.max(500, opts.hold)),
+            CONNECTION_POOL_MAX_SIZE: String(Math.max(100, opts.hold)),
+          }),
+        );
+        cleanup.push(() => holder.kill('SIGTERM'));
+        holdPid = holder.child.pid;
+        holdContext = HOLD_CONTEXT;
+      }
+      baseUrl = stack.url;
+      await waitHealthy(baseUrl, 30_000);
+      setup = `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
+    }
+    const nc: NatsConnection = await connectNats(natsUrl, 'svc-bench');
+    cleanup.push(() => nc.close());
+    const kv = await new Kvm(nc).open(Buckets.jobs);
+    const watcher = await JobWatcher.start(kv);
+    cleanup.push(async () => watcher.stop());
+    const client = new Client(baseUrl, opts.concurrency);
+    cleanup.push(async () => client.close());
+
+    // The memory phase gets devices of its own: the load phases leave warm pooled sessions on
+    // theirs, which would hide the sessions the memory phase opens.
+    const loadPhases = opts.reps > 0 || opts.warmup > 0;
+    const fleetSize = (loadPhases ? opts.devices : 0) + opts.hold;
+    const fleet: Fleet = await startFleet({ count: fleetSize, commandLatencyMs: opts.latencyMs });
+    cleanup.push(() => fleet.stop());
+    const loadDevices = fleet.devices.slice(0, opts.devices);
+    const holdDevices = fleet.devices.slice(loadPhases ? opts.devices : 0);
+
+    const phase = (jobs: number, seed: number): PhaseSpec => ({
+      jobs,
+      devices: loadDevices,
+      rate: opts.rate,
+      concurrency: opts.concurrency,
+      mix: opts.mix,
+      seed,
+      latencyMs: opts.latencyMs,
+      timeoutMs: opts.timeoutMs,
+    });
+    if (opts.warmup > 0) {
+      // Every device gets at least one job, so measured repetitions start with warm sessions
+      // (as a long-running service has) and JIT-compiled code paths.
+      const w = await runPhase(
+        { ...phase(Math.max(opts.warmup, opts.devices), opts.seed + 999), onePerDevice: true },
+        client,
+        kv,
+        watcher,
+      );
+      process.stderr.write(`warm-up: ${w.finished}/${w.jobs} finished in ${f1(w.wallSeconds)} s\n`);
+    }
+    const reps: PhaseResult[] = [];
+    for (let i = 0; i < opts.reps; i++) {
+      // Same seed each repetition: the same device/kind sequence, so reps differ only by noise.
+      const r = await runPhase(phase(opts.jobs, opts.seed), client, kv, watcher);
+      process.stderr.write(`rep ${i + 1}/${opts.reps}: ${f1(r.jobsPerSecond)} jobs/s, ${r.finished} finished\n`);
+      reps.push(r);
+      await sleep(500);
+    }
+    let hold: HoldResult | null = null;
+    if (opts.hold > 0) {
+      if (!holdPid) process.stderr.write('memory phase skipped: no actor host pid (--actor-pid)\n');
+      else hold = await holdPhase(opts, holdDevices, holdPid, holdContext, client, kv, watcher);
+    }
+    printReport(opts, reps, hold, setup);
+  } finally {
+    await teardown();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

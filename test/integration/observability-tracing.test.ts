@@ -1,0 +1,192 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+// @grpc/grpc-js comes with the OTLP gRPC exporter; the test plays the collector with it.
+import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  http,
+  testEnv,
+  waitForJob,
+  waitHealthy,
+} from '../harness/mod.js';
+
+interface ReceivedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId: string;
+  name: string;
+  component: string;
+  serviceName: string;
+}
+
+/** Protobuf wire format, just enough of it for ExportTraceServiceRequest. */
+function fields(buf: Buffer): { no: number; value: Buffer | number }[] {
+  const out: { no: number; value: Buffer | number }[] = [];
+  let i = 0;
+  const varint = (): number => {
+    let n = 0;
+    let shift = 0;
+    for (;;) {
+      const b = buf[i++]!;
+      n += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return n;
+      shift += 7;
+    }
+  };
+  while (i < buf.length) {
+    const key = varint();
+    const no = Math.floor(key / 8);
+    switch (key & 7) {
+      case 0:
+        out.push({ no, value: varint() });
+        break;
+      case 1:
+        i += 8;
+        break;
+      case 2: {
+        const len = varint();
+        out.push({ no, value: buf.subarray(i, i + len) });
+        i += len;
+        break;
+      }
+      case 5:
+        i += 4;
+        break;
+      default:
+        throw new Error(`unsupported wire type ${key & 7}`);
+    }
+  }
+  return out;
+}
+const sub = (buf: Buffer, no: number) =>
+  fields(buf)
+    .filter((f) => f.no === no && Buffer.isBuffer(f.value))
+    .map((f) => f.value as Buffer);
+
+function decodeExport(request: Buffer): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  for (const rs of sub(request, 1)) {
+    const attrs: Record<string, string> = {};
+    for (const resource of sub(rs, 1)) {
+      for (const kv of sub(resource, 1)) {
+        const key = sub(kv, 1)[0]?.toString('utf8') ?? '';
+        const any = sub(kv, 2)[0];
+        attrs[key] = any ? (sub(any, 1)[0]?.toString('utf8') ?? '') : '';
+      }
+    }
+    for (const ss of sub(rs, 2)) {
+      for (const span of sub(ss, 2)) {
+        spans.push({
+          traceId: sub(span, 1)[0]?.toString('hex') ?? '',
+          spanId: sub(span, 2)[0]?.toString('hex') ?? '',
+          parentSpanId: sub(span, 4)[0]?.toString('hex') ?? '',
+          name: sub(span, 5)[0]?.toString('utf8') ?? '',
+          component: attrs['svc.component'] ?? '',
+          serviceName: attrs['service.name'] ?? '',
+        });
+      }
+    }
+  }
+  return spans;
+}
+
+let nats: NatsServerProcess;
+let device: SimulatedDevice;
+let collector: Server;
+let procs: ServiceProcess[] = [];
+const received: ReceivedSpan[] = [];
+
+before(async () => {
+  collector = new Server();
+  collector.addService(
+    {
+      export: {
+        path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (b: Buffer) => b,
+        requestDeserialize: (b: Buffer) => b,
+        responseSerialize: (b: Buffer) => b,
+        responseDeserialize: (b: Buffer) => b,
+      },
+    },
+    {
+      export: (call: ServerUnaryCall<Buffer, Buffer>, done: sendUnaryData<Buffer>) => {
+        received.push(...decodeExport(call.request));
+        done(null, Buffer.alloc(0)); // an empty ExportTraceServiceResponse
+      },
+    },
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    collector.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) =>
+      err ? reject(err) : resolve(p),
+    ),
+  );
+  nats = await NatsServerProcess.start();
+  device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'INFO',
+    OTEL_ENABLED: 'true',
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+    // The SDK's batch processor reads this: export within 100 ms instead of 5 s.
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  });
+  procs = [
+    ServiceProcess.start('dispatcher', env),
+    ServiceProcess.start('device-actor', env),
+    ServiceProcess.start('gateway', env),
+  ];
+});
+
+after(async () => {
+  for (const p of procs) await p.kill('SIGTERM');
+  await device?.stop();
+  await nats?.stop();
+  collector?.forceShutdown();
+});
+
+test('when OTEL_ENABLED is set, then one trace spans gateway route, dispatcher placement, actor job and device session', async () => {
+  const url = await procs[2]!.httpUrl();
+  await waitHealthy(url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  const a = await http('POST', `${url}/v2/send-command`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: device.port,
+      platform: 'cisco_ios',
+      commands: ['show version'],
+    },
+  });
+  assert.equal(a.status, 202, a.text);
+  const done = await waitForJob(url, a.json.job_id as string, auth);
+  assert.equal(done.json.status, 'finished');
+
+  const find = (name: string, component: string) =>
+    received.find((s) => s.name === name && s.component === component);
+  const deadline = Date.now() + 15_000;
+  while (!(find('POST /v2/send-command', 'gateway') && find('device session', 'device-actor'))) {
+    if (Date.now() > deadline) {
+      assert.fail(
+        `spans missing; got ${JSON.stringify(received.map((s) => [s.component, s.name]))}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const route = find('POST /v2/send-command', 'gateway')!;
+  const dispatch = received.find((s) => s.name === 'dispatch job' && s.traceId === route.traceId);
+  const job = received.find((s) => s.name === 'job run' && s.traceId === route.traceId);
+  const session = received.find((s) => s.name === 'device session' && s.traceId === route.traceId);
+  assert.ok(dispatch, 'the dispatcher continued the trace');
+  assert.ok(job, 'the actor continued the trace');
+  assert.ok(session, 'the device session is in the trace');
+  assert.equal(dispatch.component, 'dispatcher');
+  assert.equal(job.component, 'device-actor');
+  assert.equal(dispatch.parentSpanId, route.spanId);
+  assert.equal(job.parentSpanId, dispatch.spanId);
+  assert.equal(session.parentSpanId, job.spanId);
+  assert.equal(route.serviceName, 'svc');
+  assert.equal(route.parentSpanId, '', 'the route span is the root');
+});
