@@ -77,7 +77,9 @@ function sharedSettingNames() {
   const src = readFileSync(file, 'utf8');
   const m = /export const SharedSettings\s*=\s*\{/.exec(src);
   if (!m) throw new Error(`${rel(file)}: no "export const SharedSettings = {"`);
-  return objectKeys(src, m.index + m[0].length - 1).map((k) => k.name).filter(Boolean);
+  return objectKeys(src, m.index + m[0].length - 1)
+    .map((k) => k.name)
+    .filter(Boolean);
 }
 
 function serviceSettingNames(file) {
@@ -106,7 +108,9 @@ for (const [svc, file] of Object.entries(SERVICES)) {
     if (!schema) continue;
     const built = new Set(Object.keys(schema.properties));
     const parsed = settings[svc];
-    const diff = [...built].filter((n) => !parsed.has(n)).concat([...parsed].filter((n) => !built.has(n)));
+    const diff = [...built]
+      .filter((n) => !parsed.has(n))
+      .concat([...parsed].filter((n) => !built.has(n)));
     if (diff.length > 0) fail(file, `source parse and built schema disagree on ${diff.join(', ')}`);
   } catch (err) {
     warn(rel(dist), `could not import the built config (${err.message}); used the source parse`);
@@ -127,13 +131,21 @@ function checkEnvNames(where, svc, names) {
       warn(where, `${name} is not read by the ${svc} config yet (${SPEC_NAMED_PENDING[name]})`);
       continue;
     }
-    fail(where, `env ${name} is not a setting of ${svc} (${SERVICES[svc]} or proto/src/shared-config.ts)`);
+    fail(
+      where,
+      `env ${name} is not a setting of ${svc} (${SERVICES[svc]} or proto/src/shared-config.ts)`,
+    );
   }
 }
 
 // ---- Schemas ---------------------------------------------------------------------------------
 
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+const ajv = new Ajv({
+  allErrors: true,
+  strict: true,
+  strictRequired: false,
+  allowUnionTypes: true,
+});
 const str = { type: 'string', minLength: 1 };
 const labels = { type: 'object', minProperties: 1, additionalProperties: { type: 'string' } };
 const metadata = {
@@ -141,7 +153,9 @@ const metadata = {
   required: ['name'],
   properties: { name: str, namespace: str, labels, annotations: { type: 'object' } },
 };
-const quantity = { anyOf: [{ type: 'string', pattern: '^[0-9.]+(m|Ki|Mi|Gi)?$' }, { type: 'number' }] };
+const quantity = {
+  anyOf: [{ type: 'string', pattern: '^[0-9.]+(m|Ki|Mi|Gi)?$' }, { type: 'number' }],
+};
 const cpuMem = {
   type: 'object',
   required: ['cpu', 'memory'],
@@ -280,7 +294,10 @@ const schemas = {
           items: {
             type: 'object',
             required: ['port', 'targetPort'],
-            properties: { port: { type: 'integer' }, targetPort: { anyOf: [str, { type: 'integer' }] } },
+            properties: {
+              port: { type: 'integer' },
+              targetPort: { anyOf: [str, { type: 'integer' }] },
+            },
           },
         },
       },
@@ -308,7 +325,9 @@ for (const [kind, s] of Object.entries(schemas)) {
       ...(s.spec ? { spec: s.spec } : {}),
       ...(s.extra?.properties ?? {}),
     },
-    ...(s.extra?.required ? { required: ['apiVersion', 'kind', 'metadata', ...s.extra.required] } : {}),
+    ...(s.extra?.required
+      ? { required: ['apiVersion', 'kind', 'metadata', ...s.extra.required] }
+      : {}),
     ...(s.extra?.anyOf ? { anyOf: s.extra.anyOf } : {}),
   });
 }
@@ -347,7 +366,9 @@ const composeService = {
           additionalProperties: {
             type: 'object',
             properties: {
-              condition: { enum: ['service_started', 'service_healthy', 'service_completed_successfully'] },
+              condition: {
+                enum: ['service_started', 'service_healthy', 'service_completed_successfully'],
+              },
             },
           },
         },
@@ -373,7 +394,9 @@ const ajvErrors = (errors) =>
 
 const k8sDir = join(deployDir, 'k8s');
 const objects = [];
-for (const file of readdirSync(k8sDir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+for (const file of readdirSync(k8sDir)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort()) {
   const path = join(k8sDir, file);
   for (const doc of parseAllDocuments(readFileSync(path, 'utf8'), { merge: true })) {
     if (doc.errors.length > 0) {
@@ -422,7 +445,8 @@ const secrets = new Map(
   ]),
 );
 const matches = (sel, lbls) =>
-  Object.entries(sel ?? {}).every(([k, v]) => lbls && lbls[k] === v) && Object.keys(sel ?? {}).length > 0;
+  Object.entries(sel ?? {}).every(([k, v]) => lbls && lbls[k] === v) &&
+  Object.keys(sel ?? {}).length > 0;
 
 const deployments = byKind('Deployment');
 for (const d of deployments) {
@@ -443,8 +467,13 @@ for (const d of deployments) {
     // readiness is /healthcheck over HTTPS. Others must say why they have none.
     const hasPorts = (c.ports ?? []).length > 0;
     if (hasPorts) {
-      if (!c.readinessProbe || !c.livenessProbe) fail(cw, 'listens but lacks a readiness or liveness probe');
-    } else if (!c.readinessProbe && !c.livenessProbe && annotations['svc.example.net/probes'] !== 'none') {
+      if (!c.readinessProbe || !c.livenessProbe)
+        fail(cw, 'listens but lacks a readiness or liveness probe');
+    } else if (
+      !c.readinessProbe &&
+      !c.livenessProbe &&
+      annotations['svc.example.net/probes'] !== 'none'
+    ) {
       fail(cw, 'no probes and no svc.example.net/probes: none annotation saying why');
     }
     if (svc === 'gateway') {
@@ -456,7 +485,8 @@ for (const d of deployments) {
     const portNames = new Set((c.ports ?? []).map((p) => p.name).filter(Boolean));
     for (const p of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
       const port = c[p]?.httpGet?.port ?? c[p]?.tcpSocket?.port;
-      if (typeof port === 'string' && !portNames.has(port)) fail(cw, `${p} uses unknown port name ${port}`);
+      if (typeof port === 'string' && !portNames.has(port))
+        fail(cw, `${p} uses unknown port name ${port}`);
     }
     // Env: every reference resolves, every name is a setting of the service.
     const names = [];
@@ -484,7 +514,8 @@ for (const d of deployments) {
       if (ck) {
         const cm = configMaps.get(ck.name);
         if (!cm) fail(cw, `env ${e.name}: ConfigMap ${ck.name} does not exist`);
-        else if (!(ck.key in cm)) fail(cw, `env ${e.name}: ConfigMap ${ck.name} has no key ${ck.key}`);
+        else if (!(ck.key in cm))
+          fail(cw, `env ${e.name}: ConfigMap ${ck.name} has no key ${ck.key}`);
       }
     }
     const dup = names.filter((n, i) => names.indexOf(n) !== i);
@@ -507,12 +538,17 @@ for (const p of byKind('PodDisruptionBudget')) {
   for (const d of hit) {
     const min = p.obj.spec.minAvailable;
     if (typeof min === 'number' && min >= d.obj.spec.replicas) {
-      fail(where(p), `minAvailable ${min} >= replicas ${d.obj.spec.replicas} of ${d.obj.metadata.name}: nodes could never drain`);
+      fail(
+        where(p),
+        `minAvailable ${min} >= replicas ${d.obj.spec.replicas} of ${d.obj.metadata.name}: nodes could never drain`,
+      );
     }
   }
 }
 for (const s of byKind('Service')) {
-  const hit = deployments.filter((d) => matches(s.obj.spec?.selector, d.obj.spec?.template?.metadata?.labels));
+  const hit = deployments.filter((d) =>
+    matches(s.obj.spec?.selector, d.obj.spec?.template?.metadata?.labels),
+  );
   if (hit.length === 0) {
     fail(where(s), 'selector matches no Deployment');
     continue;
@@ -520,20 +556,32 @@ for (const s of byKind('Service')) {
   for (const port of s.obj.spec.ports ?? []) {
     const ok = hit.some((d) =>
       d.obj.spec.template.spec.containers.some((c) =>
-        (c.ports ?? []).some((cp) => cp.name === port.targetPort || cp.containerPort === port.targetPort),
+        (c.ports ?? []).some(
+          (cp) => cp.name === port.targetPort || cp.containerPort === port.targetPort,
+        ),
       ),
     );
-    if (!ok) fail(where(s), `targetPort ${port.targetPort} is no container port of the selected pods`);
+    if (!ok)
+      fail(where(s), `targetPort ${port.targetPort} is no container port of the selected pods`);
   }
 }
 for (const svc of Object.keys(SERVICES)) {
-  if (!deployments.some((d) => d.obj.spec?.template?.spec?.containers?.some((c) => serviceOfCommand(c.command) === svc))) {
+  if (
+    !deployments.some((d) =>
+      d.obj.spec?.template?.spec?.containers?.some((c) => serviceOfCommand(c.command) === svc),
+    )
+  ) {
     fail(rel(k8sDir), `no Deployment runs ${svc}`);
   }
-  if (!byKind('PodDisruptionBudget').some((p) =>
-    deployments.some((d) => matches(p.obj.spec?.selector?.matchLabels, d.obj.spec?.template?.metadata?.labels) &&
-      d.obj.spec.template.spec.containers.some((c) => serviceOfCommand(c.command) === svc)),
-  )) {
+  if (
+    !byKind('PodDisruptionBudget').some((p) =>
+      deployments.some(
+        (d) =>
+          matches(p.obj.spec?.selector?.matchLabels, d.obj.spec?.template?.metadata?.labels) &&
+          d.obj.spec.template.spec.containers.some((c) => serviceOfCommand(c.command) === svc),
+      ),
+    )
+  ) {
     warn(rel(k8sDir), `no PodDisruptionBudget covers ${svc}`);
   }
 }
@@ -550,15 +598,21 @@ if (composeDoc.errors.length > 0) {
   if (!composeSchema(compose)) fail(rel(composePath), ajvErrors(composeSchema.errors));
   const services = compose.services ?? {};
   const volumes = new Set(Object.keys(compose.volumes ?? {}));
-  const built = new Set(Object.values(services).filter((s) => s.build && s.image).map((s) => s.image));
+  const built = new Set(
+    Object.values(services)
+      .filter((s) => s.build && s.image)
+      .map((s) => s.image),
+  );
   const natsNodes = [];
   for (const [name, s] of Object.entries(services)) {
     const w = `${rel(composePath)} services.${name}`;
     if (s.build) {
       const ctx = resolve(deployDir, typeof s.build === 'string' ? s.build : s.build.context);
       if (!existsSync(ctx)) fail(w, `build context ${ctx} does not exist`);
-      const dockerfile = typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
-      if (!existsSync(resolve(ctx, dockerfile))) fail(w, `Dockerfile ${dockerfile} not found in the build context`);
+      const dockerfile =
+        typeof s.build === 'object' && s.build.dockerfile ? s.build.dockerfile : 'Dockerfile';
+      if (!existsSync(resolve(ctx, dockerfile)))
+        fail(w, `Dockerfile ${dockerfile} not found in the build context`);
     } else if (s.image && !/[/:]/.test(s.image) && !built.has(s.image)) {
       fail(w, `image ${s.image} is neither built here nor a registry image with a tag`);
     } else if (s.image && /^svc[:@]/.test(s.image) && !built.has(s.image)) {
@@ -566,7 +620,9 @@ if (composeDoc.errors.length > 0) {
     }
     const deps = Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
     for (const dep of deps) if (!services[dep]) fail(w, `depends_on ${dep}: no such service`);
-    for (const [dep, cond] of Object.entries(Array.isArray(s.depends_on) ? {} : s.depends_on ?? {})) {
+    for (const [dep, cond] of Object.entries(
+      Array.isArray(s.depends_on) ? {} : (s.depends_on ?? {}),
+    )) {
       if (cond?.condition === 'service_healthy' && services[dep] && !services[dep].healthcheck) {
         fail(w, `depends_on ${dep} service_healthy but ${dep} has no healthcheck`);
       }
@@ -574,7 +630,8 @@ if (composeDoc.errors.length > 0) {
     for (const v of s.volumes ?? []) {
       const [src] = v.split(':');
       if (src.startsWith('.') || src.startsWith('/')) {
-        if (!existsSync(resolve(deployDir, src))) fail(w, `bind mount source ${src} does not exist`);
+        if (!existsSync(resolve(deployDir, src)))
+          fail(w, `bind mount source ${src} does not exist`);
         if (/nats\.conf/.test(v)) natsNodes.push(resolve(deployDir, src));
       } else if (!volumes.has(src)) fail(w, `named volume ${src} is not declared under volumes`);
     }
@@ -584,24 +641,29 @@ if (composeDoc.errors.length > 0) {
         ? s.environment.map((e) => e.split('=')[0])
         : Object.keys(s.environment ?? {});
       checkEnvNames(w, svc, new Set(env));
-      const envObj = Array.isArray(s.environment) ? {} : s.environment ?? {};
+      const envObj = Array.isArray(s.environment) ? {} : (s.environment ?? {});
       if (!env.includes('NATS_URL')) fail(w, 'NATS_URL is not set');
       if (!env.includes('SVC_ENCRYPTION_KEY')) fail(w, 'SVC_ENCRYPTION_KEY is not set');
-      for (const u of String(envObj.NATS_URL ?? '').split(',').filter(Boolean)) {
+      for (const u of String(envObj.NATS_URL ?? '')
+        .split(',')
+        .filter(Boolean)) {
         const host = /^nats:\/\/([^:/]+)/.exec(u)?.[1];
         if (host && !services[host]) fail(w, `NATS_URL names ${host}, which is no compose service`);
       }
-      if (envObj.NATS_URL && String(envObj.NATS_REPLICAS) !== '3') fail(w, 'NATS_REPLICAS must be 3 on the 3-node cluster');
+      if (envObj.NATS_URL && String(envObj.NATS_REPLICAS) !== '3')
+        fail(w, 'NATS_REPLICAS must be 3 on the 3-node cluster');
     } else if (s.command && !/nats/.test(String(s.image))) {
       fail(w, `command ${JSON.stringify(s.command)} runs no known service`);
     }
   }
-  const count = (svc) => Object.values(services).filter((s) => serviceOfCommand(s.command) === svc).length;
+  const count = (svc) =>
+    Object.values(services).filter((s) => serviceOfCommand(s.command) === svc).length;
   const want = { gateway: 2, dispatcher: 2, 'device-actor': 3, reaper: 1 };
   for (const [svc, n] of Object.entries(want)) {
     if (count(svc) < n) fail(rel(composePath), `${count(svc)} ${svc} services, want ${n}`);
   }
-  if (natsNodes.length !== 3) fail(rel(composePath), `${natsNodes.length} NATS nodes mount a config, want 3`);
+  if (natsNodes.length !== 3)
+    fail(rel(composePath), `${natsNodes.length} NATS nodes mount a config, want 3`);
 }
 
 for (const w of warnings) console.log(`warning: ${w}`);

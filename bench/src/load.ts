@@ -18,10 +18,12 @@ import { cpus, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Buckets, connectNats, decodeJson, type JobRecord } from '@svc/proto';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { Buckets, Streams, connectNats, decodeJson, type JobRecord } from '@svc/proto';
 import {
   NatsServerProcess,
   ServiceProcess,
+  freePort,
   startInProcessStack,
   testEnv,
   waitHealthy,
@@ -50,6 +52,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
   --url URL         use a running gateway instead of starting the stack (needs --nats)
   --nats URL        NATS of the running stack (job records are read from svc-jobs)
   --actor-pid PID   with --url: actor host process whose RSS the memory phase reads
+  --processes       run gateway, dispatcher and reaper as separate processes too (as deployed;
+                    default: in this process, with the fleet and the client)
   --json            also print the report as JSON
 `;
 
@@ -71,6 +75,7 @@ interface Options {
   nats: string | undefined;
   actorPid: number | undefined;
   json: boolean;
+  processes: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -94,6 +99,7 @@ function parseOptions(argv: string[]): Options {
       nats: { type: 'string' },
       'actor-pid': { type: 'string' },
       json: { type: 'boolean', default: false },
+      processes: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -108,7 +114,11 @@ function parseOptions(argv: string[]): Options {
     return n;
   };
   const mix = values.mix.split(':').map(Number);
-  if (mix.length !== 3 || mix.some((w) => !Number.isFinite(w) || w < 0) || mix.every((w) => w === 0)) {
+  if (
+    mix.length !== 3 ||
+    mix.some((w) => !Number.isFinite(w) || w < 0) ||
+    mix.every((w) => w === 0)
+  ) {
     throw new Error('--mix must be three non-negative weights S:C:T, not all zero');
   }
   const url = values.url;
@@ -136,6 +146,7 @@ function parseOptions(argv: string[]): Options {
     nats: values.nats,
     actorPid: values['actor-pid'] ? int('actor-pid', values['actor-pid'], 1) : undefined,
     json: values.json,
+    processes: values.processes,
   };
 }
 
@@ -159,13 +170,28 @@ function percentile(sorted: number[], p: number): number {
   return sorted[i]!;
 }
 
-function summary(values: number[]): { p50: number; p90: number; p99: number; max: number; n: number } {
+function summary(values: number[]): {
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  n: number;
+} {
   const s = [...values].sort((a, b) => a - b);
-  return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), max: s.at(-1) ?? NaN, n: s.length };
+  return {
+    p50: percentile(s, 50),
+    p90: percentile(s, 90),
+    p99: percentile(s, 99),
+    max: s.at(-1) ?? NaN,
+    n: s.length,
+  };
 }
 
 function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -197,7 +223,10 @@ const cpuWatch: { name: string; pid: number }[] = [];
 class Client {
   readonly #agent: HttpAgent;
   readonly #https: boolean;
-  constructor(readonly base: string, maxSockets: number) {
+  constructor(
+    readonly base: string,
+    maxSockets: number,
+  ) {
     this.#https = base.startsWith('https:');
     this.#agent = this.#https
       ? new HttpsAgent({ keepAlive: true, maxSockets, rejectUnauthorized: false })
@@ -334,6 +363,8 @@ interface PhaseResult {
   errorCodes: Record<string, number>;
   /** CPU ms per completed job, by process. */
   cpuMsPerJob: Record<string, number>;
+  /** Most messages waiting in each work-queue stream during the phase (where jobs queue). */
+  peakBacklog: { jobs: number; actor: number };
 }
 
 interface PhaseSpec {
@@ -368,11 +399,41 @@ function jobBody(kind: Kind, device: SimulatedDevice, context: string | undefine
     case 'show':
       return { ...base, commands: ['show version'] };
     case 'config':
-      return { ...base, commands: ['interface GigabitEthernet0/1', `description bench-${jobSerial}`] };
+      return {
+        ...base,
+        commands: ['interface GigabitEthernet0/1', `description bench-${jobSerial}`],
+      };
     case 'structured':
       return { ...base, commands: ['show version'], textfsm_template: VERSION_TEMPLATE };
   }
 }
+
+/** Samples the work-queue streams: SVC_JOBS (before placement), SVC_ACTOR (placed, not done). */
+function backlogSampler(jsm: JetStreamManager | undefined): {
+  stop(): { jobs: number; actor: number };
+} {
+  const peak = { jobs: 0, actor: 0 };
+  let busy = false;
+  const timer = setInterval(() => {
+    if (!jsm || busy) return;
+    busy = true;
+    Promise.all([jsm.streams.info(Streams.jobs), jsm.streams.info(Streams.actor)])
+      .then(([j, a]) => {
+        peak.jobs = Math.max(peak.jobs, j.state.messages);
+        peak.actor = Math.max(peak.actor, a.state.messages);
+      })
+      .catch(() => undefined)
+      .finally(() => (busy = false));
+  }, 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      return peak;
+    },
+  };
+}
+
+let streamsJsm: JetStreamManager | undefined;
 
 async function runPhase(
   spec: PhaseSpec,
@@ -380,6 +441,7 @@ async function runPhase(
   kv: KV,
   watcher: JobWatcher,
 ): Promise<PhaseResult> {
+  const sampler = backlogSampler(streamsJsm);
   const rand = prng(spec.seed);
   const [ws, wc] = spec.mix;
   const total = spec.mix[0] + spec.mix[1] + spec.mix[2];
@@ -409,7 +471,8 @@ async function runPhase(
           : spec.devices[Math.floor(rand() * spec.devices.length)]!;
         const r = rand() * total;
         const kind: Kind = r < ws ? 'show' : r < ws + wc ? 'config' : 'structured';
-        const auth = 'Basic ' + Buffer.from(`${device.username}:${device.password}`).toString('base64');
+        const auth =
+          'Basic ' + Buffer.from(`${device.username}:${device.password}`).toString('base64');
         const submitAt = Date.now();
         inFlight++;
         client
@@ -440,9 +503,13 @@ async function runPhase(
   const ticker = spec.onTick ? setInterval(spec.onTick, 100) : undefined;
   const open = await watcher.waitAll(ids, deadline);
   if (ticker) clearInterval(ticker);
-  const lastTerminal = Math.max(lastSubmitDone, ...ids.map((id) => watcher.terminal.get(id)?.at ?? 0));
+  const lastTerminal = Math.max(
+    lastSubmitDone,
+    ...ids.map((id) => watcher.terminal.get(id)?.at ?? 0),
+  );
   const wallSeconds = (lastTerminal - start) / 1000;
   const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const peakBacklog = sampler.stop();
 
   // Per-job numbers from the records (server clock = this machine's clock).
   const queuedToStarted: number[] = [];
@@ -461,7 +528,11 @@ async function runPhase(
   );
   // Command receipt times per device, for the device time inside each job's run.
   const commandTimes = new Map<SimulatedDevice, number[]>();
-  for (const d of spec.devices) commandTimes.set(d, d.stats.commands.map((c) => c.at).sort((a, b) => a - b));
+  for (const d of spec.devices)
+    commandTimes.set(
+      d,
+      d.stats.commands.map((c) => c.at).sort((a, b) => a - b),
+    );
   ids.forEach((id, i) => {
     const rec = records[i];
     const t = tracked.get(id)!;
@@ -512,6 +583,7 @@ async function runPhase(
     deviceTimePerJob: done > 0 ? deviceTimeTotal / done : 0,
     handshakesPerJob: done > 0 ? handshakes / done : NaN,
     errorCodes,
+    peakBacklog,
     cpuMsPerJob: Object.fromEntries(
       cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
     ),
@@ -606,7 +678,12 @@ function spread(values: number[], fmt: (n: number) => string): string {
   return `${fmt(median(values))} (${fmt(Math.min(...values))}–${fmt(Math.max(...values))})`;
 }
 
-function printReport(opts: Options, reps: PhaseResult[], hold: HoldResult | null, setup: string): void {
+function printReport(
+  opts: Options,
+  reps: PhaseResult[],
+  hold: HoldResult | null,
+  setup: string,
+): void {
   const out: string[] = [];
   out.push(`svc load benchmark: ${setup}`);
   out.push(
@@ -619,7 +696,9 @@ function printReport(opts: Options, reps: PhaseResult[], hold: HoldResult | null
   );
   if (reps.length > 0) {
     out.push('');
-    out.push('per repetition: jobs/s | finished/failed/incomplete | e2e p50/p99 ms | overhead p50/p99 ms | handshakes/job');
+    out.push(
+      'per repetition: jobs/s | finished/failed/incomplete | e2e p50/p99 ms | overhead p50/p99 ms | handshakes/job',
+    );
     reps.forEach((r, i) =>
       out.push(
         `  rep ${i + 1}: ${f1(r.jobsPerSecond)} | ${r.finished}/${r.failed}/${r.incomplete}` +
@@ -631,16 +710,35 @@ function printReport(opts: Options, reps: PhaseResult[], hold: HoldResult | null
     const col = (pick: (r: PhaseResult) => number, fmt = f1) => spread(reps.map(pick), fmt);
     out.push('');
     out.push('median over repetitions (min–max):');
-    out.push(`  throughput                     ${col((r) => r.jobsPerSecond)} jobs/s (submitted at ${col((r) => r.submitRate)}/s)`);
-    out.push(`  submit HTTP 202     p50 / p99  ${col((r) => r.submitHttp.p50)} / ${col((r) => r.submitHttp.p99)} ms`);
-    out.push(`  submit→started      p50 / p99  ${col((r) => r.queuedToStarted.p50, f0)} / ${col((r) => r.queuedToStarted.p99, f0)} ms  (record enqueued_at→started_at)`);
-    out.push(`  submit→finished     p50 / p99  ${col((r) => r.queuedToEnded.p50, f0)} / ${col((r) => r.queuedToEnded.p99, f0)} ms  (record enqueued_at→ended_at)`);
-    out.push(`  client submit→done  p50 / p99  ${col((r) => r.clientSubmitToFinished.p50, f0)} / ${col((r) => r.clientSubmitToFinished.p99, f0)} ms  (POST sent → terminal record seen)`);
-    out.push(`  device time per job            ${col((r) => r.deviceTimePerJob, f0)} ms  (command lines read × latency)`);
-    out.push(`  end-to-end overhead p50 / p99  ${col((r) => r.overhead.p50, f0)} / ${col((r) => r.overhead.p99, f0)} ms  (client submit→done − device time)`);
+    out.push(
+      `  throughput                     ${col((r) => r.jobsPerSecond)} jobs/s (submitted at ${col((r) => r.submitRate)}/s)`,
+    );
+    out.push(
+      `  submit HTTP 202     p50 / p99  ${col((r) => r.submitHttp.p50)} / ${col((r) => r.submitHttp.p99)} ms`,
+    );
+    out.push(
+      `  submit→started      p50 / p99  ${col((r) => r.queuedToStarted.p50, f0)} / ${col((r) => r.queuedToStarted.p99, f0)} ms  (record enqueued_at→started_at)`,
+    );
+    out.push(
+      `  submit→finished     p50 / p99  ${col((r) => r.queuedToEnded.p50, f0)} / ${col((r) => r.queuedToEnded.p99, f0)} ms  (record enqueued_at→ended_at)`,
+    );
+    out.push(
+      `  client submit→done  p50 / p99  ${col((r) => r.clientSubmitToFinished.p50, f0)} / ${col((r) => r.clientSubmitToFinished.p99, f0)} ms  (POST sent → terminal record seen)`,
+    );
+    out.push(
+      `  device time per job            ${col((r) => r.deviceTimePerJob, f0)} ms  (command lines read × latency)`,
+    );
+    out.push(
+      `  end-to-end overhead p50 / p99  ${col((r) => r.overhead.p50, f0)} / ${col((r) => r.overhead.p99, f0)} ms  (client submit→done − device time)`,
+    );
     out.push(`  SSH handshakes per job         ${col((r) => r.handshakesPerJob, f2)}`);
+    out.push(
+      `  peak backlog                   SVC_JOBS ${col((r) => r.peakBacklog.jobs, f0)}, SVC_ACTOR ${col((r) => r.peakBacklog.actor, f0)} messages  (unplaced / placed-not-done)`,
+    );
     for (const { name } of cpuWatch) {
-      out.push(`  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`);
+      out.push(
+        `  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`,
+      );
     }
   }
   if (hold) {
@@ -654,7 +752,8 @@ function printReport(opts: Options, reps: PhaseResult[], hold: HoldResult | null
     );
   }
   process.stdout.write(out.join('\n') + '\n');
-  if (opts.json) process.stdout.write(JSON.stringify({ options: opts, reps, hold }, null, 2) + '\n');
+  if (opts.json)
+    process.stdout.write(JSON.stringify({ options: opts, reps, hold }, null, 2) + '\n');
 }
 
 // ---- main ------------------------------------------------------------------------------------
@@ -667,7 +766,7 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void teardown().then(() => process.exit(130)));
   try {
-    let baseUrl: string;
+    let baseUrl = '';
     let natsUrl: string;
     let holdPid = opts.actorPid;
     let holdContext: string | undefined;
@@ -680,8 +779,6 @@ async function main(): Promise<void> {
       const nats = await NatsServerProcess.start();
       cleanup.push(() => nats.stop());
       if (nats.pid) cpuWatch.push({ name: 'nats-server', pid: nats.pid });
-      // This process: gateway, dispatcher, reaper, the simulated fleet and the load client.
-      cpuWatch.push({ name: 'gateway+dispatcher+fleet+client', pid: process.pid });
       natsUrl = nats.url;
       // Production-like timings; limits that would throttle a benchmark caller are lifted
       // (settings a service does not know are ignored by its config loader).
@@ -704,10 +801,37 @@ async function main(): Promise<void> {
       // its RSS starts from an idle process (a host that just ran the load phases keeps a grown
       // heap, which would hide the sessions' memory).
       const stackEnv = opts.hold > 0 ? { ...env, SVC_CONTEXTS: `default,${HOLD_CONTEXT}` } : env;
-      const stack: InProcessStack = await startInProcessStack(natsUrl, { actors: 0, env: stackEnv });
-      cleanup.push(() => stack.stop());
+      if (opts.processes) {
+        // Every service its own process, as deployed; this process runs only the fleet and
+        // the load client.
+        const httpPort = await freePort();
+        const procs: [string, Record<string, string>][] = [
+          ['gateway', { ...stackEnv, SVC_PORT: '0', SVC_HTTP_PORT: String(httpPort) }],
+          ['dispatcher', stackEnv],
+          ['reaper', stackEnv],
+        ];
+        for (const [name, e] of procs) {
+          const proc = ServiceProcess.start(name, testEnv(natsUrl, e));
+          cleanup.push(() => proc.kill('SIGTERM'));
+          if (proc.child.pid) cpuWatch.push({ name, pid: proc.child.pid });
+        }
+        cpuWatch.push({ name: 'fleet+client', pid: process.pid });
+        baseUrl = `http://127.0.0.1:${httpPort}`;
+      } else {
+        const stack: InProcessStack = await startInProcessStack(natsUrl, {
+          actors: 0,
+          env: stackEnv,
+        });
+        cleanup.push(() => stack.stop());
+        // This process: gateway, dispatcher, reaper, the simulated fleet and the load client.
+        cpuWatch.push({ name: 'gateway+dispatcher+fleet+client', pid: process.pid });
+        baseUrl = stack.url;
+      }
       for (let i = 0; i < opts.actors; i++) {
-        const actor = ServiceProcess.start('device-actor', testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }));
+        const actor = ServiceProcess.start(
+          'device-actor',
+          testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }),
+        );
         cleanup.push(() => actor.kill('SIGTERM'));
         if (actor.child.pid) cpuWatch.push({ name: `actor host ${i + 1}`, pid: actor.child.pid });
       }
@@ -726,17 +850,19 @@ async function main(): Promise<void> {
         holdPid = holder.child.pid;
         holdContext = HOLD_CONTEXT;
       }
-      baseUrl = stack.url;
       await waitHealthy(baseUrl, 30_000);
-      setup = `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
+      setup = opts.processes
+        ? `gateway, dispatcher, reaper and ${opts.actors} actor host(s) as separate processes, nats-server ${natsUrl}`
+        : `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
     }
     const nc: NatsConnection = await connectNats(natsUrl, 'svc-bench');
     cleanup.push(() => nc.close());
     const kv = await new Kvm(nc).open(Buckets.jobs);
+    streamsJsm = await jetstreamManager(nc);
     const watcher = await JobWatcher.start(kv);
-    cleanup.push(async () => watcher.stop());
+    cleanup.push(() => Promise.resolve(watcher.stop()));
     const client = new Client(baseUrl, opts.concurrency);
-    cleanup.push(async () => client.close());
+    cleanup.push(() => Promise.resolve(client.close()));
 
     // The memory phase gets devices of its own: the load phases leave warm pooled sessions on
     // theirs, which would hide the sessions the memory phase opens.
@@ -772,7 +898,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < opts.reps; i++) {
       // Same seed each repetition: the same device/kind sequence, so reps differ only by noise.
       const r = await runPhase(phase(opts.jobs, opts.seed), client, kv, watcher);
-      process.stderr.write(`rep ${i + 1}/${opts.reps}: ${f1(r.jobsPerSecond)} jobs/s, ${r.finished} finished\n`);
+      process.stderr.write(
+        `rep ${i + 1}/${opts.reps}: ${f1(r.jobsPerSecond)} jobs/s, ${r.finished} finished\n`,
+      );
       reps.push(r);
       await sleep(500);
     }
@@ -790,7 +918,9 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
     process.exit(1);
   },
 );

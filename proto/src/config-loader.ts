@@ -31,11 +31,10 @@ export function loadConfig<S extends TObject>(
     if (value === undefined) problems.push(`${name}: cannot read ${JSON.stringify(raw)} as ${p.type}`);
     else out[name] = value;
   }
-  if (problems.length === 0) {
-    const result = check<Static<S>>(schema, out, 'env');
-    if (!result.ok) {
-      for (const i of result.issues) problems.push(`${i.loc.slice(1).join('.')}: ${i.msg}`);
-    }
+  // Checked even after a conversion problem, so that every bad variable is reported at once.
+  const result = check<Static<S>>(schema, out, 'env');
+  if (!result.ok) {
+    for (const i of result.issues) problems.push(`${i.loc.slice(1).join('.')}: ${i.msg}`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Readonly<Static<S>>;

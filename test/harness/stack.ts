@@ -64,46 +64,54 @@ export async function startInProcessStack(
     return c;
   };
   const sealer = Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!);
-  const reaper = await startReaper(
-    loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
-    { nc: await nc('reaper'), log: silentLogger('reaper'), audit: quietAudit('reaper') },
-  );
-  const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
-    nc: await nc('dispatcher'),
-    log: silentLogger('dispatcher'),
-  });
-  const actors: RunningDeviceActorService[] = [];
-  for (let i = 0; i < (options.actors ?? 1); i++) {
-    actors.push(
-      await startDeviceActorService(loadDeviceActorConfig(env), {
+  // Stopped newest first, also when a later service fails to start (no hanging test file).
+  const running: { stop(): Promise<void> }[] = [];
+  const stopAll = async () => {
+    for (const r of running.reverse()) await r.stop().catch(() => undefined);
+    await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
+  };
+  try {
+    const reaper = await startReaper(
+      loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
+      { nc: await nc('reaper'), log: silentLogger('reaper'), audit: quietAudit('reaper') },
+    );
+    running.push(reaper);
+    const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
+      nc: await nc('dispatcher'),
+      log: silentLogger('dispatcher'),
+    });
+    running.push(dispatcher);
+    const actors: RunningDeviceActorService[] = [];
+    for (let i = 0; i < (options.actors ?? 1); i++) {
+      const actor = await startDeviceActorService(loadDeviceActorConfig(env), {
         nc: await nc(`actor-${i}`),
         log: silentLogger('device-actor'),
         audit: quietAudit('device-actor'),
         sealer,
-      }),
-    );
+      });
+      actors.push(actor);
+      running.push(actor);
+    }
+    const gateway = await startGateway(loadGatewayConfig(env), {
+      nc: await nc('gateway'),
+      sealer,
+      log: silentLogger('gateway'),
+      audit: quietAudit('gateway'),
+    });
+    running.push(gateway);
+    return {
+      url: gateway.httpUrl!,
+      gateway,
+      dispatcher,
+      actors,
+      reaper,
+      connections,
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
   }
-  const gateway = await startGateway(loadGatewayConfig(env), {
-    nc: await nc('gateway'),
-    sealer,
-    log: silentLogger('gateway'),
-    audit: quietAudit('gateway'),
-  });
-  return {
-    url: gateway.httpUrl!,
-    gateway,
-    dispatcher,
-    actors,
-    reaper,
-    connections,
-    async stop() {
-      await gateway.stop();
-      for (const a of actors) await a.stop();
-      await dispatcher.stop();
-      await reaper.stop();
-      await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
-    },
-  };
 }
 
 const ENTRY: Record<string, string> = {

@@ -35,7 +35,9 @@ async function waitForJetStreamOver(nc: NatsConnection, timeoutMs = 10_000): Pro
       await jsm.getAccountInfo();
       return;
     } catch (err) {
-      if (Date.now() > deadline) throw new Error(`no JetStream through the leaf node: ${String(err)}`);
+      if (Date.now() > deadline) {
+        throw new Error(`no JetStream through the leaf node: ${String(err)}`, { cause: err });
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -57,7 +59,10 @@ function submit(url: string, device: SimulatedDevice, context: string, command: 
 
 test(
   'when an actor host serves site-a behind a leaf node, then site-a jobs run only there and default jobs only on the hub',
-  { skip: natsServer ? false : 'nats-server not found on PATH (set NATS_SERVER_BIN)', timeout: 90_000 },
+  {
+    skip: natsServer ? false : 'nats-server not found on PATH (set NATS_SERVER_BIN)',
+    timeout: 90_000,
+  },
   async (t) => {
     // node:test runs t.after hooks in registration order; tear down in reverse (services before
     // the servers they talk to).
@@ -92,7 +97,11 @@ test(
     await waitForJetStreamOver(siteNc);
     const siteActor = await startDeviceActorService(
       loadDeviceActorConfig(testEnv(leaf.url, { ...contexts, WORKER_CONTEXTS: 'site-a' })),
-      { nc: siteNc, log: silentLogger('device-actor'), sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY) },
+      {
+        nc: siteNc,
+        log: silentLogger('device-actor'),
+        sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY),
+      },
     );
     cleanup.push(() => siteActor.stop());
     const hubActor = stack.actors[0];
@@ -110,7 +119,9 @@ test(
       assert.ok(entry, `no record for ${jobId}`);
       return decodeJson<JobRecord>(entry.value);
     };
-    const auth = (d: SimulatedDevice) => ({ basic: { username: d.username, password: d.password } });
+    const auth = (d: SimulatedDevice) => ({
+      basic: { username: d.username, password: d.password },
+    });
 
     // Three jobs per context, submitted together, so that a wrong placement would show.
     const submitted: { context: string; device: SimulatedDevice; jobId: string }[] = [];
@@ -120,7 +131,12 @@ test(
         ['default', hqDevice],
       ] as const) {
         // Distinct commands: identical in-flight submissions would be deduplicated into one job.
-        const answer = await submit(stack.url, device, context, `show interface GigabitEthernet0/${i}`);
+        const answer = await submit(
+          stack.url,
+          device,
+          context,
+          `show interface GigabitEthernet0/${i}`,
+        );
         assert.equal(answer.status, 202, answer.text);
         assert.equal((answer.json as { deduplicated?: boolean }).deduplicated, false);
         submitted.push({ context, device, jobId: (answer.json as { job_id: string }).job_id });
@@ -141,7 +157,10 @@ test(
       const runs = device.stats.commands
         .map((c) => c.command)
         .filter((c) => c.startsWith('show interface '));
-      assert.deepEqual(runs.sort(), [0, 1, 2].map((i) => `show interface GigabitEthernet0/${i}`));
+      assert.deepEqual(
+        runs.sort(),
+        [0, 1, 2].map((i) => `show interface GigabitEthernet0/${i}`),
+      );
       assert.ok(device.stats.handshakes >= 1);
     }
   },

@@ -19,6 +19,9 @@ const ADAPTER_MAIN = fileURLToPath(
   new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url),
 );
 const ADMIN_SECRET = 'mcp-http-admin-secret';
+const TEXTFSM_DIR = fileURLToPath(
+  new URL('../../../../shared/ntc-templates/templates', import.meta.url),
+);
 const HTTP_TOKEN = 'mcp-http-listener-token';
 
 // Tool outputs are asserted field by field, as the harness does with HTTP bodies.
@@ -48,7 +51,9 @@ before(async () => {
     hostname: 'MCPH2',
     faults: { hang: 'show clock' },
   });
-  stack = await startInProcessStack(nats.url, { env: { SVC_ADMIN_SECRET: ADMIN_SECRET } });
+  stack = await startInProcessStack(nats.url, {
+    env: { SVC_ADMIN_SECRET: ADMIN_SECRET, SVC_TEXTFSM_DIR: TEXTFSM_DIR },
+  });
   await waitHealthy(stack.url);
   for (const role of ['operator', 'viewer'] as const) {
     const a = await http('POST', `${stack.url}/v2/api-keys`, {
@@ -146,7 +151,7 @@ async function call(
   return { isError: r.isError === true, out };
 }
 
-function deviceArgs(d: SimulatedDevice, commands: string[]) {
+function deviceArgs(d: SimulatedDevice, commands: string[], extra: Record<string, unknown> = {}) {
   return {
     host: d.host,
     port: d.port,
@@ -155,6 +160,7 @@ function deviceArgs(d: SimulatedDevice, commands: string[]) {
     password: d.password,
     enable: d.enable,
     commands,
+    ...extra,
   };
 }
 
@@ -229,6 +235,28 @@ test('when send_command runs over HTTP, then the tool waits for the job and retu
   assert.equal(out.error_code, null);
 });
 
+test('when send_config and send_command_structured run over HTTP, then both end finished', async (t) => {
+  if (!needKeys(t)) return;
+  const client = await connect(operator);
+  const saves = device.stats.saves;
+  const config = await call(
+    client,
+    'send_config',
+    deviceArgs(device, ['interface Loopback20', 'description over-http'], { save_config: true }),
+  );
+  assert.equal(config.isError, false, JSON.stringify(config.out));
+  assert.equal(config.out.status, 'finished');
+  assert.equal(device.stats.saves, saves + 1);
+  const parsed = await call(
+    client,
+    'send_command_structured',
+    deviceArgs(device, ['show ip interface brief']),
+  );
+  assert.equal(parsed.isError, false, JSON.stringify(parsed.out));
+  const rows = parsed.out.results['show ip interface brief'];
+  assert.ok(Array.isArray(rows) && rows.length > 0, JSON.stringify(rows));
+});
+
 test('when a viewer key calls send_command over HTTP, then it is a FORBIDDEN tool error', async (t) => {
   if (!needKeys(t)) return;
   const viewer = await connect(await startAdapter({ SVC_MCP_API_KEY: keys.viewer! }));
@@ -253,9 +281,6 @@ test('when a job is cancelled and listed over HTTP, then cancel_job and list_job
   assert.equal(cancelled.out.status, 'cancelled');
 
   const listed = await call(client, 'list_jobs', { per_page: 100 });
-  if (listed.isError && listed.out.error === 'no route GET /v2/jobs') {
-    return t.skip('GET /v2/jobs is not implemented yet (404 no route)');
-  }
   assert.equal(listed.isError, false, JSON.stringify(listed.out));
   assert.ok(listed.out.jobs.some((j: Out) => j.job_id === jobId));
 });

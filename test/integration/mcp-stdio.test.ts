@@ -419,6 +419,32 @@ test('when a job outlives the wait, then a JOB_WAIT_TIMEOUT error carries its id
   assert.equal(result.out.error_code, 'CANCELLED');
 });
 
+test('when the client cancels a waiting call, then the adapter stops waiting and the job id from progress still cancels it', async (t) => {
+  if (!needKeys(t)) return;
+  const controller = new AbortController();
+  let jobId: string | undefined;
+  const waiting = operator.callTool(
+    { name: 'send_command', arguments: deviceArgs(stuckDevice, ['show clock']) },
+    undefined,
+    {
+      signal: controller.signal,
+      onprogress: (p) => {
+        jobId ??= /job (\S+) queued/.exec(p.message ?? '')?.[1];
+        controller.abort();
+      },
+    },
+  );
+  await assert.rejects(waiting, /abort/i);
+  assert.ok(jobId, 'no job id in the progress notification');
+  const deadline = Date.now() + 5_000;
+  while (!adapterLogs.join('').includes('tool call cancelled by the client')) {
+    assert.ok(Date.now() < deadline, 'the adapter kept waiting after the client cancelled');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const cancelled = await call(operator, 'cancel_job', { job_id: jobId });
+  assert.equal(cancelled.out.status, 'cancelled', JSON.stringify(cancelled.out));
+});
+
 test('when get_job_result or cancel_job names an unknown job, then it is a NOT_FOUND tool error', async (t) => {
   if (!needKeys(t)) return;
   for (const tool of ['get_job_result', 'cancel_job']) {

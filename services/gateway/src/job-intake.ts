@@ -311,6 +311,8 @@ export class JobIntake {
     extras: EnqueueExtras = {},
   ): Promise<EnqueueResponse> {
     const started = performance.now();
+    // Jobs ahead of this one (waiting or running), read before it joins them.
+    const ahead = await this.depth.forContext(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
     const record: JobRecord = {
       job_id: jobId,
@@ -360,7 +362,6 @@ export class JobIntake {
       throw err;
     }
     await this.jobs.publishEvent(record).catch(() => undefined);
-    const position = await this.depth.forContext(spec.context).catch(() => 1);
     this.audit.emit(AuditEvent.jobSubmitted, {
       request_id: jobId,
       job_id: jobId,
@@ -373,7 +374,7 @@ export class JobIntake {
     return {
       job_id: jobId,
       message: 'job enqueued',
-      queue_position: Math.max(1, position),
+      queue_position: ahead + 1,
       enqueued_at: enqueuedAt,
       timeout: this.options.jobTimeoutSeconds,
       deduplicated: false,

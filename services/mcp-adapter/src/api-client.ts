@@ -157,7 +157,10 @@ export class ApiClient {
       }, this.options.timeoutMs);
       const onAbort = () => {
         req.destroy();
-        fail(signal?.reason instanceof Error ? signal.reason : new Error(`${where}: aborted`));
+        // Named like the AbortError of fetch and timers, so callers tell a cancel from a failure.
+        const aborted = new Error(`${where}: aborted by the caller`);
+        aborted.name = 'AbortError';
+        fail(aborted);
       };
       if (signal?.aborted) onAbort();
       else signal?.addEventListener('abort', onAbort, { once: true });

@@ -28,6 +28,10 @@ export const AdapterErrorCode = {
   API_UNREACHABLE: 'API_UNREACHABLE',
   /** The job did not end within SVC_MCP_JOB_TIMEOUT; it may still be running. */
   JOB_WAIT_TIMEOUT: 'JOB_WAIT_TIMEOUT',
+  /** The MCP client cancelled the call; the SDK never delivers this answer (kept for logs). */
+  CANCELLED_BY_CLIENT: 'CANCELLED_BY_CLIENT',
+  /** A fault of the adapter itself. */
+  INTERNAL: 'INTERNAL',
 } as const;
 export type AdapterErrorCode = (typeof AdapterErrorCode)[keyof typeof AdapterErrorCode];
 
@@ -51,6 +55,8 @@ export const ADAPTER_ERROR_RETRYABLE: Readonly<Record<AdapterErrorCode, boolean>
   REQUEST_TIMEOUT: true,
   API_UNREACHABLE: true,
   JOB_WAIT_TIMEOUT: false,
+  CANCELLED_BY_CLIENT: false,
+  INTERNAL: true,
 };
 
 const STATUS_CODES: Readonly<Record<number, AdapterErrorCode>> = {

@@ -119,11 +119,14 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         );
         return errorResult(err);
       }
-      const err = caught;
-      log.error({ tool, err }, 'tool failed unexpectedly');
-      return errorResult(
-        new AdapterError('INTERNAL', err instanceof Error ? err.message : String(err), null),
-      );
+      if (caught instanceof Error && caught.name === 'AbortError') {
+        // The client cancelled the call; the SDK drops whatever is answered. The job runs on.
+        log.info({ tool, job_id: jobId }, 'tool call cancelled by the client');
+        return errorResult(AdapterError.of(AdapterErrorCode.CANCELLED_BY_CLIENT, caught.message));
+      }
+      log.error({ tool, err: caught }, 'tool failed unexpectedly');
+      const message = caught instanceof Error ? caught.message : String(caught);
+      return errorResult(AdapterError.of(AdapterErrorCode.INTERNAL, message));
     }
   };
 
