@@ -8,7 +8,8 @@ const root = new URL('..', import.meta.url);
 const { ERROR_CODES, SharedSettings } = await import(new URL('proto/dist/src/mod.js', root));
 const services = {
   gateway: (await import(new URL('services/gateway/dist/src/config.js', root))).GatewayConfig,
-  dispatcher: (await import(new URL('services/dispatcher/dist/src/config.js', root))).DispatcherConfig,
+  dispatcher: (await import(new URL('services/dispatcher/dist/src/config.js', root)))
+    .DispatcherConfig,
   'device-actor': (await import(new URL('services/device-actor/dist/src/config.js', root)))
     .DeviceActorConfig,
   reaper: (await import(new URL('services/reaper/dist/src/config.js', root))).ReaperConfig,
@@ -20,7 +21,8 @@ const REMEDY = {
   HOST_UNREACHABLE: 'Check the host name (DNS) and routing from the actor host.',
   AUTH_FAILED: 'Check username and password; repeated failures lock the user out of the device.',
   READ_TIMEOUT: 'Raise read_timeout, or give expect_string for output that ends without a prompt.',
-  SESSION_DROPPED: 'The device closed the session; check its logs (idle or exec timeouts, reloads).',
+  SESSION_DROPPED:
+    'The device closed the session; check its logs (idle or exec timeouts, reloads).',
   COMMAND_ERROR: 'The device rejected a command; the error text holds its message.',
   PLATFORM_AUTODETECT_FAILED: 'Give the platform explicitly.',
   CIRCUIT_OPEN: 'Recent connections to the device kept failing; wait for the breaker to close.',
@@ -34,9 +36,12 @@ const REMEDY = {
 
 function errorsTable() {
   const rows = Object.entries(ERROR_CODES).map(
-    ([code, info]) => `| \`${code}\` | ${info.meaning} | ${info.retryable} | ${REMEDY[code] ?? ''} |`,
+    ([code, info]) =>
+      `| \`${code}\` | ${info.meaning} | ${info.retryable} | ${REMEDY[code] ?? ''} |`,
   );
-  return ['| error_code | meaning | error_retryable | remedy |', '|---|---|---|---|', ...rows].join('\n');
+  return ['| error_code | meaning | error_retryable | remedy |', '|---|---|---|---|', ...rows].join(
+    '\n',
+  );
 }
 
 function settingsTable(schema) {

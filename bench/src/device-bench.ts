@@ -53,7 +53,10 @@ async function time(fn: () => Promise<unknown>): Promise<number[]> {
 }
 
 const cold = createDeviceRunner({ pool: null, poolExclude: [] });
-const cmd = platform === 'cisco_ios' ? 'show version' : (process.env['DEVICE_BENCH_COMMAND'] ?? 'show version');
+const cmd =
+  platform === 'cisco_ios'
+    ? 'show version'
+    : (process.env['DEVICE_BENCH_COMMAND'] ?? 'show version');
 // A job with no commands is login + prompt + enable + paging off.
 const connect = await time(() => cold(job([])));
 const fresh = await time(() => cold(job([cmd])));

@@ -32,6 +32,9 @@ export class AuditLog {
   }
 
   emit(eventType: AuditEvent, fields: AuditFields): void {
-    this.#log.info({ event_type: eventType, ...fields, duration_ms: Math.round(fields.duration_ms) }, eventType);
+    this.#log.info(
+      { event_type: eventType, ...fields, duration_ms: Math.round(fields.duration_ms) },
+      eventType,
+    );
   }
 }

@@ -28,7 +28,8 @@ export function loadConfig<S extends TObject>(
       continue;
     }
     const value = fromText(raw, p.type, p.items?.type);
-    if (value === undefined) problems.push(`${name}: cannot read ${JSON.stringify(raw)} as ${p.type}`);
+    if (value === undefined)
+      problems.push(`${name}: cannot read ${JSON.stringify(raw)} as ${p.type}`);
     else out[name] = value;
   }
   // Checked even after a conversion problem, so that every bad variable is reported at once.
@@ -57,7 +58,10 @@ function fromText(raw: string, type?: string, itemType?: string): unknown {
       return undefined;
     }
     case 'array': {
-      const items = raw.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+      const items = raw
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
       return itemType === 'string' || itemType === undefined ? items : undefined;
     }
     default:

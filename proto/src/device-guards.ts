@@ -13,8 +13,7 @@ interface BreakerState {
 
 /** `clean`: no failures on record, so a success need not be written back. */
 export type BreakerVerdict =
-  | { allowed: true; probe: boolean; clean: boolean }
-  | { allowed: false; retryAtMs: number };
+  { allowed: true; probe: boolean; clean: boolean } | { allowed: false; retryAtMs: number };
 
 /**
  * A circuit breaker per device (context+host+port) shared by every actor host through the
@@ -75,7 +74,8 @@ export class CircuitBreaker {
         ? { state: 'open', failures, since: now, probe: null }
         : { ...current, failures };
       try {
-        if (entry && entry.operation === 'PUT') await this.kv.update(key, encodeJson(next), entry.revision);
+        if (entry && entry.operation === 'PUT')
+          await this.kv.update(key, encodeJson(next), entry.revision);
         else await this.kv.create(key, encodeJson(next));
         return open;
       } catch (err) {
@@ -119,7 +119,8 @@ export class LockoutLedger {
           : [];
       times.push(now);
       try {
-        if (entry && entry.operation === 'PUT') await this.kv.update(key, encodeJson(times), entry.revision);
+        if (entry && entry.operation === 'PUT')
+          await this.kv.update(key, encodeJson(times), entry.revision);
         else await this.kv.create(key, encodeJson(times));
         return;
       } catch (err) {

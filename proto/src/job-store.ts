@@ -71,7 +71,9 @@ export class JobStore {
         return next;
       } catch (err) {
         if (isWrongRevision(err)) {
-          if (++conflicts > 20) throw new Error(`job record ${jobId} kept changing; gave up`);
+          if (++conflicts > 20) {
+            throw new Error(`job record ${jobId} kept changing; gave up`, { cause: err });
+          }
           pause = 50;
           continue;
         }

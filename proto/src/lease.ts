@@ -21,7 +21,10 @@ export class Lease {
 
   /** Takes or renews the lease; false when someone else holds it. */
   async acquire(now = Date.now()): Promise<boolean> {
-    const value = encodeJson({ holder: this.holder, expires_at: now + this.ttlMs } satisfies LeaseValue);
+    const value = encodeJson({
+      holder: this.holder,
+      expires_at: now + this.ttlMs,
+    } satisfies LeaseValue);
     try {
       const entry = await this.kv.get(this.key);
       if (!entry || entry.operation !== 'PUT') {

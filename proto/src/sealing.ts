@@ -43,7 +43,8 @@ export class Sealer {
 
   open<T>(sealed: string): T {
     const [v, kid, iv, tag, ct] = sealed.split('.');
-    if (v !== 'v1' || !kid || !iv || !tag || ct === undefined) throw new Error('malformed sealed value');
+    if (v !== 'v1' || !kid || !iv || !tag || ct === undefined)
+      throw new Error('malformed sealed value');
     const key = this.#keys.get(kid);
     if (!key) throw new Error('sealed with a key that is not in the keyring');
     const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));

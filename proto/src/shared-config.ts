@@ -50,7 +50,8 @@ export const SharedSettings = {
   LOCKOUT_THRESHOLD: Type.Integer({
     default: 10,
     minimum: 1,
-    description: 'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
+    description:
+      'Failed device logins per user per device within LOCKOUT_WINDOW that lock the user out.',
   }),
   LOCKOUT_WINDOW: Type.Integer({
     default: 600,

@@ -44,8 +44,7 @@ export interface NormalizeOptions {
 }
 
 export type Normalized =
-  | { ok: true; spec: JobSpec; secrets: DeviceSecrets }
-  | { ok: false; issues: ValidationIssue[] };
+  { ok: true; spec: JobSpec; secrets: DeviceSecrets } | { ok: false; issues: ValidationIssue[] };
 
 /**
  * Applies aliases, defaults and the rules a schema cannot say well, on a body that already passed
@@ -59,7 +58,10 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
   const host = body.host ?? body.ip ?? null;
   if (host === null) issue('host', 'field required: host (or its deprecated alias ip)', 'missing');
   else if (!isDeviceHost(host)) {
-    issue(body.host != null ? 'host' : 'ip', 'value is not a valid IPv4, IPv6 or RFC 1123 host name');
+    issue(
+      body.host != null ? 'host' : 'ip',
+      'value is not a valid IPv4, IPv6 or RFC 1123 host name',
+    );
   }
 
   const platform = body.platform ?? body.device_type ?? SubmissionDefaults.platform;
@@ -72,7 +74,10 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
 
   const context = body.context ?? SubmissionDefaults.context;
   if (!opts.contexts.includes(context)) {
-    issue('context', `unknown context ${JSON.stringify(context)}; valid: ${opts.contexts.join(', ')}`);
+    issue(
+      'context',
+      `unknown context ${JSON.stringify(context)}; valid: ${opts.contexts.join(', ')}`,
+    );
   }
 
   let username = body.username ?? null;
@@ -103,7 +108,11 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
   }
   for (const [n, c] of body.commands.entries()) {
     if (c.includes('\n') || c.includes('\r')) {
-      issues.push({ loc: ['body', 'commands', n], msg: 'a command may not contain a line break', type: 'value_error' });
+      issues.push({
+        loc: ['body', 'commands', n],
+        msg: 'a command may not contain a line break',
+        type: 'value_error',
+      });
     }
   }
 

@@ -136,7 +136,11 @@ function issueFor(e: ErrorObject, loc: (string | number)[]): ValidationIssue {
         type: 'enum',
       };
     case 'const':
-      return { loc, msg: `value must be ${JSON.stringify(p['allowedValue'])}`, type: 'literal_error' };
+      return {
+        loc,
+        msg: `value must be ${JSON.stringify(p['allowedValue'])}`,
+        type: 'literal_error',
+      };
     case 'format':
       return { loc, msg: `value is not a valid ${String(p['format'])}`, type: 'value_error' };
     case 'anyOf':

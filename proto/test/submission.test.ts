@@ -11,29 +11,57 @@ import {
 } from '../src/mod.js';
 
 test('when a host is an IPv4, IPv6 or RFC 1123 name, then it is accepted', () => {
-  for (const h of ['10.0.0.1', '::1', 'fe80::1', '2001:db8::5', 'r1', 'core-sw1.example.net', 'a.b.c.']) {
+  for (const h of [
+    '10.0.0.1',
+    '::1',
+    'fe80::1',
+    '2001:db8::5',
+    'r1',
+    'core-sw1.example.net',
+    'a.b.c.',
+  ]) {
     assert.equal(isDeviceHost(h), true, h);
   }
 });
 
 test('when a host is malformed, then it is rejected', () => {
-  for (const h of ['', '999.1.1.1', '1.2.3', '-r1', 'r1-', 'r_1', 'a..b', 'x'.repeat(64), 'has space', '10.0.0.1:22']) {
+  for (const h of [
+    '',
+    '999.1.1.1',
+    '1.2.3',
+    '-r1',
+    'r1-',
+    'r_1',
+    'a..b',
+    'x'.repeat(64),
+    'has space',
+    '10.0.0.1:22',
+  ]) {
     assert.equal(isDeviceHost(h), false, h);
   }
 });
 
 test('when a field has the wrong JSON type, then the issue names it and is not coerced', () => {
-  const r = check(SendCommandRequest, { commands: ['show version'], host: 'r1', port: '22' }, 'body');
+  const r = check(
+    SendCommandRequest,
+    { commands: ['show version'], host: 'r1', port: '22' },
+    'body',
+  );
   assert.equal(r.ok, false);
   if (r.ok) return;
-  assert.deepEqual(r.issues, [{ loc: ['body', 'port'], msg: 'value is not a valid integer', type: 'int_type' }]);
+  assert.deepEqual(r.issues, [
+    { loc: ['body', 'port'], msg: 'value is not a valid integer', type: 'int_type' },
+  ]);
 });
 
 test('when a nullable field has the wrong type, then one issue is reported, not one per branch', () => {
   const r = check(SendCommandRequest, { commands: ['x'], host: 5 }, 'body');
   assert.equal(r.ok, false);
   if (r.ok) return;
-  assert.deepEqual(r.issues.map((i) => [i.loc, i.type]), [[['body', 'host'], 'string_type']]);
+  assert.deepEqual(
+    r.issues.map((i) => [i.loc, i.type]),
+    [[['body', 'host'], 'string_type']],
+  );
 });
 
 test('when tags break the limits, then each problem is reported at its key', () => {
@@ -67,7 +95,11 @@ test('when a Bearer caller gives no device credentials, then username and passwo
     { kind: 'command', basic: null, contexts: ['default'] },
   );
   assert.equal(n.ok, false);
-  if (!n.ok) assert.deepEqual(n.issues.map((i) => i.loc[1]), ['username', 'password']);
+  if (!n.ok)
+    assert.deepEqual(
+      n.issues.map((i) => i.loc[1]),
+      ['username', 'password'],
+    );
 });
 
 test('when both templates are given, then the structured request is rejected', () => {

@@ -20,11 +20,16 @@ export interface HttpOptions {
 }
 
 /** A real HTTP(S) request; self-signed certificates are accepted (tests only). */
-export async function http(method: string, url: string, options: HttpOptions = {}): Promise<HttpAnswer> {
+export async function http(
+  method: string,
+  url: string,
+  options: HttpOptions = {},
+): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   if (options.basic) {
     headers['authorization'] =
-      'Basic ' + Buffer.from(`${options.basic.username}:${options.basic.password}`).toString('base64');
+      'Basic ' +
+      Buffer.from(`${options.basic.username}:${options.basic.password}`).toString('base64');
   }
   if (options.bearer) headers['authorization'] = `Bearer ${options.bearer}`;
   let payload: string | undefined;
@@ -35,24 +40,20 @@ export async function http(method: string, url: string, options: HttpOptions = {
   const u = new URL(url);
   const requester = u.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = requester(
-      u,
-      { method, headers, rejectUnauthorized: false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json: unknown;
-          try {
-            json = text ? JSON.parse(text) : undefined;
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-      },
-    );
+    const req = requester(u, { method, headers, rejectUnauthorized: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: unknown;
+        try {
+          json = text ? JSON.parse(text) : undefined;
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+      });
+    });
     req.on('error', reject);
     if (payload !== undefined) req.write(payload);
     req.end();

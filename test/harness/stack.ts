@@ -1,6 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startDeviceActorService, loadDeviceActorConfig, type RunningDeviceActorService } from '@svc/device-actor';
+import {
+  startDeviceActorService,
+  loadDeviceActorConfig,
+  type RunningDeviceActorService,
+} from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
@@ -13,7 +17,10 @@ import { http } from './http-client.js';
 export const TEST_ENCRYPTION_KEY = Sealer.generateKey();
 
 /** Environment for a test stack: short timings, plain HTTP on a random port. */
-export function testEnv(natsUrl: string, extra: Record<string, string> = {}): Record<string, string> {
+export function testEnv(
+  natsUrl: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     NATS_URL: natsUrl,
     SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY,
@@ -151,7 +158,9 @@ export class ServiceProcess {
       const line = this.output.find((l) => pattern.test(l));
       if (line) return line;
       if (this.child.exitCode !== null) {
-        throw new Error(`${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`);
+        throw new Error(
+          `${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`,
+        );
       }
       if (Date.now() > deadline) throw new Error(`${this.name}: no line matching ${pattern}`);
       await new Promise((r) => setTimeout(r, 25));

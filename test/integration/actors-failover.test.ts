@@ -5,7 +5,13 @@ import { NatsServerProcess, ServiceProcess, http, testEnv, waitForJob } from '..
 
 const PASSWORD = 'svc-demo';
 
-async function waitStatus(url: string, id: string, auth: object, status: string, timeoutMs = 15_000) {
+async function waitStatus(
+  url: string,
+  id: string,
+  auth: object,
+  status: string,
+  timeoutMs = 15_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const a = await http('GET', `${url}/v2/send-command/${id}`, auth);
@@ -26,8 +32,16 @@ async function waitWorkers(url: string, count: number) {
 
 test('when an actor host is killed with SIGKILL mid-job, then that job fails WORKER_LOST and is never rerun, and its queued jobs finish on another host', async (t) => {
   const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD, commandLatencyMs: 0 });
-  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', WORKER_STALE_THRESHOLD: '2', JOB_REAPER_INTERVAL: '0.5' });
+  const device = await startDevice({
+    platform: 'cisco_ios',
+    enable: PASSWORD,
+    commandLatencyMs: 0,
+  });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'INFO',
+    WORKER_STALE_THRESHOLD: '2',
+    JOB_REAPER_INTERVAL: '0.5',
+  });
   const procs: ServiceProcess[] = [];
   t.after(async () => {
     for (const p of procs.reverse()) await p.kill('SIGTERM');
@@ -48,7 +62,12 @@ test('when an actor host is killed with SIGKILL mid-job, then that job fails WOR
   const submit = async (n: number) => {
     const a = await http('POST', `${url}/v2/send-command`, {
       ...auth,
-      body: { host: device.host, port: device.port, commands: [`show interface GigabitEthernet0/${n}`], read_timeout: 60 },
+      body: {
+        host: device.host,
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${n}`],
+        read_timeout: 60,
+      },
     });
     assert.equal(a.status, 202, a.text);
     return a.json.job_id as string;
@@ -76,9 +95,14 @@ test('when an actor host is killed with SIGKILL mid-job, then that job fails WOR
     assert.equal(done.json.status, 'finished', done.text);
   }
   await new Promise((r) => setTimeout(r, 1000));
-  const ran = device.stats.commands.map((c) => c.command).filter((c) => c.startsWith('show interface'));
+  const ran = device.stats.commands
+    .map((c) => c.command)
+    .filter((c) => c.startsWith('show interface'));
   assert.equal(ran.filter((c) => c.endsWith('/1')).length, 1, 'the lost job never ran again');
-  assert.deepEqual(ran.slice(1), ['show interface GigabitEthernet0/2', 'show interface GigabitEthernet0/3']);
+  assert.deepEqual(ran.slice(1), [
+    'show interface GigabitEthernet0/2',
+    'show interface GigabitEthernet0/3',
+  ]);
   assert.ok(gateway.output.length > 0);
   const reaperLog = procs[0]!.output.join('\n');
   assert.match(reaperLog, /"event_type":"job.orphaned"/);
@@ -140,6 +164,10 @@ test('when the dispatcher and a gateway are killed with SIGKILL under load, then
   }
   const seen = [...device.stats.commands, ...device2.stats.commands].map((c) => c.command);
   for (const job of accepted) {
-    assert.equal(seen.filter((c) => c === job.command).length, 1, `${job.command} ran exactly once`);
+    assert.equal(
+      seen.filter((c) => c === job.command).length,
+      1,
+      `${job.command} ran exactly once`,
+    );
   }
 });

@@ -46,7 +46,12 @@ async function device(options: Parameters<typeof startDevice>[0] = { platform: '
 
 const authOf = (d: SimulatedDevice) => ({ basic: { username: d.username, password: d.password } });
 
-async function submit(d: SimulatedDevice, commands: string[], extra: Record<string, unknown> = {}, auth = authOf(d)) {
+async function submit(
+  d: SimulatedDevice,
+  commands: string[],
+  extra: Record<string, unknown> = {},
+  auth = authOf(d),
+) {
   const a = await http('POST', `${stack.url}/v2/send-command`, {
     ...auth,
     body: { host: d.host, port: d.port, commands, ...extra },
@@ -71,7 +76,9 @@ test('when 20 clients submit to one device at once, then the device never sees t
     Array.from({ length: 20 }, (_, i) => submit(d, [`show interface GigabitEthernet0/${i}`])),
   );
   for (const a of answers) assert.equal(a.status, 202, a.text);
-  const done = await Promise.all(answers.map((a) => waitForJob(stack.url, a.json.job_id, authOf(d))));
+  const done = await Promise.all(
+    answers.map((a) => waitForJob(stack.url, a.json.job_id, authOf(d))),
+  );
   assert.ok(done.every((r) => r.json.status === 'finished'));
   assert.equal(d.stats.maxConcurrentSessions, 1);
 });
@@ -103,7 +110,10 @@ test('when a user fails to log in repeatedly, then further Basic submissions to 
   for (let i = 0; i < 2; i++) {
     const a = await submit(d, ['show version'], {}, wrong);
     assert.equal(a.status, 202);
-    assert.equal((await waitForJob(stack.url, a.json.job_id, wrong)).json.error_code, 'AUTH_FAILED');
+    assert.equal(
+      (await waitForJob(stack.url, a.json.job_id, wrong)).json.error_code,
+      'AUTH_FAILED',
+    );
   }
   const locked = await submit(d, ['show version'], {}, wrong);
   assert.equal(locked.status, 403, locked.text);

@@ -21,7 +21,11 @@ test('when the queue of a context is full, then submissions get 503 with Retry-A
   for (let i = 0; i < 5; i++) {
     const a = await http('POST', `${stack.url}/v2/send-command`, {
       ...auth,
-      body: { host: device.host, port: device.port, commands: [`show interface GigabitEthernet0/${i}`] },
+      body: {
+        host: device.host,
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${i}`],
+      },
     });
     statuses.push(a.status);
     if (a.status === 503) assert.equal(a.headers['retry-after'], '10');

@@ -7,22 +7,34 @@ import { NatsCluster, http, startInProcessStack, waitForJob, waitHealthy } from 
 
 test('when one node of a 3-node NATS cluster is killed mid-load, then no accepted job is lost', async (t) => {
   const cluster = await NatsCluster.start(3);
-  const fleet = await startFleet({ count: 5, platform: 'cisco_ios', enable: 'svc-demo', commandLatencyMs: 5 });
-  const stack = await startInProcessStack(cluster.url, { env: { NATS_REPLICAS: '3', DISPATCH_LEASE: '3' } });
+  const fleet = await startFleet({
+    count: 5,
+    platform: 'cisco_ios',
+    enable: 'svc-demo',
+    commandLatencyMs: 5,
+  });
+  const stack = await startInProcessStack(cluster.url, {
+    env: { NATS_REPLICAS: '3', DISPATCH_LEASE: '3' },
+  });
   t.after(async () => {
     await stack.stop();
     await fleet.stop();
     await cluster.stop();
   });
   await waitHealthy(stack.url, 30_000);
-  const auth = { basic: { username: fleet.devices[0]!.username, password: fleet.devices[0]!.password } };
+  const auth = {
+    basic: { username: fleet.devices[0]!.username, password: fleet.devices[0]!.password },
+  };
 
   // Kill the node leading the job stream: the worst case for publishers.
   const nc = await connect({ servers: cluster.url.split(',') });
   const info = await (await jetstreamManager(nc)).streams.info('SVC_JOBS');
   await nc.close();
   const leader = info.cluster?.leader;
-  const victim = Math.max(0, cluster.nodes.findIndex((_, i) => `n${i + 1}` === leader));
+  const victim = Math.max(
+    0,
+    cluster.nodes.findIndex((_, i) => `n${i + 1}` === leader),
+  );
 
   const accepted: string[] = [];
   let rejected = 0;
@@ -52,6 +64,10 @@ test('when one node of a 3-node NATS cluster is killed mid-load, then no accepte
   }
   const ran = fleet.devices.flatMap((d) => d.stats.commands.map((c) => c.command));
   const unique = new Set(ran.filter((c) => c.startsWith('show interface')));
-  assert.equal(unique.size, ran.filter((c) => c.startsWith('show interface')).length, 'no job ran twice');
+  assert.equal(
+    unique.size,
+    ran.filter((c) => c.startsWith('show interface')).length,
+    'no job ran twice',
+  );
   t.diagnostic(`accepted ${accepted.length}, rejected during the election ${rejected}`);
 });

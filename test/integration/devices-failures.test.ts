@@ -41,7 +41,10 @@ async function failure(job: DeviceJob): Promise<SvcError> {
   assert.fail('the job should have failed');
 }
 
-async function ios(t: { after(fn: () => Promise<void>): void }, options: Parameters<typeof startDevice>[0] = { platform: 'cisco_ios' }): Promise<SimulatedDevice> {
+async function ios(
+  t: { after(fn: () => Promise<void>): void },
+  options: Parameters<typeof startDevice>[0] = { platform: 'cisco_ios' },
+): Promise<SimulatedDevice> {
   const dev = await startDevice(options);
   t.after(() => dev.stop());
   return dev;
@@ -69,7 +72,14 @@ test('when the listener accepts TCP but never speaks SSH, then CONNECTION_TIMEOU
   assert.ok(address !== null && typeof address === 'object');
   const started = Date.now();
   const err = await failure({
-    ...jobFor({ host: '127.0.0.1', port: address.port, platform: 'cisco_ios', username: 'u', password: 'p', enable: 'e' } as SimulatedDevice),
+    ...jobFor({
+      host: '127.0.0.1',
+      port: address.port,
+      platform: 'cisco_ios',
+      username: 'u',
+      password: 'p',
+      enable: 'e',
+    } as SimulatedDevice),
     connTimeoutMs: 1000,
     commands: ['show version'],
   });
@@ -79,7 +89,14 @@ test('when the listener accepts TCP but never speaks SSH, then CONNECTION_TIMEOU
 
 test('when the host name does not resolve, then HOST_UNREACHABLE', async () => {
   const err = await failure({
-    ...jobFor({ host: 'nonexistent.invalid', port: 22, platform: 'cisco_ios', username: 'u', password: 'p', enable: 'e' } as SimulatedDevice),
+    ...jobFor({
+      host: 'nonexistent.invalid',
+      port: 22,
+      platform: 'cisco_ios',
+      username: 'u',
+      password: 'p',
+      enable: 'e',
+    } as SimulatedDevice),
     commands: ['show version'],
   });
   assert.equal(err.code, 'HOST_UNREACHABLE');
@@ -87,7 +104,9 @@ test('when the host name does not resolve, then HOST_UNREACHABLE', async () => {
 
 test('when the password is wrong, then AUTH_FAILED and the text has no password', async (t) => {
   const dev = await ios(t);
-  const err = await failure(jobFor(dev, { password: 'not-the-password-123', commands: ['show version'] }));
+  const err = await failure(
+    jobFor(dev, { password: 'not-the-password-123', commands: ['show version'] }),
+  );
   assert.equal(err.code, 'AUTH_FAILED');
   assert.ok(!err.message.includes('not-the-password-123'));
   assert.ok(dev.stats.authFailures >= 1);
@@ -101,7 +120,9 @@ test('when the device rejects every login (fault), then AUTH_FAILED', async (t) 
 
 test('when the enable password is wrong, then AUTH_FAILED', async (t) => {
   const dev = await ios(t);
-  const err = await failure(jobFor(dev, { enable: 'wrong-enable-secret', commands: ['show version'] }));
+  const err = await failure(
+    jobFor(dev, { enable: 'wrong-enable-secret', commands: ['show version'] }),
+  );
   assert.equal(err.code, 'AUTH_FAILED');
   assert.ok(!err.message.includes('wrong-enable-secret'));
 });
@@ -116,9 +137,13 @@ test('when the device hangs on a command, then READ_TIMEOUT after read_timeout',
 
 test('when expect_string never matches, then READ_TIMEOUT; when it matches, the output ends there', async (t) => {
   const dev = await ios(t);
-  const err = await failure(jobFor(dev, { readTimeoutMs: 500, expectString: 'NEVER-SEEN', commands: ['show version'] }));
+  const err = await failure(
+    jobFor(dev, { readTimeoutMs: 500, expectString: 'NEVER-SEEN', commands: ['show version'] }),
+  );
   assert.equal(err.code, 'READ_TIMEOUT');
-  const ok = await run(jobFor(dev, { expectString: 'Technical Support', commands: ['show version'] }));
+  const ok = await run(
+    jobFor(dev, { expectString: 'Technical Support', commands: ['show version'] }),
+  );
   assert.equal(
     ok.results['show version'],
     'Cisco IOS Software, IOSv Software (VIOS-ADVENTERPRISEK9-M), Version 15.9(3)M4, RELEASE SOFTWARE (fc3)\nTechnical Support',
@@ -127,7 +152,10 @@ test('when expect_string never matches, then READ_TIMEOUT; when it matches, the 
 
 test('when the device drops the session mid-command, then SESSION_DROPPED', async (t) => {
   const dev = await ios(t, { platform: 'cisco_ios', faults: { drop: '^show version$' } });
-  assert.equal((await failure(jobFor(dev, { commands: ['show version'] }))).code, 'SESSION_DROPPED');
+  assert.equal(
+    (await failure(jobFor(dev, { commands: ['show version'] }))).code,
+    'SESSION_DROPPED',
+  );
 });
 
 test('when a show command is unknown, then COMMAND_ERROR with the device message, secrets redacted', async (t) => {
@@ -147,20 +175,38 @@ for (const platform of ['cisco_ios', 'juniper_junos', 'huawei', 'fortinet', 'cis
         : platform === 'juniper_junos'
           ? ['set system host-name X', 'bogus line']
           : ['hostname X', 'bogus line', 'never sent'];
-    const err = await failure(jobFor(dev, { kind: 'config', commands: lines, commit: platform === 'cisco_xr' || platform === 'juniper_junos' }));
+    const err = await failure(
+      jobFor(dev, {
+        kind: 'config',
+        commands: lines,
+        commit: platform === 'cisco_xr' || platform === 'juniper_junos',
+      }),
+    );
     assert.equal(err.code, 'COMMAND_ERROR');
     assert.match(err.message, /bogus line/);
     assert.notEqual(dev.lastMode, 'config', 'left configuration mode');
     assert.ok(!dev.stats.commands.some((c) => c.command === 'never sent'));
     assert.equal(dev.stats.commits, 0, 'nothing committed');
-    const next = await run(jobFor(dev, { commands: [platform === 'huawei' ? 'display version' : platform === 'fortinet' ? 'get system status' : 'show version'] }));
+    const next = await run(
+      jobFor(dev, {
+        commands: [
+          platform === 'huawei'
+            ? 'display version'
+            : platform === 'fortinet'
+              ? 'get system status'
+              : 'show version',
+        ],
+      }),
+    );
     assert.equal(Object.keys(next.results).length, 1, 'the next session works');
   });
 }
 
 test('when commit is asked on a platform without commit, then COMMAND_ERROR before touching the device', async (t) => {
   const dev = await ios(t);
-  const err = await failure(jobFor(dev, { kind: 'config', commands: ['hostname X'], commit: true }));
+  const err = await failure(
+    jobFor(dev, { kind: 'config', commands: ['hostname X'], commit: true }),
+  );
   assert.equal(err.code, 'COMMAND_ERROR');
   assert.match(err.message, /commit is not supported on platform cisco_ios/);
   assert.equal(dev.stats.handshakes, 0);
@@ -177,8 +223,13 @@ test('when the device echoes slowly, character by character, then the output is 
 
 test('when output is slow and paging could not be disabled, then pages are joined without artefacts', async (t) => {
   const fast = await ios(t);
-  const reference = (await run(jobFor(fast, { commands: ['show running-config'] }))).results['show running-config'];
-  const dev = await ios(t, { platform: 'cisco_ios', faults: { ignorePagingOff: true, slowOutput: { chunkSize: 97, delayMs: 1 } } });
+  const reference = (await run(jobFor(fast, { commands: ['show running-config'] }))).results[
+    'show running-config'
+  ];
+  const dev = await ios(t, {
+    platform: 'cisco_ios',
+    faults: { ignorePagingOff: true, slowOutput: { chunkSize: 97, delayMs: 1 } },
+  });
   const out = await run(jobFor(dev, { commands: ['show running-config'] }));
   assert.equal(out.results['show running-config'], reference);
   assert.ok(!String(reference).includes('More'));
@@ -189,14 +240,18 @@ test('when the job is aborted with a JOB_TIMEOUT reason, then that code, at once
   const ac = new AbortController();
   setTimeout(() => ac.abort(new SvcError('JOB_TIMEOUT', 'job ran longer than JOB_TIMEOUT')), 300);
   const started = Date.now();
-  const err = await failure(jobFor(dev, { signal: ac.signal, readTimeoutMs: 10_000, commands: ['show version'] }));
+  const err = await failure(
+    jobFor(dev, { signal: ac.signal, readTimeoutMs: 10_000, commands: ['show version'] }),
+  );
   assert.equal(err.code, 'JOB_TIMEOUT');
   assert.ok(Date.now() - started < 2000);
 });
 
 test('when autodetect gets no usable answer, then PLATFORM_AUTODETECT_FAILED', async (t) => {
   const dev = await ios(t, { platform: 'linux', faults: { hang: '^uname' } });
-  const err = await failure(jobFor(dev, { platform: 'autodetect', readTimeoutMs: 500, commands: ['uname -a'] }));
+  const err = await failure(
+    jobFor(dev, { platform: 'autodetect', readTimeoutMs: 500, commands: ['uname -a'] }),
+  );
   assert.equal(err.code, 'PLATFORM_AUTODETECT_FAILED');
   assert.match(err.message, /platform autodetect failed/);
 });

@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { PLATFORMS } from '@svc/proto';
 import { createDeviceRunner } from '@svc/device-actor';
 import type { DeviceJob } from '@svc/device-actor';
-import { PLATFORM_CASES as CASES, expectedOutput, startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  PLATFORM_CASES as CASES,
+  expectedOutput,
+  startDevice,
+  type SimulatedDevice,
+} from '@svc/test/support';
 
 function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): DeviceJob {
   return {

@@ -28,13 +28,20 @@ function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): DeviceJob 
   };
 }
 
-function setup(t: { after(fn: () => Promise<void>): void }, options: { exclude?: string[]; maxSize?: number } = {}) {
+function setup(
+  t: { after(fn: () => Promise<void>): void },
+  options: { exclude?: string[]; maxSize?: number } = {},
+) {
   const pool = new SessionPool({ idleTtlMs: 60_000, maxSize: options.maxSize ?? 10 });
   t.after(() => pool.close());
   return { pool, run: createDeviceRunner({ pool, poolExclude: options.exclude ?? [] }) };
 }
 
-async function device(t: { after(fn: () => Promise<void>): void }, platform = 'cisco_ios', port?: number): Promise<SimulatedDevice> {
+async function device(
+  t: { after(fn: () => Promise<void>): void },
+  platform = 'cisco_ios',
+  port?: number,
+): Promise<SimulatedDevice> {
   const dev = await startDevice(port === undefined ? { platform } : { platform, port });
   t.after(() => dev.stop());
   return dev;
@@ -74,7 +81,10 @@ test('when the password changes, then the old warm sessions are closed', async (
   const dev = await device(t);
   await run(jobFor(dev, { commands: ['show version'] }));
   assert.equal(pool.size, 1);
-  await assert.rejects(run(jobFor(dev, { password: 'rotated-password', commands: ['show version'] })), (err: unknown) => err instanceof SvcError && err.code === 'AUTH_FAILED');
+  await assert.rejects(
+    run(jobFor(dev, { password: 'rotated-password', commands: ['show version'] })),
+    (err: unknown) => err instanceof SvcError && err.code === 'AUTH_FAILED',
+  );
   assert.equal(pool.size, 0);
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(dev.stats.sessionsOpen, 0, 'the old session was closed');

@@ -41,7 +41,10 @@ test('when the dispatcher is down, then a queued job waits and runs once a dispa
     nc,
     log: silentLogger('dispatcher'),
   });
-  cleanup.unshift(() => second.stop(), () => nc.close());
+  cleanup.unshift(
+    () => second.stop(),
+    () => nc.close(),
+  );
   const done = await waitForJob(stack.url, a.json.job_id, auth);
   assert.equal(done.json.status, 'finished');
   assert.equal(device.stats.handshakes, 1);

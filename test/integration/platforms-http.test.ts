@@ -1,7 +1,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PLATFORMS } from '@svc/proto';
-import { PLATFORM_CASES, expectedOutput, startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  PLATFORM_CASES,
+  expectedOutput,
+  startDevice,
+  type SimulatedDevice,
+} from '@svc/test/support';
 import {
   NatsServerProcess,
   http,
@@ -59,7 +64,10 @@ for (const platform of PLATFORMS) {
     assert.equal(dev.stats.saves, c.saves);
     assert.equal(dev.stats.commits, c.commits);
 
-    const detected = await runJob(dev, '/v2/send-command', { platform: 'autodetect', commands: [c.show[0]] });
+    const detected = await runJob(dev, '/v2/send-command', {
+      platform: 'autodetect',
+      commands: [c.show[0]],
+    });
     assert.equal(detected.status, 'finished', JSON.stringify(detected));
     assert.equal(detected.detected_platform, platform);
     assert.equal(detected.results[c.show[0]!], expectedOutput(dev, c.show[0]!));
@@ -69,7 +77,9 @@ for (const platform of PLATFORMS) {
 test('when a configuration line is rejected, then the job fails with COMMAND_ERROR and the device message', async (t) => {
   const dev = await startDevice({ platform: 'cisco_ios' });
   t.after(() => dev.stop());
-  const r = await runJob(dev, '/v2/send-config', { commands: ['interface Gi0/1', 'bogus command here'] });
+  const r = await runJob(dev, '/v2/send-config', {
+    commands: ['interface Gi0/1', 'bogus command here'],
+  });
   assert.equal(r.status, 'failed');
   assert.equal(r.error_code, 'COMMAND_ERROR');
   assert.match(r.error, /Invalid input/);
@@ -80,7 +90,11 @@ test('when the platform cannot be fingerprinted, then the job fails with PLATFOR
   const dev = await startDevice({ platform: 'linux' });
   t.after(() => dev.stop());
   await dev.setFaults({ hang: '.*' });
-  const r = await runJob(dev, '/v2/send-command', { platform: 'autodetect', commands: ['uname -a'], read_timeout: 1 });
+  const r = await runJob(dev, '/v2/send-command', {
+    platform: 'autodetect',
+    commands: ['uname -a'],
+    read_timeout: 1,
+  });
   assert.equal(r.status, 'failed');
   assert.equal(r.error_code, 'PLATFORM_AUTODETECT_FAILED');
   assert.match(r.error, /platform autodetect failed/);

@@ -17,7 +17,13 @@ const PASSWORD = 'Pw-9f3c1e-never-stored';
 
 test('when gateway, dispatcher and two actor hosts run as processes, then 50 jobs on 10 devices all finish, in order per device, one session at a time, and no password is stored', async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({ count: 10, platform: 'cisco_ios', commandLatencyMs: 15, password: PASSWORD, enable: PASSWORD });
+  const fleet = await startFleet({
+    count: 10,
+    platform: 'cisco_ios',
+    commandLatencyMs: 15,
+    password: PASSWORD,
+    enable: PASSWORD,
+  });
   // INFO: the test reads the gateway's start line and scans every log line for the password.
   const env = testEnv(nats.url, { LOG_LEVEL: 'INFO' });
   const procs = [
@@ -59,10 +65,16 @@ test('when gateway, dispatcher and two actor hosts run as processes, then 50 job
     );
   }
   const results = await Promise.all(jobIds.map((id) => waitForJob(url, id, auth, 60_000)));
-  assert.equal(results.filter((r) => r.json.status === 'finished').length, 50, 'every job finished');
+  assert.equal(
+    results.filter((r) => r.json.status === 'finished').length,
+    50,
+    'every job finished',
+  );
 
   fleet.devices.forEach((d, i) => {
-    const seen = d.stats.commands.map((c) => c.command).filter((c) => c.startsWith('show interface'));
+    const seen = d.stats.commands
+      .map((c) => c.command)
+      .filter((c) => c.startsWith('show interface'));
     assert.deepEqual(seen, submitted.get(i), `device ${i} ran its jobs in submission order`);
     assert.equal(d.stats.maxConcurrentSessions, 1, `device ${i} never had two sessions at once`);
   });
@@ -74,7 +86,9 @@ test('when gateway, dispatcher and two actor hosts run as processes, then 50 job
     const hosts = new Set<string>();
     for (const id of jobIds) {
       const e = await kv.get(id);
-      hosts.add((JSON.parse(new TextDecoder().decode(e!.value)) as { actor_host: string }).actor_host);
+      hosts.add(
+        (JSON.parse(new TextDecoder().decode(e!.value)) as { actor_host: string }).actor_host,
+      );
     }
     assert.equal(hosts.size, 2, 'jobs ran on both actor hosts');
   } finally {
@@ -82,7 +96,11 @@ test('when gateway, dispatcher and two actor hosts run as processes, then 50 job
   }
 
   // Nothing NATS stores holds the device password, in any encoding we can think of.
-  const needles = [PASSWORD, Buffer.from(PASSWORD).toString('base64'), Buffer.from(PASSWORD).toString('hex')];
+  const needles = [
+    PASSWORD,
+    Buffer.from(PASSWORD).toString('base64'),
+    Buffer.from(PASSWORD).toString('hex'),
+  ];
   for (const file of await readAllFiles(nats.storeDir)) {
     const text = file.toString('latin1');
     for (const n of needles) assert.ok(!text.includes(n), 'a device password is stored in NATS');

@@ -34,8 +34,11 @@ before(async () => {
   });
   url = gateway.httpUrl!;
   const admin = { basic: { username: 'admin', password: ADMIN_SECRET } };
-  operatorToken = (await http('POST', `${url}/v2/api-keys`, { ...admin, body: { role: 'operator' } })).json.token;
-  viewerToken = (await http('POST', `${url}/v2/api-keys`, { ...admin, body: { role: 'viewer' } })).json.token;
+  operatorToken = (
+    await http('POST', `${url}/v2/api-keys`, { ...admin, body: { role: 'operator' } })
+  ).json.token;
+  viewerToken = (await http('POST', `${url}/v2/api-keys`, { ...admin, body: { role: 'viewer' } }))
+    .json.token;
   assert.ok(operatorToken && viewerToken);
 });
 
@@ -58,7 +61,23 @@ const weird = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme' }),
   fc.string({ unit: 'binary' }),
-  fc.constantFrom('', ' ', '..', '.', '*', '>', 'a.b', '%', '%00', '\u0000', 'null', '[]', '{}', '-1', '1e309'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '..',
+    '.',
+    '*',
+    '>',
+    'a.b',
+    '%',
+    '%00',
+    '\u0000',
+    'null',
+    '[]',
+    '{}',
+    '-1',
+    '1e309',
+  ),
 );
 const segment = fc.oneof(
   weird.map((s) => {
@@ -82,21 +101,60 @@ const validBase = {
   commands: ['show version'],
 };
 const brokenField = fc.oneof(
-  fc.record({ commands: fc.oneof(fc.constant([]), fc.constant(null), weird, fc.array(fc.integer(), { minLength: 1 })) }),
-  fc.record({ port: fc.oneof(fc.integer({ min: -5, max: 0 }), fc.integer({ min: 65536 }), weird, fc.double()) }),
-  fc.record({ host: fc.oneof(fc.constant('bad host!'), fc.constant(''), fc.integer(), fc.constant('300.1.1.1')) }),
+  fc.record({
+    commands: fc.oneof(
+      fc.constant([]),
+      fc.constant(null),
+      weird,
+      fc.array(fc.integer(), { minLength: 1 }),
+    ),
+  }),
+  fc.record({
+    port: fc.oneof(fc.integer({ min: -5, max: 0 }), fc.integer({ min: 65536 }), weird, fc.double()),
+  }),
+  fc.record({
+    host: fc.oneof(
+      fc.constant('bad host!'),
+      fc.constant(''),
+      fc.integer(),
+      fc.constant('300.1.1.1'),
+    ),
+  }),
   fc.record({ platform: fc.oneof(fc.constant('cisco_foo'), fc.integer(), fc.constant('')) }),
   fc.record({ context: fc.oneof(fc.constant('mars'), fc.integer(), fc.constant('')) }),
-  fc.record({ tags: fc.oneof(fc.constant(['x']), fc.dictionary(weird, weird, { minKeys: 11, maxKeys: 12 })) }),
+  fc.record({
+    tags: fc.oneof(fc.constant(['x']), fc.dictionary(weird, weird, { minKeys: 11, maxKeys: 12 })),
+  }),
   fc.record({ conn_timeout: fc.oneof(fc.double({ max: 0.99, noNaN: true }), weird) }),
-  fc.record({ webhook_url: fc.oneof(fc.constant('http://127.0.0.1/h'), fc.constant('ftp://x'), fc.constant('not a url')) }),
+  fc.record({
+    webhook_url: fc.oneof(
+      fc.constant('http://127.0.0.1/h'),
+      fc.constant('ftp://x'),
+      fc.constant('not a url'),
+    ),
+  }),
   fc.record({ expect_string: fc.constant('([') }),
   fc.record({ webhook_secret: fc.string({ minLength: 1 }), webhook_url: fc.constant(null) }),
 );
 const submissionBody = fc.oneof(
-  fc.tuple(brokenField, fc.dictionary(fc.constantFrom('enable', 'username', 'password', 'read_timeout', 'ip', 'device_type', 'extra'), anyJson, { maxKeys: 3 })).map(
-    ([broken, noise]) => JSON.stringify({ ...validBase, ...noise, ...broken }),
-  ),
+  fc
+    .tuple(
+      brokenField,
+      fc.dictionary(
+        fc.constantFrom(
+          'enable',
+          'username',
+          'password',
+          'read_timeout',
+          'ip',
+          'device_type',
+          'extra',
+        ),
+        anyJson,
+        { maxKeys: 3 },
+      ),
+    )
+    .map(([broken, noise]) => JSON.stringify({ ...validBase, ...noise, ...broken })),
   anyJson.map((v) => JSON.stringify(v)),
   weird,
   fc.constant(''),
@@ -111,13 +169,15 @@ const authHeader = fc.oneof(
   basicHeader,
   fc.constant('Basic svc:svc-demo'),
   fc.constant('Basic '),
-  fc.string({ maxLength: 200 }).filter((s) => /^[\x21-\x7e]*$/.test(s)).map((s) => `Bearer ${s}`),
+  fc
+    .string({ maxLength: 200 })
+    .filter((s) => /^[\x21-\x7e]*$/.test(s))
+    .map((s) => `Bearer ${s}`),
   fc.constant('Bearer eyJhbGciOiJub25lIn0.eyJzdWIiOiJrZXlfMDAwIn0.'),
   fc.constant('OPERATOR'),
   fc.constant('VIEWER'),
   fc.constant('BASIC_OK'),
 );
-
 
 interface Req {
   method: string;
@@ -126,7 +186,13 @@ interface Req {
   headers: Record<string, string>;
 }
 
-const submitPaths = ['/v2/send-command', '/v2/send-config', '/v2/send-command-structured', '/v1/send_command', '/v1/send_command_structured'];
+const submitPaths = [
+  '/v2/send-command',
+  '/v2/send-config',
+  '/v2/send-command-structured',
+  '/v1/send_command',
+  '/v1/send_command_structured',
+];
 
 const request: fc.Arbitrary<Req> = fc
   .record({
@@ -141,8 +207,21 @@ const request: fc.Arbitrary<Req> = fc
       fc.constant(`/v2/jobs/${knownJobId}/replay`),
       segment.map((s) => `/v1/send_command/${s}`),
       segment.map((s) => `/v1/jobs/${s}/replay`),
-      fc.constantFrom('/v2/jobs', '/v2/jobs/failed', '/v1/jobs', '/v1/jobs/failed', '/v1/contexts', '/v2/api-keys'),
-      fc.tuple(fc.constantFrom('/v2/jobs', '/v2/jobs/failed', '/v1/jobs'), fc.dictionary(fc.constantFrom('page', 'per_page', 'status', 'tag'), weird, { maxKeys: 3 }))
+      fc.constantFrom(
+        '/v2/jobs',
+        '/v2/jobs/failed',
+        '/v1/jobs',
+        '/v1/jobs/failed',
+        '/v1/contexts',
+        '/v2/api-keys',
+      ),
+      fc
+        .tuple(
+          fc.constantFrom('/v2/jobs', '/v2/jobs/failed', '/v1/jobs'),
+          fc.dictionary(fc.constantFrom('page', 'per_page', 'status', 'tag'), weird, {
+            maxKeys: 3,
+          }),
+        )
         .map(([p, q]) => `${p}?${new URLSearchParams(q).toString()}`),
       segment.map((s) => `/v2/api-keys/${s}`),
       segment.map((s) => `/v2/api-keys/${s}/rotate`),
@@ -152,13 +231,23 @@ const request: fc.Arbitrary<Req> = fc
     auth: authHeader,
     requestId: fc.option(fc.oneof(headerValue, fc.uuid()), { nil: undefined }),
     idem: fc.option(headerValue, { nil: undefined }),
-    contentType: fc.option(fc.constantFrom('application/json', 'text/plain', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded', 'x/y'), { nil: undefined }),
+    contentType: fc.option(
+      fc.constantFrom(
+        'application/json',
+        'text/plain',
+        'multipart/form-data; boundary=x',
+        'application/x-www-form-urlencoded',
+        'x/y',
+      ),
+      { nil: undefined },
+    ),
   })
   .map((r) => {
     const headers: Record<string, string> = {};
     if (r.auth === 'OPERATOR') headers['authorization'] = `Bearer ${operatorToken}`;
     else if (r.auth === 'VIEWER') headers['authorization'] = `Bearer ${viewerToken}`;
-    else if (r.auth === 'BASIC_OK') headers['authorization'] = `Basic ${Buffer.from('svc:svc-demo').toString('base64')}`;
+    else if (r.auth === 'BASIC_OK')
+      headers['authorization'] = `Basic ${Buffer.from('svc:svc-demo').toString('base64')}`;
     else if (r.auth !== undefined) headers['authorization'] = r.auth;
     if (r.requestId !== undefined) headers['x-request-id'] = r.requestId;
     if (r.idem !== undefined) headers['x-idempotency-key'] = r.idem;
@@ -171,7 +260,10 @@ const request: fc.Arbitrary<Req> = fc
 async function send(req: Req): Promise<number> {
   if (req.path.endsWith('/stream') && req.method === 'GET') {
     const controller = new AbortController();
-    const res = await fetch(`${url}${req.path}`, { headers: req.headers, signal: controller.signal });
+    const res = await fetch(`${url}${req.path}`, {
+      headers: req.headers,
+      signal: controller.signal,
+    });
     controller.abort();
     return res.status;
   }
@@ -192,7 +284,8 @@ async function send(req: Req): Promise<number> {
     socket.on('error', reject);
   });
   const statuses = [...text.matchAll(/(?:^|\r\n)HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-  if (statuses.length === 0) throw new Error(`no HTTP answer: ${JSON.stringify(text.slice(0, 200))}`);
+  if (statuses.length === 0)
+    throw new Error(`no HTTP answer: ${JSON.stringify(text.slice(0, 200))}`);
   // Leftover body bytes that the server parsed as a second request may get their own answer.
   return Math.max(...statuses) >= 500 ? Math.max(...statuses) : statuses[0]!;
 }
@@ -209,9 +302,12 @@ test('when thousands of malformed requests hit every route, then none is a 5xx a
       try {
         status = await send(req);
       } catch (err) {
-        throw new Error(`the request failed: ${String(err)}; last requests ${JSON.stringify(recent)}`, {
-          cause: err,
-        });
+        throw new Error(
+          `the request failed: ${String(err)}; last requests ${JSON.stringify(recent)}`,
+          {
+            cause: err,
+          },
+        );
       }
       seen.set(status, (seen.get(status) ?? 0) + 1);
       assert.ok(status >= 200 && status < 500, `${req.method} ${req.path} answered ${status}`);
@@ -220,11 +316,17 @@ test('when thousands of malformed requests hit every route, then none is a 5xx a
     { numRuns: 2000, seed: Number(process.env['FUZZ_SEED'] ?? Date.now() % 100_000) },
   );
   // fc.check keeps the error of the counterexample, which fc.assert's report drops.
-  assert.ok(!outcome.failed, `${String(outcome.errorInstance)}; seed ${outcome.seed}, counterexample ${JSON.stringify(outcome.counterexample)}`);
+  assert.ok(
+    !outcome.failed,
+    `${String(outcome.errorInstance)}; seed ${outcome.seed}, counterexample ${JSON.stringify(outcome.counterexample)}`,
+  );
   const after = await queued();
   assert.deepEqual(after, before, 'nothing queued');
   // The gateway is still alive and answers.
   assert.equal((await http('GET', `${url}/v2/jobs`, { bearer: viewerToken })).status, 200);
-  const summary = [...seen.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}:${n}`).join(' ');
+  const summary = [...seen.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([s, n]) => `${s}:${n}`)
+    .join(' ');
   assert.ok(seen.size > 3, `a variety of answers: ${summary}`);
 });

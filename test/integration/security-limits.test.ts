@@ -52,7 +52,9 @@ async function counts(): Promise<{ records: number; queued: number }> {
 }
 
 /** A fresh Basic caller per test, so budgets and keys never leak between tests. */
-const caller = (name: string) => ({ basic: { username: `${name}-${randomUUID().slice(0, 8)}`, password: 'pw-limits' } });
+const caller = (name: string) => ({
+  basic: { username: `${name}-${randomUUID().slice(0, 8)}`, password: 'pw-limits' },
+});
 const body = (host: string, command: string) => ({ host, port: 22, commands: [command] });
 
 /** Waits until the current minute has room for a burst, so a window edge cannot split it. */
@@ -67,7 +69,10 @@ test('when concurrent submits on two instances exceed the per-device limit, then
   const start = await counts();
   const burst = await Promise.all(
     Array.from({ length: 20 }, (_, i) =>
-      http('POST', `${urls[i % 2]}/v2/send-command`, { ...who, body: body('10.0.0.1', `show interface ${i}`) }),
+      http('POST', `${urls[i % 2]}/v2/send-command`, {
+        ...who,
+        body: body('10.0.0.1', `show interface ${i}`),
+      }),
     ),
   );
   const accepted = burst.filter((a) => a.status === 202);
@@ -84,10 +89,17 @@ test('when concurrent submits on two instances exceed the per-device limit, then
   // The 15 refusals took nothing from the caller's budget: 8 - 5 = 3 more fit on other devices.
   const more = await Promise.all(
     Array.from({ length: 6 }, (_, i) =>
-      http('POST', `${urls[i % 2]}/v2/send-command`, { ...who, body: body(`10.0.1.${i + 1}`, 'show version') }),
+      http('POST', `${urls[i % 2]}/v2/send-command`, {
+        ...who,
+        body: body(`10.0.1.${i + 1}`, 'show version'),
+      }),
     ),
   );
-  assert.equal(more.filter((a) => a.status === 202).length, CALLER_LIMIT - DEVICE_LIMIT, more.map((a) => a.status).join());
+  assert.equal(
+    more.filter((a) => a.status === 202).length,
+    CALLER_LIMIT - DEVICE_LIMIT,
+    more.map((a) => a.status).join(),
+  );
   const limitedByCaller = more.find((a) => a.status === 429)!;
   assert.equal(limitedByCaller.headers['x-ratelimit-limit'], String(CALLER_LIMIT));
   const end = await counts();
@@ -95,10 +107,16 @@ test('when concurrent submits on two instances exceed the per-device limit, then
   assert.equal(end.queued - start.queued, CALLER_LIMIT, 'one queued message per accepted job');
 
   // Another caller has its own budget on the same device.
-  const other = await http('POST', `${urls[0]}/v2/send-command`, { ...caller('rl2'), body: body('10.0.0.1', 'show version') });
+  const other = await http('POST', `${urls[0]}/v2/send-command`, {
+    ...caller('rl2'),
+    body: body('10.0.0.1', 'show version'),
+  });
   assert.equal(other.status, 202);
   // Invalid requests are refused before the budget (422, not 429).
-  const invalid = await http('POST', `${urls[0]}/v2/send-command`, { ...who, body: { host: 'bad host!', commands: ['x'] } });
+  const invalid = await http('POST', `${urls[0]}/v2/send-command`, {
+    ...who,
+    body: { host: 'bad host!', commands: ['x'] },
+  });
   assert.equal(invalid.status, 422);
 });
 
@@ -136,7 +154,11 @@ test('when one idempotency key is sent concurrently to two instances, then one j
   assert.equal(stranger.json.idempotent, false);
   assert.ok(!jobIds.has(stranger.json.job_id));
   // A repeat later still answers the original, without taking budget.
-  const repeat = await http('POST', `${urls[1]}/v2/send-command`, { ...who, headers: { 'X-Idempotency-Key': key }, body: body('10.0.2.9', 'x') });
+  const repeat = await http('POST', `${urls[1]}/v2/send-command`, {
+    ...who,
+    headers: { 'X-Idempotency-Key': key },
+    body: body('10.0.2.9', 'x'),
+  });
   assert.equal(repeat.json.job_id, [...jobIds][0]);
   assert.equal(repeat.json.idempotent, true);
 });
@@ -162,8 +184,14 @@ test('when identical jobs are submitted concurrently to two instances, then one 
   assert.equal(stranger.json.deduplicated, false);
   assert.notEqual(stranger.json.job_id, jobId);
   // Commands in another order are another job.
-  const reordered = await http('POST', `${urls[0]}/v2/send-command`, { ...who, body: { host: '10.0.3.1', port: 22, commands: ['b', 'a'] } });
-  const ordered = await http('POST', `${urls[0]}/v2/send-command`, { ...who, body: { host: '10.0.3.1', port: 22, commands: ['a', 'b'] } });
+  const reordered = await http('POST', `${urls[0]}/v2/send-command`, {
+    ...who,
+    body: { host: '10.0.3.1', port: 22, commands: ['b', 'a'] },
+  });
+  const ordered = await http('POST', `${urls[0]}/v2/send-command`, {
+    ...who,
+    body: { host: '10.0.3.1', port: 22, commands: ['a', 'b'] },
+  });
   assert.notEqual(reordered.json.job_id, ordered.json.job_id);
 
   // Once the job has ended (cancelled here), the same submission is a new job.

@@ -96,9 +96,13 @@ test('when SVC_ADMIN_SECRET is unset and no admin key exists, then key managemen
 test('when keys are managed, then create/list/revoke/rotate follow the spec and the token is shown once', async () => {
   const none = await http('GET', `${A}/v2/api-keys`);
   assert.equal(none.status, 401);
-  const wrong = await http('GET', `${A}/v2/api-keys`, { basic: { username: 'admin', password: 'nope' } });
+  const wrong = await http('GET', `${A}/v2/api-keys`, {
+    basic: { username: 'admin', password: 'nope' },
+  });
   assert.equal(wrong.status, 401);
-  const notAdminUser = await http('GET', `${A}/v2/api-keys`, { basic: { username: 'root', password: ADMIN_SECRET } });
+  const notAdminUser = await http('GET', `${A}/v2/api-keys`, {
+    basic: { username: 'root', password: ADMIN_SECRET },
+  });
   assert.equal(notAdminUser.status, 401);
 
   const created = await http('POST', `${A}/v2/api-keys`, { ...admin, body: '' });
@@ -113,7 +117,11 @@ test('when keys are managed, then create/list/revoke/rotate follow the spec and 
   assert.equal(claims.sub, k.key_id);
   assert.equal(claims['role'], 'admin');
   assert.deepEqual(claims['ctx'], ['*']);
-  assert.ok(typeof claims.jti === 'string' && typeof claims.iat === 'number' && typeof claims.exp === 'number');
+  assert.ok(
+    typeof claims.jti === 'string' &&
+      typeof claims.iat === 'number' &&
+      typeof claims.exp === 'number',
+  );
 
   const forever = await createKey('viewer', { ttl: 0, contexts: ['lab'], created_by: 'alice' });
   assert.equal(forever.expires_at, '9999-12-31T23:59:59.000Z');
@@ -122,20 +130,39 @@ test('when keys are managed, then create/list/revoke/rotate follow the spec and 
   const list = await http('GET', `${A}/v2/api-keys`, admin);
   assert.equal(list.status, 200);
   const item = list.json.keys.find((x: { key_id: string }) => x.key_id === forever.key_id);
-  assert.deepEqual(Object.keys(item).sort(), ['contexts', 'created_at', 'created_by', 'expires_at', 'key_id', 'role']);
+  assert.deepEqual(Object.keys(item).sort(), [
+    'contexts',
+    'created_at',
+    'created_by',
+    'expires_at',
+    'key_id',
+    'role',
+  ]);
   assert.equal(item.created_by, 'alice');
   assert.doesNotMatch(list.text, /eyJ/, 'no token in the list');
 
-  for (const bad of [{ role: 'root' }, { ttl: -1 }, { ttl: '60' }, { contexts: ['mars'] }, { contexts: [] }, { extra: 1 }]) {
+  for (const bad of [
+    { role: 'root' },
+    { ttl: -1 },
+    { ttl: '60' },
+    { contexts: ['mars'] },
+    { contexts: [] },
+    { extra: 1 },
+  ]) {
     const a = await http('POST', `${A}/v2/api-keys`, { ...admin, body: bad });
     assert.equal(a.status, 422, `${JSON.stringify(bad)}: ${a.text}`);
   }
-  assert.equal((await http('DELETE', `${A}/v2/api-keys/key_000000000000000000000000`, admin)).status, 404);
+  assert.equal(
+    (await http('DELETE', `${A}/v2/api-keys/key_000000000000000000000000`, admin)).status,
+    404,
+  );
   assert.equal((await http('DELETE', `${A}/v2/api-keys/..%2F..`, admin)).status, 404);
   assert.equal((await http('POST', `${A}/v2/api-keys/nope/rotate`, admin)).status, 404);
 
   // An admin key manages keys on the instance without the admin secret, once it knows the key.
-  await eventually(async () => (await http('GET', `${B}/v2/api-keys`, { bearer: k.token })).status === 200);
+  await eventually(
+    async () => (await http('GET', `${B}/v2/api-keys`, { bearer: k.token })).status === 200,
+  );
   const byKey = await createKey('operator', {}, B, { bearer: k.token });
   assert.equal(byKey.created_by, undefined, 'create answer has no created_by');
   const listed = await http('GET', `${B}/v2/api-keys`, { bearer: k.token });
@@ -154,7 +181,11 @@ test('when a key is revoked or rotated on one instance, then the other refuses t
   assert.equal(rotated.status, 200, rotated.text);
   assert.equal(rotated.json.key_id, op.key_id);
   assert.notEqual(rotated.json.token, op.token);
-  assert.equal((await http('GET', `${B}/v2/jobs`, { bearer: op.token })).status, 401, 'old token refused at once');
+  assert.equal(
+    (await http('GET', `${B}/v2/jobs`, { bearer: op.token })).status,
+    401,
+    'old token refused at once',
+  );
   assert.equal((await http('GET', `${B}/v2/jobs`, { bearer: rotated.json.token })).status, 200);
 
   const revoked = await http('DELETE', `${A}/v2/api-keys/${op.key_id}`, admin);
@@ -174,7 +205,11 @@ test('when a token is expired, forged, unsigned or tampered, then every instance
   assert.equal((await http('GET', `${A}/v2/jobs`, { bearer: short.token })).status, 200);
   await new Promise((r) => setTimeout(r, Math.max(0, born + 3300 - Date.now())));
   for (const url of [A, B]) {
-    assert.equal((await http('GET', `${url}/v2/jobs`, { bearer: short.token })).status, 401, 'expired');
+    assert.equal(
+      (await http('GET', `${url}/v2/jobs`, { bearer: short.token })).status,
+      401,
+      'expired',
+    );
   }
   const live = await createKey('viewer');
   const claims = decodeJwt(live.token);
@@ -184,7 +219,10 @@ test('when a token is expired, forged, unsigned or tampered, then every instance
     .setJti(String(claims.jti))
     .setIssuedAt()
     .sign(new TextEncoder().encode('another-secret-another-secret-another-secret'));
-  const unsigned = new UnsecuredJWT({ role: 'admin', ctx: ['*'] }).setSubject(live.key_id).setJti(String(claims.jti)).encode();
+  const unsigned = new UnsecuredJWT({ role: 'admin', ctx: ['*'] })
+    .setSubject(live.key_id)
+    .setJti(String(claims.jti))
+    .encode();
   const [h, , s] = live.token.split('.');
   const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, role: 'admin' })).toString('base64url')}.${s}`;
   const hs512 = await new SignJWT({ role: 'admin', ctx: ['*'] })
@@ -224,37 +262,158 @@ const credsFor = (who: Who) => (who.kind === 'key' ? deviceCreds() : {});
 
 /** Every job route; `owner` ones must answer 403 to anyone but the submitter (or an admin key). */
 const JOB_ROUTES: Route[] = [
-  { name: 'GET send-command', method: 'GET', path: (id) => `/v2/send-command/${id}`, role: 'viewer', owner: true },
-  { name: 'GET structured', method: 'GET', path: (id) => `/v2/send-command-structured/${id}`, role: 'viewer', owner: true },
-  { name: 'GET jobs/{id}', method: 'GET', path: (id) => `/v2/jobs/${id}`, role: 'viewer', owner: true },
-  { name: 'SSE jobs stream', method: 'GET', path: (id) => `/v2/jobs/${id}/stream`, role: 'viewer', owner: true },
-  { name: 'SSE send-command stream', method: 'GET', path: (id) => `/v2/send-command/${id}/stream`, role: 'viewer', owner: true },
-  { name: 'DELETE send-command', method: 'DELETE', path: (id) => `/v2/send-command/${id}`, role: 'operator', owner: true },
-  { name: 'replay', method: 'POST', path: (id) => `/v2/jobs/${id}/replay`, role: 'operator', owner: true, body: credsFor },
-  { name: 'v1 GET send_command', method: 'GET', path: (id) => `/v1/send_command/${id}`, role: 'viewer', owner: true },
-  { name: 'v1 GET structured', method: 'GET', path: (id) => `/v1/send_command_structured/${id}`, role: 'viewer', owner: true },
-  { name: 'v1 DELETE send_command', method: 'DELETE', path: (id) => `/v1/send_command/${id}`, role: 'operator', owner: true },
-  { name: 'v1 replay', method: 'POST', path: (id) => `/v1/jobs/${id}/replay`, role: 'operator', owner: true, body: credsFor },
+  {
+    name: 'GET send-command',
+    method: 'GET',
+    path: (id) => `/v2/send-command/${id}`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'GET structured',
+    method: 'GET',
+    path: (id) => `/v2/send-command-structured/${id}`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'GET jobs/{id}',
+    method: 'GET',
+    path: (id) => `/v2/jobs/${id}`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'SSE jobs stream',
+    method: 'GET',
+    path: (id) => `/v2/jobs/${id}/stream`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'SSE send-command stream',
+    method: 'GET',
+    path: (id) => `/v2/send-command/${id}/stream`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'DELETE send-command',
+    method: 'DELETE',
+    path: (id) => `/v2/send-command/${id}`,
+    role: 'operator',
+    owner: true,
+  },
+  {
+    name: 'replay',
+    method: 'POST',
+    path: (id) => `/v2/jobs/${id}/replay`,
+    role: 'operator',
+    owner: true,
+    body: credsFor,
+  },
+  {
+    name: 'v1 GET send_command',
+    method: 'GET',
+    path: (id) => `/v1/send_command/${id}`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'v1 GET structured',
+    method: 'GET',
+    path: (id) => `/v1/send_command_structured/${id}`,
+    role: 'viewer',
+    owner: true,
+  },
+  {
+    name: 'v1 DELETE send_command',
+    method: 'DELETE',
+    path: (id) => `/v1/send_command/${id}`,
+    role: 'operator',
+    owner: true,
+  },
+  {
+    name: 'v1 replay',
+    method: 'POST',
+    path: (id) => `/v1/jobs/${id}/replay`,
+    role: 'operator',
+    owner: true,
+    body: credsFor,
+  },
 ];
 
 const OTHER_ROUTES: Route[] = [
   { name: 'GET jobs', method: 'GET', path: () => '/v2/jobs', role: 'viewer', owner: false },
-  { name: 'GET jobs/failed', method: 'GET', path: () => '/v2/jobs/failed', role: 'viewer', owner: false },
+  {
+    name: 'GET jobs/failed',
+    method: 'GET',
+    path: () => '/v2/jobs/failed',
+    role: 'viewer',
+    owner: false,
+  },
   { name: 'v1 contexts', method: 'GET', path: () => '/v1/contexts', role: 'viewer', owner: false },
   { name: 'v1 jobs', method: 'GET', path: () => '/v1/jobs', role: 'viewer', owner: false },
-  { name: 'v1 jobs/failed', method: 'GET', path: () => '/v1/jobs/failed', role: 'viewer', owner: false },
-  { name: 'POST send-command', method: 'POST', path: () => '/v2/send-command', role: 'operator', owner: false, body: (w) => body(credsFor(w)) },
-  { name: 'POST send-config', method: 'POST', path: () => '/v2/send-config', role: 'operator', owner: false, body: (w) => body({ ...credsFor(w), commands: ['interface Gi0/1', 'description x'] }) },
-  { name: 'POST structured', method: 'POST', path: () => '/v2/send-command-structured', role: 'operator', owner: false, body: (w) => body(credsFor(w)) },
-  { name: 'v1 send_command', method: 'POST', path: () => '/v1/send_command', role: 'operator', owner: false, body: (w) => body(credsFor(w)) },
+  {
+    name: 'v1 jobs/failed',
+    method: 'GET',
+    path: () => '/v1/jobs/failed',
+    role: 'viewer',
+    owner: false,
+  },
+  {
+    name: 'POST send-command',
+    method: 'POST',
+    path: () => '/v2/send-command',
+    role: 'operator',
+    owner: false,
+    body: (w) => body(credsFor(w)),
+  },
+  {
+    name: 'POST send-config',
+    method: 'POST',
+    path: () => '/v2/send-config',
+    role: 'operator',
+    owner: false,
+    body: (w) => body({ ...credsFor(w), commands: ['interface Gi0/1', 'description x'] }),
+  },
+  {
+    name: 'POST structured',
+    method: 'POST',
+    path: () => '/v2/send-command-structured',
+    role: 'operator',
+    owner: false,
+    body: (w) => body(credsFor(w)),
+  },
+  {
+    name: 'v1 send_command',
+    method: 'POST',
+    path: () => '/v1/send_command',
+    role: 'operator',
+    owner: false,
+    body: (w) => body(credsFor(w)),
+  },
   { name: 'GET api-keys', method: 'GET', path: () => '/v2/api-keys', role: 'admin', owner: false },
-  { name: 'POST api-keys', method: 'POST', path: () => '/v2/api-keys', role: 'admin', owner: false, body: () => ({ role: 'viewer', ttl: 60 }) },
+  {
+    name: 'POST api-keys',
+    method: 'POST',
+    path: () => '/v2/api-keys',
+    role: 'admin',
+    owner: false,
+    body: () => ({ role: 'viewer', ttl: 60 }),
+  },
 ];
 
 /** Routes another engineer is adding: reported (not failed) while they answer "no route". */
 const missing = new Set<string>();
 
-async function call(route: Route, jobId: string, auth: HttpOptions, who: Who, url = A): Promise<HttpAnswer> {
+async function call(
+  route: Route,
+  jobId: string,
+  auth: HttpOptions,
+  who: Who,
+  url = A,
+): Promise<HttpAnswer> {
   const path = route.path(jobId);
   const options: HttpOptions = { ...auth };
   if (route.body) options.body = route.body(who);
@@ -269,7 +428,8 @@ async function sseStatus(url: string, auth: HttpOptions): Promise<HttpAnswer> {
   const headers: Record<string, string> = { accept: 'text/event-stream' };
   if (auth.bearer) headers['authorization'] = `Bearer ${auth.bearer}`;
   if (auth.basic) {
-    headers['authorization'] = 'Basic ' + Buffer.from(`${auth.basic.username}:${auth.basic.password}`).toString('base64');
+    headers['authorization'] =
+      'Basic ' + Buffer.from(`${auth.basic.username}:${auth.basic.password}`).toString('base64');
   }
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
@@ -283,7 +443,10 @@ async function sseStatus(url: string, auth: HttpOptions): Promise<HttpAnswer> {
   } catch {
     json = undefined;
   }
-  if (status === 404 && /^no route/.test(String((json as { message?: string } | undefined)?.message))) {
+  if (
+    status === 404 &&
+    /^no route/.test(String((json as { message?: string } | undefined)?.message))
+  ) {
     missing.add(url.includes('/send-command/') ? 'SSE send-command stream' : 'SSE jobs stream');
   }
   return { status, headers: {}, text, json };
@@ -304,7 +467,12 @@ test('when each role calls each route, then the role table and ownership hold (m
   const failJob = async (auth: HttpOptions, who: Who) => {
     const a = await http('POST', `${A}/v2/send-command`, {
       ...auth,
-      body: body({ ...credsFor(who), port: 1, conn_timeout: 1, commands: [`show clock ${Math.random()}`] }),
+      body: body({
+        ...credsFor(who),
+        port: 1,
+        conn_timeout: 1,
+        commands: [`show clock ${Math.random()}`],
+      }),
     });
     assert.equal(a.status, 202, a.text);
     const done = await waitForJob(A, a.json.job_id, auth);
@@ -330,14 +498,19 @@ test('when each role calls each route, then the role table and ownership hold (m
           // Replay creates jobs: only the decisive cases are called.
           const isOwner = jobId === own;
           const roleOk = rank[role] >= rank[route.role];
-          const adminSees = kind.kind === 'key' && role === 'admin' && route.name.indexOf('replay') < 0;
+          const adminSees =
+            kind.kind === 'key' && role === 'admin' && route.name.indexOf('replay') < 0;
           const expectAllowed = roleOk && (isOwner || adminSees);
           const a = await call(route, jobId, auth, kind);
           if (missing.has(route.name)) continue;
           if (!roleOk) {
             assert.equal(a.status, 403, `${who} ${route.name}: ${a.text}`);
           } else if (!expectAllowed) {
-            assert.equal(a.status, 403, `${who} ${route.name} on a job of another caller: ${a.text}`);
+            assert.equal(
+              a.status,
+              403,
+              `${who} ${route.name} on a job of another caller: ${a.text}`,
+            );
           } else {
             assert.ok(
               [200, 202, 204, 400, 409].includes(a.status), // 400: v1 cancel of an ended job
@@ -352,14 +525,25 @@ test('when each role calls each route, then the role table and ownership hold (m
         const isKeyRoute = route.path('').startsWith('/v2/api-keys');
         const roleOk = rank[role] >= rank[route.role] && (!isKeyRoute || kind.kind === 'key');
         if (roleOk) assert.ok(a.status < 300, `${who} ${route.name}: ${a.status} ${a.text}`);
-        else assert.ok([401, 403].includes(a.status), `${who} ${route.name}: ${a.status} ${a.text}`);
-        if (route.name === 'GET jobs' && a.status === 200 && !(kind.kind === 'key' && role === 'admin')) {
+        else
+          assert.ok([401, 403].includes(a.status), `${who} ${route.name}: ${a.status} ${a.text}`);
+        if (
+          route.name === 'GET jobs' &&
+          a.status === 200 &&
+          !(kind.kind === 'key' && role === 'admin')
+        ) {
           const ids = (a.json.jobs as { job_id: string }[]).map((j) => j.job_id);
-          for (const id of [keyJob, basicJob]) if (id !== own) assert.ok(!ids.includes(id), `${who} sees ${id}`);
+          for (const id of [keyJob, basicJob])
+            if (id !== own) assert.ok(!ids.includes(id), `${who} sees ${id}`);
         }
-        if (route.name === 'GET jobs/failed' && a.status === 200 && !(kind.kind === 'key' && role === 'admin')) {
+        if (
+          route.name === 'GET jobs/failed' &&
+          a.status === 200 &&
+          !(kind.kind === 'key' && role === 'admin')
+        ) {
           const ids = (a.json.jobs as { job_id: string }[]).map((j) => j.job_id);
-          for (const id of [keyJob, basicJob]) if (id !== own) assert.ok(!ids.includes(id), `${who} sees failed ${id}`);
+          for (const id of [keyJob, basicJob])
+            if (id !== own) assert.ok(!ids.includes(id), `${who} sees failed ${id}`);
         }
       }
     });
@@ -375,12 +559,21 @@ test('when each role calls each route, then the role table and ownership hold (m
 
 test('when a key is limited to contexts, then other contexts are 403 and unknown ones 422', async () => {
   const lab = await createKey('operator', { contexts: ['lab'] });
-  const denied = await http('POST', `${A}/v2/send-command`, { bearer: lab.token, body: body({ ...deviceCreds() }) });
+  const denied = await http('POST', `${A}/v2/send-command`, {
+    bearer: lab.token,
+    body: body({ ...deviceCreds() }),
+  });
   assert.equal(denied.status, 403, denied.text);
-  const unknown = await http('POST', `${A}/v2/send-command`, { bearer: lab.token, body: body({ ...deviceCreds(), context: 'mars' }) });
+  const unknown = await http('POST', `${A}/v2/send-command`, {
+    bearer: lab.token,
+    body: body({ ...deviceCreds(), context: 'mars' }),
+  });
   assert.equal(unknown.status, 422);
   assert.deepEqual(unknown.json.validation_error.json[0].loc, ['body', 'context']);
-  const noCreds = await http('POST', `${A}/v2/send-command`, { bearer: lab.token, body: body({ context: 'lab' }) });
+  const noCreds = await http('POST', `${A}/v2/send-command`, {
+    bearer: lab.token,
+    body: body({ context: 'lab' }),
+  });
   assert.equal(noCreds.status, 422, 'Bearer callers must give device credentials');
   const locs = noCreds.json.validation_error.json.map((i: { loc: string[] }) => i.loc.join('.'));
   assert.ok(locs.includes('body.username') && locs.includes('body.password'), locs.join());
@@ -407,11 +600,30 @@ test('when a failed job is replayed, then only its submitter gets a new job run 
   });
   assert.equal(other.status, 403);
   const adminKey = await createKey('admin');
-  const byAdmin = await http('POST', `${A}/v2/jobs/${failed.json.job_id}/replay`, { bearer: adminKey.token, body: deviceCreds() });
+  const byAdmin = await http('POST', `${A}/v2/jobs/${failed.json.job_id}/replay`, {
+    bearer: adminKey.token,
+    body: deviceCreds(),
+  });
   assert.equal(byAdmin.status, 403, 'replay is for the submitter only, admin keys included');
   const viewer = await createKey('viewer');
-  assert.equal((await http('POST', `${A}/v2/jobs/${failed.json.job_id}/replay`, { bearer: viewer.token, body: deviceCreds() })).status, 403);
-  assert.equal((await http('POST', `${A}/v2/jobs/00000000-0000-4000-8000-000000000000/replay`, { ...auth, body: deviceCreds() })).status, 404);
+  assert.equal(
+    (
+      await http('POST', `${A}/v2/jobs/${failed.json.job_id}/replay`, {
+        bearer: viewer.token,
+        body: deviceCreds(),
+      })
+    ).status,
+    403,
+  );
+  assert.equal(
+    (
+      await http('POST', `${A}/v2/jobs/00000000-0000-4000-8000-000000000000/replay`, {
+        ...auth,
+        body: deviceCreds(),
+      })
+    ).status,
+    404,
+  );
 
   const replay = await http('POST', `${B}/v2/jobs/${failed.json.job_id}/replay`, {
     ...auth,
@@ -422,7 +634,10 @@ test('when a failed job is replayed, then only its submitter gets a new job run 
   assert.equal(replay.headers['x-request-id'], replay.json.job_id);
   const again = await waitForJob(A, replay.json.job_id, auth);
   assert.equal(again.json.status, 'finished', again.text);
-  const finishedReplay = await http('POST', `${A}/v2/jobs/${replay.json.job_id}/replay`, { ...auth, body: deviceCreds() });
+  const finishedReplay = await http('POST', `${A}/v2/jobs/${replay.json.job_id}/replay`, {
+    ...auth,
+    body: deviceCreds(),
+  });
   assert.equal(finishedReplay.status, 409, 'only failed jobs are replayed');
 });
 
@@ -433,7 +648,10 @@ test('when a webhook_url is http:// and WEBHOOK_ALLOW_HTTP is off, then the subm
   });
   assert.equal(a.status, 422, a.text);
   assert.deepEqual(a.json.validation_error.json[0].loc, ['body', 'webhook_url']);
-  const notUrl = await http('POST', `${A}/v2/send-command`, { basic: deviceCreds(), body: body({ webhook_url: 'file:///etc/passwd' }) });
+  const notUrl = await http('POST', `${A}/v2/send-command`, {
+    basic: deviceCreds(),
+    body: body({ webhook_url: 'file:///etc/passwd' }),
+  });
   assert.equal(notUrl.status, 422);
 });
 
@@ -455,7 +673,9 @@ test('when a client offers only TLS 1.1, then the HTTPS listener refuses; TLS 1.
         socket.destroy();
         resolve(v);
       });
-      socket.once('error', (err: NodeJS.ErrnoException) => resolve(`error:${err.code ?? err.message}`));
+      socket.once('error', (err: NodeJS.ErrnoException) =>
+        resolve(`error:${err.code ?? err.message}`),
+      );
     });
   const old = await attempt('TLSv1', 'TLSv1.1');
   assert.match(old, /^error:/, `TLS 1.1 must be refused, got ${old}`);

@@ -10,13 +10,24 @@ import { Writable } from 'node:stream';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@svc/dispatcher';
-import { loadDeviceActorConfig, startDeviceActorService, type RunningDeviceActorService } from '@svc/device-actor';
+import {
+  loadDeviceActorConfig,
+  startDeviceActorService,
+  type RunningDeviceActorService,
+} from '@svc/device-actor';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
 import { AuditLog, Sealer, connectNats, createLogger } from '@svc/proto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { NatsServerProcess, http, readAllFiles, testEnv, waitForJob, waitHealthy } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  http,
+  readAllFiles,
+  testEnv,
+  waitForJob,
+  waitHealthy,
+} from '../harness/mod.js';
 
 const PASSWORD = 'Dev1ce-Pa55word-7c1e9a';
 const WRONG_PASSWORD = 'Wr0ng-Pa55word-55d0b3';
@@ -53,7 +64,12 @@ const sink = new Writable({
 
 before(async () => {
   nats = await NatsServerProcess.start();
-  device = await startDevice({ platform: 'cisco_ios', hostname: 'SECRET1', password: PASSWORD, enable: ENABLE });
+  device = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'SECRET1',
+    password: PASSWORD,
+    enable: ENABLE,
+  });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -80,8 +96,15 @@ before(async () => {
   };
   const log = (service: string) => createLogger(service, 'DEBUG', sink);
   const audit = (service: string) => new AuditLog(service, sink);
-  reaper = await startReaper(loadReaperConfig(env), { nc: await nc('reaper'), log: log('reaper'), audit: audit('reaper') });
-  dispatcher = await startDispatcher(loadDispatcherConfig(env), { nc: await nc('dispatcher'), log: log('dispatcher') });
+  reaper = await startReaper(loadReaperConfig(env), {
+    nc: await nc('reaper'),
+    log: log('reaper'),
+    audit: audit('reaper'),
+  });
+  dispatcher = await startDispatcher(loadDispatcherConfig(env), {
+    nc: await nc('dispatcher'),
+    log: log('dispatcher'),
+  });
   actor = await startDeviceActorService(loadDeviceActorConfig(env), {
     nc: await nc('actor'),
     log: log('device-actor'),
@@ -118,12 +141,67 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
   const basic = { basic: { username: device.username, password: PASSWORD } };
   const target = { host: '127.0.0.1', port: device.port, platform: 'cisco_ios' };
 
-  const submissions: [string, { basic?: { username: string; password: string }; bearer?: string }, Record<string, unknown>, string][] = [
-    ['/v2/send-command', basic, { commands: ['show version'], enable: ENABLE, webhook_url: receiverUrl, webhook_secret: WEBHOOK_SECRET }, 'finished'],
-    ['/v2/send-command', bearer, { commands: ['show ip interface brief'], username: device.username, password: PASSWORD, enable: ENABLE, webhook_url: receiverUrl, webhook_secret: WEBHOOK_SECRET }, 'finished'],
-    ['/v2/send-config', bearer, { commands: ['interface Gi0/1', 'description secret-test'], username: device.username, password: PASSWORD, enable: ENABLE, save_config: true }, 'finished'],
-    ['/v2/send-command', bearer, { commands: ['show ip interface brief'], username: device.username, password: WRONG_PASSWORD, enable: ENABLE, webhook_url: receiverUrl, webhook_secret: WEBHOOK_SECRET }, 'failed'],
-    ['/v2/send-command', { basic: { username: device.username, password: WRONG_PASSWORD } }, { commands: ['show version'], webhook_url: receiverUrl }, 'failed'],
+  const submissions: [
+    string,
+    { basic?: { username: string; password: string }; bearer?: string },
+    Record<string, unknown>,
+    string,
+  ][] = [
+    [
+      '/v2/send-command',
+      basic,
+      {
+        commands: ['show version'],
+        enable: ENABLE,
+        webhook_url: receiverUrl,
+        webhook_secret: WEBHOOK_SECRET,
+      },
+      'finished',
+    ],
+    [
+      '/v2/send-command',
+      bearer,
+      {
+        commands: ['show ip interface brief'],
+        username: device.username,
+        password: PASSWORD,
+        enable: ENABLE,
+        webhook_url: receiverUrl,
+        webhook_secret: WEBHOOK_SECRET,
+      },
+      'finished',
+    ],
+    [
+      '/v2/send-config',
+      bearer,
+      {
+        commands: ['interface Gi0/1', 'description secret-test'],
+        username: device.username,
+        password: PASSWORD,
+        enable: ENABLE,
+        save_config: true,
+      },
+      'finished',
+    ],
+    [
+      '/v2/send-command',
+      bearer,
+      {
+        commands: ['show ip interface brief'],
+        username: device.username,
+        password: WRONG_PASSWORD,
+        enable: ENABLE,
+        webhook_url: receiverUrl,
+        webhook_secret: WEBHOOK_SECRET,
+      },
+      'failed',
+    ],
+    [
+      '/v2/send-command',
+      { basic: { username: device.username, password: WRONG_PASSWORD } },
+      { commands: ['show version'], webhook_url: receiverUrl },
+      'failed',
+    ],
   ];
   const ids: string[] = [];
   for (const [path, auth, extra, expected] of submissions) {
@@ -136,7 +214,12 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
   // A replay of a failed job with the right password, and a key rotation: more token material.
   const replay = await http('POST', `${url}/v2/jobs/${ids[3]}/replay`, {
     ...bearer,
-    body: { username: device.username, password: PASSWORD, enable: ENABLE, webhook_secret: WEBHOOK_SECRET },
+    body: {
+      username: device.username,
+      password: PASSWORD,
+      enable: ENABLE,
+      webhook_secret: WEBHOOK_SECRET,
+    },
   });
   assert.equal(replay.status, 202, replay.text);
   assert.equal((await waitForJob(url, replay.json.job_id, bearer)).json.status, 'finished');
@@ -146,11 +229,17 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
   // Webhooks: one per job that asked, signed when a secret was given, results never sent.
   const withHook = [ids[0], ids[1], ids[3], ids[4], replay.json.job_id];
   const deadline = Date.now() + 10_000;
-  while (deliveries.length < withHook.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (deliveries.length < withHook.length && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
   assert.equal(deliveries.length, withHook.length, 'one delivery per job with a webhook_url');
   for (const d of deliveries) {
     const payload = JSON.parse(d.body);
-    assert.deepEqual(Object.keys(payload).sort(), ['completed_at', 'enqueued_at', 'job_id', 'status']);
+    assert.deepEqual(Object.keys(payload).sort(), [
+      'completed_at',
+      'enqueued_at',
+      'job_id',
+      'status',
+    ]);
     assert.ok(withHook.includes(payload.job_id));
     assert.match(String(d.headers['x-svc-timestamp']), /^\d{10}$/);
     const signature = d.headers['x-svc-signature-256'];
@@ -160,7 +249,10 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
       const expected = `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(d.body).digest('hex')}`;
       assert.equal(signature, expected);
     }
-    assert.equal(payload.status, payload.job_id === ids[3] || payload.job_id === ids[4] ? 'failed' : 'finished');
+    assert.equal(
+      payload.status,
+      payload.job_id === ids[3] || payload.job_id === ids[4] ? 'failed' : 'finished',
+    );
   }
 
   // Failed-job records, through the API and straight from the bucket.
@@ -173,7 +265,19 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
     if (e) failedValues.push(new TextDecoder().decode(e.value));
   }
   assert.ok(failedValues.length >= 2, 'failed jobs were recorded');
-  const records = await Promise.all(ids.map((id, i) => http('GET', `${url}/v2/jobs/${id}`, i === 0 || i === 4 ? (i === 0 ? basic : { basic: { username: device.username, password: WRONG_PASSWORD } }) : bearer)));
+  const records = await Promise.all(
+    ids.map((id, i) =>
+      http(
+        'GET',
+        `${url}/v2/jobs/${id}`,
+        i === 0 || i === 4
+          ? i === 0
+            ? basic
+            : { basic: { username: device.username, password: WRONG_PASSWORD } }
+          : bearer,
+      ),
+    ),
+  );
 
   // The store files: give the server a moment to write its blocks.
   await new Promise((r) => setTimeout(r, 500));
@@ -198,10 +302,18 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
     ['failed-job records (API)', [failedApi.text]],
     ['failed-job records (KV)', failedValues],
     ['job records (API)', records.map((r) => r.text)],
-    ['webhook deliveries', deliveries.map((d) => d.body + JSON.stringify({ ...d.headers, 'x-svc-signature-256': undefined }))],
+    [
+      'webhook deliveries',
+      deliveries.map(
+        (d) => d.body + JSON.stringify({ ...d.headers, 'x-svc-signature-256': undefined }),
+      ),
+    ],
   ];
   assert.ok(logLines.length > 20, `logs were captured (${logLines.length} lines)`);
-  assert.ok(logLines.some((l) => l.includes('"level":"DEBUG"')), 'DEBUG lines were captured');
+  assert.ok(
+    logLines.some((l) => l.includes('"level":"DEBUG"')),
+    'DEBUG lines were captured',
+  );
   for (const [name, secret] of secrets) {
     for (const [place, texts] of places) {
       const hit = texts.find((t) => t.includes(secret));
@@ -212,5 +324,8 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
     assert.equal(file, -1, `${name} found in a NATS store file`);
   }
   // Positive control: the store does hold job data (so the scan looks at the right bytes).
-  assert.ok(storeFiles.some((b) => b.includes(Buffer.from(ids[0]!))), 'job ids are in the store files');
+  assert.ok(
+    storeFiles.some((b) => b.includes(Buffer.from(ids[0]!))),
+    'job ids are in the store files',
+  );
 });

@@ -108,14 +108,34 @@ const invalid: [string, unknown, (string | number)[], string][] = [
   ['host missing', { host: undefined }, ['body', 'host'], 'missing'],
   ['commands empty', { commands: [] }, ['body', 'commands'], 'too_short'],
   ['commands a string', { commands: 'show version' }, ['body', 'commands'], 'list_type'],
-  ['commands with a number', { commands: ['show version', 5] }, ['body', 'commands', 1], 'string_type'],
+  [
+    'commands with a number',
+    { commands: ['show version', 5] },
+    ['body', 'commands', 1],
+    'string_type',
+  ],
   ['commands missing', { commands: undefined }, ['body', 'commands'], 'missing'],
   ['conn_timeout below 1', { conn_timeout: 0.5 }, ['body', 'conn_timeout'], 'greater_than_equal'],
   ['read_timeout below 1', { read_timeout: 0 }, ['body', 'read_timeout'], 'greater_than_equal'],
   ['read_timeout a string', { read_timeout: '30' }, ['body', 'read_timeout'], 'float_type'],
-  ['11 tags', { tags: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v'])) }, ['body', 'tags'], 'too_long'],
-  ['tag value too long', { tags: { site: 'x'.repeat(65) } }, ['body', 'tags', 'site'], 'string_pattern_mismatch'],
-  ['tag key with a space', { tags: { 'bad key': 'v' } }, ['body', 'tags', 'bad key'], 'extra_forbidden'],
+  [
+    '11 tags',
+    { tags: Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'v'])) },
+    ['body', 'tags'],
+    'too_long',
+  ],
+  [
+    'tag value too long',
+    { tags: { site: 'x'.repeat(65) } },
+    ['body', 'tags', 'site'],
+    'string_pattern_mismatch',
+  ],
+  [
+    'tag key with a space',
+    { tags: { 'bad key': 'v' } },
+    ['body', 'tags', 'bad key'],
+    'extra_forbidden',
+  ],
   ['tags a list', { tags: ['a'] }, ['body', 'tags'], 'dict_type'],
   ['unknown platform', { platform: 'cisco_foo' }, ['body', 'platform'], 'value_error'],
   ['platform a number', { platform: 7 }, ['body', 'platform'], 'string_type'],
@@ -128,11 +148,16 @@ test('when the body breaks a rule of the request table, then 422 names the field
   for (const [name, patch, loc, type] of invalid) {
     await t.test(name, async () => {
       const b: Record<string, unknown> = body(patch as Record<string, unknown>);
-      for (const [k, v] of Object.entries(patch as Record<string, unknown>)) if (v === undefined) delete b[k];
+      for (const [k, v] of Object.entries(patch as Record<string, unknown>))
+        if (v === undefined) delete b[k];
       const a = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: b });
       assert.equal(a.status, 422, a.text);
       assert.equal(typeof a.json.message, 'string');
-      const issues = a.json.validation_error.json as { loc: unknown[]; msg: string; type: string }[];
+      const issues = a.json.validation_error.json as {
+        loc: unknown[];
+        msg: string;
+        type: string;
+      }[];
       assert.ok(Array.isArray(issues) && issues.length >= 1);
       for (const i of issues) {
         assert.ok(Array.isArray(i.loc) && typeof i.msg === 'string' && typeof i.type === 'string');
@@ -157,14 +182,19 @@ test('when the body breaks a rule of the request table, then 422 names the field
 test('when the deprecated aliases ip and device_type are used, then the job runs', async () => {
   const a = await http('POST', `${stack.url}/v2/send-command`, {
     ...auth,
-    body: { ip: '127.0.0.1', device_type: 'cisco_ios', port: device.port, commands: ['show version'] },
+    body: {
+      ip: '127.0.0.1',
+      device_type: 'cisco_ios',
+      port: device.port,
+      commands: ['show version'],
+    },
   });
   assert.equal(a.status, 202, a.text);
   const done = await waitForJob(stack.url, a.json.job_id, auth);
   assert.equal(done.json.status, 'finished');
 });
 
-test('when credentials are missing or a job is unknown or someone else\'s, then 401, 404 and 403', async () => {
+test("when credentials are missing or a job is unknown or someone else's, then 401, 404 and 403", async () => {
   const none = await http('POST', `${stack.url}/v2/send-command`, { body: body() });
   assert.equal(none.status, 401);
   assert.equal(typeof none.json.message, 'string');
@@ -177,7 +207,10 @@ test('when credentials are missing or a job is unknown or someone else\'s, then 
   assert.equal(unknown.status, 404);
   assert.equal(typeof unknown.json.message, 'string');
 
-  const mine = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: body({ commands: ['show version'] }) });
+  const mine = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: body({ commands: ['show version'] }),
+  });
   assert.equal(mine.status, 202);
   const other = { basic: { username: 'mallory', password: 'x' } };
   for (const path of [`/v2/send-command/${mine.json.job_id}`, `/v2/jobs/${mine.json.job_id}`]) {
@@ -209,7 +242,10 @@ test('when /healthcheck is read, then it returns the full health record', async 
 
 test('when the device rejects the password, then the job fails with AUTH_FAILED and no password in the error', async () => {
   const wrong = { basic: { username: device.username, password: 'wrong-secret-xyz' } };
-  const a = await http('POST', `${stack.url}/v2/send-command`, { ...wrong, body: body({ commands: ['show version'] }) });
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    ...wrong,
+    body: body({ commands: ['show version'] }),
+  });
   assert.equal(a.status, 202);
   const done = await waitForJob(stack.url, a.json.job_id, wrong);
   assert.equal(done.json.status, 'failed');

@@ -13,7 +13,8 @@ import {
 } from '../harness/mod.js';
 
 // ../shared beside the checkout holds the community templates (read, never copied).
-const shared = process.env['SVC_SHARED_DIR'] ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
+const shared =
+  process.env['SVC_SHARED_DIR'] ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
 const templates = `${shared}/ntc-templates/templates`;
 const haveTemplates = existsSync(`${templates}/index`);
 
@@ -45,38 +46,47 @@ async function run(body: Record<string, unknown>) {
   });
   assert.equal(a.status, 202, a.text);
   const done = await waitForJob(stack.url, a.json.job_id, auth);
-  const viaStructured = await http('GET', `${stack.url}/v2/send-command-structured/${a.json.job_id}`, auth);
+  const viaStructured = await http(
+    'GET',
+    `${stack.url}/v2/send-command-structured/${a.json.job_id}`,
+    auth,
+  );
   assert.equal(viaStructured.status, 200);
   assert.deepEqual(viaStructured.json, done.json);
   return done.json;
 }
 
-test('when no template is given, then the community index picks one per command and unmatched commands stay text', { skip: haveTemplates ? false : `no ntc-templates at ${templates}` }, async () => {
-  const r = await run({ commands: ['show ip interface brief', 'show running-config'] });
-  assert.equal(r.status, 'finished', JSON.stringify(r));
-  assert.deepEqual(r.results['show ip interface brief'][0], {
-    interface: 'GigabitEthernet0/0',
-    ip_address: '10.0.0.1',
-    status: 'up',
-    proto: 'up',
-  });
-  assert.equal(r.results['show ip interface brief'].length, 3);
-  assert.equal(typeof r.results['show running-config'], 'string');
-});
+test(
+  'when no template is given, then the community index picks one per command and unmatched commands stay text',
+  { skip: haveTemplates ? false : `no ntc-templates at ${templates}` },
+  async () => {
+    const r = await run({ commands: ['show ip interface brief', 'show running-config'] });
+    assert.equal(r.status, 'finished', JSON.stringify(r));
+    assert.deepEqual(r.results['show ip interface brief'][0], {
+      interface: 'GigabitEthernet0/0',
+      ip_address: '10.0.0.1',
+      status: 'up',
+      proto: 'up',
+    });
+    assert.equal(r.results['show ip interface brief'].length, 3);
+    assert.equal(typeof r.results['show running-config'], 'string');
+  },
+);
 
 test('when a TextFSM template is given, then every command is parsed with it', async () => {
-  const template = 'Value Name (\\S+)\nValue Address (\\d+\\.\\d+\\.\\d+\\.\\d+)\n\nStart\n  ^${Name}\\s+${Address}\\s+YES -> Record\n';
+  const template =
+    'Value Name (\\S+)\nValue Address (\\d+\\.\\d+\\.\\d+\\.\\d+)\n\nStart\n  ^${Name}\\s+${Address}\\s+YES -> Record\n';
   const r = await run({ commands: ['show ip interface brief'], textfsm_template: template });
   assert.equal(r.status, 'finished', JSON.stringify(r));
-  assert.deepEqual(r.results['show ip interface brief'].map((x: { name: string }) => x.name), [
-    'GigabitEthernet0/0',
-    'GigabitEthernet0/1',
-    'Loopback0',
-  ]);
+  assert.deepEqual(
+    r.results['show ip interface brief'].map((x: { name: string }) => x.name),
+    ['GigabitEthernet0/0', 'GigabitEthernet0/1', 'Loopback0'],
+  );
 });
 
 test('when a TTP template is given, then the command is parsed with it', async () => {
-  const template = '<group name="interfaces">\n{{ interface }}  {{ ip | IP }}  YES {{ method }}  {{ status }}  {{ protocol }}\n</group>';
+  const template =
+    '<group name="interfaces">\n{{ interface }}  {{ ip | IP }}  YES {{ method }}  {{ status }}  {{ protocol }}\n</group>';
   const r = await run({ commands: ['show ip interface brief'], ttp_template: template });
   assert.equal(r.status, 'finished', JSON.stringify(r));
   const parsed = JSON.stringify(r.results['show ip interface brief']);
@@ -93,7 +103,12 @@ test('when a template is broken, then the job fails with TEMPLATE_ERROR', async 
 test('when both templates are given, then 422 and nothing is queued', async () => {
   const a = await http('POST', `${stack.url}/v2/send-command-structured`, {
     ...auth,
-    body: { host: device.host, commands: ['show version'], textfsm_template: 'x', ttp_template: 'y' },
+    body: {
+      host: device.host,
+      commands: ['show version'],
+      textfsm_template: 'x',
+      ttp_template: 'y',
+    },
   });
   assert.equal(a.status, 422);
   assert.deepEqual(a.json.validation_error.json[0].loc, ['body', 'ttp_template']);

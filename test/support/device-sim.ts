@@ -135,7 +135,8 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     stats: emptyStats(),
     lastMode: null,
   };
-  if (options.commandLatencyMs !== undefined) state.faults.commandLatencyMs = options.commandLatencyMs;
+  if (options.commandLatencyMs !== undefined)
+    state.faults.commandLatencyMs = options.commandLatencyMs;
   const host = options.host ?? '127.0.0.1';
   const clients = new Set<Connection>();
   const server = new ssh2.Server({ hostKeys: [options.hostKey ?? generateHostKey()] }, (conn) => {
@@ -161,7 +162,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       if (ctx.method === 'password') {
         accept(ctx.password === state.password);
       } else if (ctx.method === 'keyboard-interactive') {
-        ctx.prompt([{ prompt: 'Password: ', echo: false }], (answers) => accept(answers[0] === state.password));
+        ctx.prompt([{ prompt: 'Password: ', echo: false }], (answers) =>
+          accept(answers[0] === state.password),
+        );
       } else {
         ctx.reject(['password', 'keyboard-interactive']);
       }
@@ -170,7 +173,10 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       ready = true;
       state.stats.handshakes++;
       state.stats.sessionsOpen++;
-      state.stats.maxConcurrentSessions = Math.max(state.stats.maxConcurrentSessions, state.stats.sessionsOpen);
+      state.stats.maxConcurrentSessions = Math.max(
+        state.stats.maxConcurrentSessions,
+        state.stats.sessionsOpen,
+      );
       conn.on('session', (acceptSession) => {
         const session = acceptSession();
         session.on('pty', (acceptPty) => acceptPty());
@@ -362,7 +368,10 @@ class Shell {
     let text: string;
     if (this.mode === 'config') {
       const top = this.stack[this.stack.length - 1];
-      text = top !== undefined && p.sub !== undefined ? p.sub.replace('{sub}', top.name) : (p.config ?? p.enable);
+      text =
+        top !== undefined && p.sub !== undefined
+          ? p.sub.replace('{sub}', top.name)
+          : (p.config ?? p.enable);
     } else {
       text = this.mode === 'user' ? p.user : p.enable;
     }
@@ -382,7 +391,9 @@ class Shell {
       for (let i = 0; i < lines.length; i += pg.lines) {
         await this.send(lines.slice(i, i + pg.lines).join('\r\n') + '\r\n');
         if (i + pg.lines >= lines.length) break;
-        this.write(pg.prompt.replace('{from}', String(i + 1)).replace('{to}', String(i + pg.lines)));
+        this.write(
+          pg.prompt.replace('{from}', String(i + 1)).replace('{to}', String(i + pg.lines)),
+        );
         const key = await this.nextChar();
         if (key === null) return;
         this.write(pg.erase);
@@ -513,7 +524,9 @@ class Shell {
   }
 
   private async unknown(cmd: string, template = this.data.errors.unknown): Promise<boolean> {
-    const promptLen = this.fill(this.mode === 'user' ? this.data.prompts.user : this.data.prompts.enable).length;
+    const promptLen = this.fill(
+      this.mode === 'user' ? this.data.prompts.user : this.data.prompts.enable,
+    ).length;
     const caret = `${' '.repeat(promptLen + Math.max(0, cmd.length - 1))}^`;
     const text = textOf(template)
       .replaceAll('{caret}', caret)

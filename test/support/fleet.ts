@@ -35,7 +35,9 @@ export async function startFleet(options: StartFleetOptions): Promise<Fleet> {
             platform: options.platform ?? 'cisco_ios',
             hostname: `R${i + j + 1}`,
             hostKey,
-            ...(options.commandLatencyMs !== undefined ? { commandLatencyMs: options.commandLatencyMs } : {}),
+            ...(options.commandLatencyMs !== undefined
+              ? { commandLatencyMs: options.commandLatencyMs }
+              : {}),
             ...(options.faults !== undefined ? { faults: options.faults } : {}),
             ...(options.username !== undefined ? { username: options.username } : {}),
             ...(options.password !== undefined ? { password: options.password } : {}),

@@ -9,7 +9,8 @@ export function generateHostKey(): string {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const priv = privateKey.export({ format: 'jwk' });
   const pub = publicKey.export({ format: 'jwk' });
-  if (typeof priv.d !== 'string' || typeof pub.x !== 'string') throw new Error('ed25519 export failed');
+  if (typeof priv.d !== 'string' || typeof pub.x !== 'string')
+    throw new Error('ed25519 export failed');
   const seed = Buffer.from(priv.d, 'base64url');
   const pubRaw = Buffer.from(pub.x, 'base64url');
   const keyType = Buffer.from('ssh-ed25519');

@@ -147,7 +147,9 @@ export async function startActorHost(
   const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
     callback: (_err, msg) => {
       const jobId = msg.subject.split('.').pop() ?? '';
-      running.get(jobId)?.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
+      running
+        .get(jobId)
+        ?.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
     },
   });
 
@@ -196,7 +198,9 @@ export async function startActorHost(
       // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
       const parent = extractTraceContext(msg.headers);
       const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
-      await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () => runJob(envelope));
+      await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
+        runJob(envelope),
+      );
       msg.ack();
     } catch (err) {
       // The store stayed unreachable past every retry: try the message again later. It stays
@@ -214,7 +218,12 @@ export async function startActorHost(
     const t0 = performance.now();
     const started = await jobs.transition(jobId, (current) =>
       current.status === 'queued'
-        ? { ...current, status: 'started', started_at: new Date().toISOString(), actor_host: hostId }
+        ? {
+            ...current,
+            status: 'started',
+            started_at: new Date().toISOString(),
+            actor_host: hostId,
+          }
         : null,
     );
     if (!started) {
@@ -293,14 +302,22 @@ export async function startActorHost(
       }
       const outcome = await withSpan(
         'device session',
-        { attributes: { 'server.address': spec.host, 'server.port': spec.port, 'svc.commands': spec.commands.length } },
+        {
+          attributes: {
+            'server.address': spec.host,
+            'server.port': spec.port,
+            'svc.commands': spec.commands.length,
+          },
+        },
         () => runner(job),
       );
       if (!verdict.clean) await breaker.recordSuccess(deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const results =
         spec.kind === 'structured' && deps.parseOutputs
-          ? await withSpan('parse output', {}, () => deps.parseOutputs!(started, outcome.results, platform))
+          ? await withSpan('parse output', {}, () =>
+              deps.parseOutputs!(started, outcome.results, platform),
+            )
           : outcome.results;
       ended = await jobs.transition(jobId, (current) =>
         current.status !== 'started'
@@ -315,7 +332,9 @@ export async function startActorHost(
       );
       if (ended) await lifecycle.releaseDedup(ended);
     } catch (err) {
-      const failure = SvcError.from(controller.signal.aborted ? (controller.signal.reason ?? err) : err);
+      const failure = SvcError.from(
+        controller.signal.aborted ? (controller.signal.reason ?? err) : err,
+      );
       const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
       if (isConnectionFailure(safe.code)) await breaker.recordFailure(deviceKey).catch(() => false);
       if (safe.code === ErrorCode.AUTH_FAILED) {
@@ -326,7 +345,10 @@ export async function startActorHost(
       } else {
         ended = await lifecycle.fail(jobId, 'started', safe);
         if (ended && isDeviceFailure(safe.code)) {
-          audit.emit(AuditEvent.deviceFailure, auditFields(ended, 'failed', performance.now() - t0));
+          audit.emit(
+            AuditEvent.deviceFailure,
+            auditFields(ended, 'failed', performance.now() - t0),
+          );
         }
       }
     } finally {
@@ -337,7 +359,11 @@ export async function startActorHost(
     await jobs.publishEvent(ended).catch(() => undefined);
     audit.emit(AuditEvent.jobCompleted, auditFields(ended, ended.status, performance.now() - t0));
     jlog.info(
-      { status: ended.status, error_code: ended.error_code, duration_ms: Math.round(performance.now() - t0) },
+      {
+        status: ended.status,
+        error_code: ended.error_code,
+        duration_ms: Math.round(performance.now() - t0),
+      },
       `${jobId} ${ended.status}`,
     );
     deps.onJobEnded?.(ended, secrets);
@@ -369,7 +395,10 @@ export async function startActorHost(
         return null;
       });
       if (drained) {
-        log.info({ handed_back: drained.handedBack.length, waiting: waiting.length }, 'jobs handed back');
+        log.info(
+          { handed_back: drained.handedBack.length, waiting: waiting.length },
+          'jobs handed back',
+        );
         await stores[Buckets.workers].delete(hostId).catch(() => undefined);
       }
     },
@@ -378,11 +407,18 @@ export async function startActorHost(
 
 /** Failures that say the device is unreachable: they count towards its breaker. */
 function isConnectionFailure(code: string): boolean {
-  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'SESSION_DROPPED'].includes(code);
+  return [
+    'CONNECTION_TIMEOUT',
+    'CONNECTION_REFUSED',
+    'HOST_UNREACHABLE',
+    'SESSION_DROPPED',
+  ].includes(code);
 }
 
 function isDeviceFailure(code: string): boolean {
-  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'AUTH_FAILED'].includes(code);
+  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'AUTH_FAILED'].includes(
+    code,
+  );
 }
 
 function auditFields(record: JobRecord, status: string, durationMs: number) {

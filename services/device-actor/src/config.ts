@@ -51,7 +51,11 @@ export const DeviceActorConfig = Type.Object({
     default: false,
     description: 'Allow http:// webhook URLs (HTTPS only otherwise).',
   }),
-  WEBHOOK_TIMEOUT: Type.Integer({ default: 10, minimum: 1, description: 'Webhook timeout, seconds.' }),
+  WEBHOOK_TIMEOUT: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: 'Webhook timeout, seconds.',
+  }),
   SVC_TEXTFSM_DIR: Type.String({
     default: '',
     description: 'Community TextFSM templates (an index file and *.textfsm files).',

@@ -29,7 +29,9 @@ export interface DeviceRunnerOptions {
  * the precise code, and its text never holds the password or enable secret.
  */
 export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
-  const exclude = new Set(options.poolExclude.map((x) => x.trim().toLowerCase()).filter((x) => x !== ''));
+  const exclude = new Set(
+    options.poolExclude.map((x) => x.trim().toLowerCase()).filter((x) => x !== ''),
+  );
   const staleCheckMs = options.staleCheckMs ?? 2000;
 
   async function run(job: DeviceJob): Promise<DeviceOutcome> {
@@ -41,14 +43,21 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       detectedPlatform = platform;
     }
     const driver = getDriver(platform);
-    if (driver === undefined) throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
+    if (driver === undefined)
+      throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
     if (job.kind === 'config') {
       // Refuse before touching the device: nothing half-applied.
       if (job.commit && driver.commit === null) {
-        throw new SvcError(ErrorCode.COMMAND_ERROR, `commit is not supported on platform ${platform}`);
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `commit is not supported on platform ${platform}`,
+        );
       }
       if (job.saveConfig && driver.save === 'none') {
-        throw new SvcError(ErrorCode.COMMAND_ERROR, `save_config is not supported on platform ${platform}`);
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `save_config is not supported on platform ${platform}`,
+        );
       }
     }
     let expect: RegExp | null = null;
@@ -56,7 +65,10 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       try {
         expect = new RegExp(job.expectString);
       } catch {
-        throw new SvcError(ErrorCode.COMMAND_ERROR, 'expect_string is not a valid regular expression');
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          'expect_string is not a valid regular expression',
+        );
       }
     }
     const pool = options.pool;

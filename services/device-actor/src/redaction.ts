@@ -1,7 +1,10 @@
 import type { DeviceSecrets } from '@svc/proto';
 
 /** Replaces each secret in `text` by `***`; empty secrets are ignored. */
-export function redactValues(text: string, secrets: readonly (string | null | undefined)[]): string {
+export function redactValues(
+  text: string,
+  secrets: readonly (string | null | undefined)[],
+): string {
   let out = text;
   for (const s of secrets) {
     if (s) out = out.split(s).join('***');

@@ -40,7 +40,9 @@ export async function startDeviceActorService(
     runner,
     parseOutputs: parser.parseOutputs,
     onJobEnded: createWebhookNotifier(config, deps.log),
-    ...(pool ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) } : {}),
+    ...(pool
+      ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) }
+      : {}),
   });
   return {
     ...host,

@@ -50,7 +50,8 @@ export class SessionPool {
     this.idleTtlMs = options.idleTtlMs ?? 300_000;
     this.maxSize = options.maxSize ?? 10;
     if (!(this.idleTtlMs > 0)) throw new RangeError('idleTtlMs must be positive');
-    if (!Number.isInteger(this.maxSize) || this.maxSize < 0) throw new RangeError('maxSize must be a non-negative integer');
+    if (!Number.isInteger(this.maxSize) || this.maxSize < 0)
+      throw new RangeError('maxSize must be a non-negative integer');
   }
 
   /** Warm sessions held now. */
@@ -69,7 +70,9 @@ export class SessionPool {
   ): Promise<CliSession | null> {
     const { identity, secretHash } = this.keyOf(parts);
     // Same device and user, other secrets: the password changed, so those sessions are stale.
-    for (const e of this.idle.filter((x) => x.identity === identity && x.secretHash !== secretHash)) {
+    for (const e of this.idle.filter(
+      (x) => x.identity === identity && x.secretHash !== secretHash,
+    )) {
       this.drop(e);
     }
     for (let i = this.idle.length - 1; i >= 0; i--) {
@@ -139,6 +142,9 @@ export class SessionPool {
       .update('\0')
       .update(parts.enable ?? parts.password)
       .digest('hex');
-    return { identity: JSON.stringify([parts.host.toLowerCase(), parts.port, parts.username]), secretHash };
+    return {
+      identity: JSON.stringify([parts.host.toLowerCase(), parts.port, parts.username]),
+      secretHash,
+    };
   }
 }

@@ -172,7 +172,8 @@ export class SshSession {
     channel.stderr.on('data', () => {
       // Devices do not use stderr on a shell; ignore rather than mix it into output.
     });
-    const dropped = (): void => this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the device closed the session'));
+    const dropped = (): void =>
+      this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the device closed the session'));
     channel.on('close', dropped);
     client.on('close', dropped);
     client.on('error', () => dropped());
@@ -240,7 +241,12 @@ export class SshSession {
           { term: 'vt100', cols: options.cols ?? 511, rows: options.rows ?? 200 },
           (err, channel) => {
             if (err !== undefined && err !== null) {
-              finish(new SvcError(ErrorCode.SESSION_DROPPED, `the device refused a shell: ${err.message}`));
+              finish(
+                new SvcError(
+                  ErrorCode.SESSION_DROPPED,
+                  `the device refused a shell: ${err.message}`,
+                ),
+              );
               return;
             }
             finish(null, new SshSession(client, channel));
@@ -260,7 +266,12 @@ export class SshSession {
       try {
         client.connect(config);
       } catch (err) {
-        finish(new SvcError(ErrorCode.HOST_UNREACHABLE, `cannot connect to ${options.host}: ${String(err)}`));
+        finish(
+          new SvcError(
+            ErrorCode.HOST_UNREACHABLE,
+            `cannot connect to ${options.host}: ${String(err)}`,
+          ),
+        );
       }
     });
   }
@@ -298,7 +309,8 @@ export class SshSession {
    */
   waitFor<T>(test: WaitTest<T>, timeoutMs: number, what: string): Promise<T> {
     if (this.closedError !== null) return Promise.reject(this.closedError);
-    if (this.waiter !== null) return Promise.reject(new SvcError(ErrorCode.INTERNAL, 'concurrent reads on one session'));
+    if (this.waiter !== null)
+      return Promise.reject(new SvcError(ErrorCode.INTERNAL, 'concurrent reads on one session'));
     return new Promise<T>((resolve, reject) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -306,7 +318,12 @@ export class SshSession {
       };
       const timer = setTimeout(() => {
         done();
-        reject(new SvcError(ErrorCode.READ_TIMEOUT, `read timeout: ${what} not seen within ${timeoutMs} ms`));
+        reject(
+          new SvcError(
+            ErrorCode.READ_TIMEOUT,
+            `read timeout: ${what} not seen within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       this.waiter = {
         check: () => {
@@ -386,7 +403,15 @@ export function abortError(signal: AbortSignal): SvcError {
   return reason instanceof SvcError ? reason : cancelled();
 }
 
-const UNREACHABLE_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'EAI_NONAME', 'EAI_FAIL']);
+const UNREACHABLE_CODES = new Set([
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'EAI_NONAME',
+  'EAI_FAIL',
+]);
 
 function connectError(
   err: Error & { level?: string; code?: string },
@@ -395,19 +420,36 @@ function connectError(
 ): SvcError {
   const where = `${options.host}:${options.port}`;
   if (authFailed || err.level === 'client-authentication') {
-    return new SvcError(ErrorCode.AUTH_FAILED, `authentication failed for user ${options.username} on ${where}`);
+    return new SvcError(
+      ErrorCode.AUTH_FAILED,
+      `authentication failed for user ${options.username} on ${where}`,
+    );
   }
   if (err.code === 'ECONNREFUSED') {
-    return new SvcError(ErrorCode.CONNECTION_REFUSED, `connection refused by ${where}`, { cause: err });
+    return new SvcError(ErrorCode.CONNECTION_REFUSED, `connection refused by ${where}`, {
+      cause: err,
+    });
   }
   if (err.code !== undefined && UNREACHABLE_CODES.has(err.code)) {
-    return new SvcError(ErrorCode.HOST_UNREACHABLE, `host unreachable: ${where} (${err.code})`, { cause: err });
+    return new SvcError(ErrorCode.HOST_UNREACHABLE, `host unreachable: ${where} (${err.code})`, {
+      cause: err,
+    });
   }
   if (err.code === 'ETIMEDOUT' || err.level === 'client-timeout') {
-    return new SvcError(ErrorCode.CONNECTION_TIMEOUT, `connection timeout to ${where}`, { cause: err });
+    return new SvcError(ErrorCode.CONNECTION_TIMEOUT, `connection timeout to ${where}`, {
+      cause: err,
+    });
   }
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
-    return new SvcError(ErrorCode.SESSION_DROPPED, `the device ${where} reset the connection during login`, { cause: err });
+    return new SvcError(
+      ErrorCode.SESSION_DROPPED,
+      `the device ${where} reset the connection during login`,
+      { cause: err },
+    );
   }
-  return new SvcError(ErrorCode.CONNECTION_TIMEOUT, `no SSH session with ${where}: ${err.message}`, { cause: err });
+  return new SvcError(
+    ErrorCode.CONNECTION_TIMEOUT,
+    `no SSH session with ${where}: ${err.message}`,
+    { cause: err },
+  );
 }

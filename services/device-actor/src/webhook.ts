@@ -62,7 +62,8 @@ export function createWebhookNotifier(
       'user-agent': 'svc-webhook/1',
       [TIMESTAMP_HEADER]: String(Math.floor(Date.now() / 1000)),
     };
-    if (secrets.webhook_secret) headers[SIGNATURE_HEADER] = signWebhook(body, secrets.webhook_secret);
+    if (secrets.webhook_secret)
+      headers[SIGNATURE_HEADER] = signWebhook(body, secrets.webhook_secret);
     const origin = url.origin;
     const started = performance.now();
     const requester = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -84,7 +85,9 @@ export function createWebhookNotifier(
           fail(`HTTP ${status}`);
         }
       });
-      req.on('timeout', () => req.destroy(new Error(`timed out after ${config.WEBHOOK_TIMEOUT} s`)));
+      req.on('timeout', () =>
+        req.destroy(new Error(`timed out after ${config.WEBHOOK_TIMEOUT} s`)),
+      );
       req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
       req.end(body);
     } catch (err) {

@@ -13,7 +13,10 @@ test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a per
   assert.equal(normalizeTerminalText('line1\r\nline2\r\r\nend'), 'line1\nline2\nend');
   assert.equal(normalizeTerminalText('shox\bw ver'), 'show ver');
   assert.equal(normalizeTerminalText('a\x1bEb'), 'a\nb');
-  assert.equal(normalizeTerminalText('x\n --More-- \b\b\b\b\b\b\b\b\b\b          \b\b\b\b\b\b\b\b\b\bnext'), 'x\nnext');
+  assert.equal(
+    normalizeTerminalText('x\n --More-- \b\b\b\b\b\b\b\b\b\b          \b\b\b\b\b\b\b\b\b\bnext'),
+    'x\nnext',
+  );
   assert.equal(normalizeTerminalText('x\n---(more)---\r            \rnext'), 'x\nnext');
   assert.equal(normalizeTerminalText('bell\x07\x00!'), 'bell!');
 });
@@ -27,7 +30,16 @@ test('when an escape sequence or CRLF is split across chunks, then it is still r
 });
 
 test('when a paging prompt ends the output, then it is recognised with its key', () => {
-  for (const p of [' --More-- ', '--More--', '<--- More --->', '  ---- More ----', '---(more)---', '---(more 45%)---', '-- MORE --, next page: Space, next line: Enter, quit: Control-C', 'lines 1-24 ']) {
+  for (const p of [
+    ' --More-- ',
+    '--More--',
+    '<--- More --->',
+    '  ---- More ----',
+    '---(more)---',
+    '---(more 45%)---',
+    '-- MORE --, next page: Space, next line: Enter, quit: Control-C',
+    'lines 1-24 ',
+  ]) {
     assert.equal(matchPager(p)?.answer, ' ', p);
   }
   assert.equal(matchPager('(END)')?.answer, 'q');
@@ -50,12 +62,24 @@ test('every platform id has a driver', () => {
 
 test('when a driver derives the base prompt, then its pattern matches every mode of that device', () => {
   const cases: Record<string, { login: string; match: string[]; reject: string[] }> = {
-    cisco_ios: { login: 'R1>', match: ['R1#', 'R1(config)#', 'R1(config-if)#'], reject: ['R2#', 'xR1#'] },
+    cisco_ios: {
+      login: 'R1>',
+      match: ['R1#', 'R1(config)#', 'R1(config-if)#'],
+      reject: ['R2#', 'xR1#'],
+    },
     cisco_xr: { login: 'RP/0/RP0/CPU0:R1#', match: ['RP/0/RP0/CPU0:R1(config)#'], reject: ['R1#'] },
     juniper_junos: { login: 'svc@R1> ', match: ['svc@R1# '], reject: ['svc@R2>'] },
-    huawei: { login: '<R1>', match: ['[R1]', '[R1-GigabitEthernet0/0/1]', '[~R1]'], reject: ['<R2>'] },
+    huawei: {
+      login: '<R1>',
+      match: ['[R1]', '[R1-GigabitEthernet0/0/1]', '[~R1]'],
+      reject: ['<R2>'],
+    },
     fortinet: { login: 'R1 # ', match: ['R1 (interface) # ', 'R1 $ '], reject: ['R1#'] },
-    paloalto_panos: { login: 'admin@PA-VM> ', match: ['admin@PA-VM# ', 'admin@PA-VM(active)> '], reject: ['root@PA-VM>'] },
+    paloalto_panos: {
+      login: 'admin@PA-VM> ',
+      match: ['admin@PA-VM# ', 'admin@PA-VM(active)> '],
+      reject: ['root@PA-VM>'],
+    },
     linux: { login: 'svc@R1:~$ ', match: ['svc@R1:/tmp$ ', 'svc@R1:~# '], reject: ['other$ '] },
     hp_procurve: { login: 'R1> ', match: ['R1(eth-1)# ', 'R1(config)# '], reject: ['R2# '] },
   };
@@ -81,14 +105,20 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     hp_procurve: 'Invalid input: foo',
     aruba_aoscx: 'Invalid input: foo',
     huawei: "Error: Unrecognized command found at '^' position.",
-    fortinet: 'command parse error before \'bogus\'',
+    fortinet: "command parse error before 'bogus'",
     paloalto_panos: 'Invalid syntax.',
     linux: '-bash: foo: command not found',
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';
-    assert.ok(DRIVERS[p].errorPatterns.some((re) => re.test(line)), `${p}: ${line}`);
-    assert.ok(!DRIVERS[p].errorPatterns.some((re) => re.test('GigabitEthernet0/1 is up')), `${p} false positive`);
+    assert.ok(
+      DRIVERS[p].errorPatterns.some((re) => re.test(line)),
+      `${p}: ${line}`,
+    );
+    assert.ok(
+      !DRIVERS[p].errorPatterns.some((re) => re.test('GigabitEthernet0/1 is up')),
+      `${p} false positive`,
+    );
   }
 });
 
@@ -101,9 +131,15 @@ test('when a platform has no commit or save, then the driver says so', () => {
 });
 
 test('when version texts are fingerprinted, then the most specific platform wins', () => {
-  assert.equal(matchFingerprint('Cisco IOS XE Software, Version 17\nCisco IOS Software [Amsterdam]'), 'cisco_xe');
+  assert.equal(
+    matchFingerprint('Cisco IOS XE Software, Version 17\nCisco IOS Software [Amsterdam]'),
+    'cisco_xe',
+  );
   assert.equal(matchFingerprint('Cisco IOS Software, IOSv Software'), 'cisco_ios');
-  assert.equal(matchFingerprint('Cisco Adaptive Security Appliance Software Version 9.16'), 'cisco_asa');
+  assert.equal(
+    matchFingerprint('Cisco Adaptive Security Appliance Software Version 9.16'),
+    'cisco_asa',
+  );
   assert.equal(matchFingerprint('Cisco Nexus Operating System (NX-OS) Software'), 'cisco_nxos');
   assert.equal(matchFingerprint('Cisco IOS XR Software, Version 7.3.2'), 'cisco_xr');
   assert.equal(matchFingerprint('Junos: 21.4R3.15'), 'juniper_junos');
@@ -117,6 +153,9 @@ test('when version texts are fingerprinted, then the most specific platform wins
 });
 
 test('when secrets appear in a text, then they are redacted', () => {
-  assert.equal(redactValues('pw hunter2 and en s3cret', ['hunter2', 's3cret', null]), 'pw *** and en ***');
+  assert.equal(
+    redactValues('pw hunter2 and en s3cret', ['hunter2', 's3cret', null]),
+    'pw *** and en ***',
+  );
   assert.equal(redactValues('nothing', ['', null]), 'nothing');
 });

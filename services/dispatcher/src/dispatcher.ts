@@ -87,7 +87,9 @@ export async function startDispatcher(
 
   let stopping = false;
   const loops = config.SVC_CONTEXTS.map((context) =>
-    leadContext(context).catch((err: unknown) => log.error({ err, context }, 'dispatch loop failed')),
+    leadContext(context).catch((err: unknown) =>
+      log.error({ err, context }, 'dispatch loop failed'),
+    ),
   );
   log.info({ id, contexts: config.SVC_CONTEXTS }, 'dispatcher started');
 

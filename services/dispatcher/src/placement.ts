@@ -49,5 +49,10 @@ export class Placement {
 }
 
 export function rendezvousScore(deviceKey: string, hostId: string): bigint {
-  return createHash('sha256').update(deviceKey).update('\0').update(hostId).digest().readBigUInt64BE(0);
+  return createHash('sha256')
+    .update(deviceKey)
+    .update('\0')
+    .update(hostId)
+    .digest()
+    .readBigUInt64BE(0);
 }

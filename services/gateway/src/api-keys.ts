@@ -60,7 +60,12 @@ export interface ApiKeys {
   hasAdminKey(): boolean;
   /** Constant-time check of `admin:<SVC_ADMIN_SECRET>`; false when the secret is unset. */
   isAdminSecret(username: string, password: string): boolean;
-  create(input: { role: Role; contexts: string[]; ttl: number; createdBy: string }): Promise<IssuedKey>;
+  create(input: {
+    role: Role;
+    contexts: string[];
+    ttl: number;
+    createdBy: string;
+  }): Promise<IssuedKey>;
   list(): Promise<KeyListItem[]>;
   /** False when the key is unknown or already revoked. */
   revoke(keyId: string): Promise<boolean>;
@@ -92,10 +97,7 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
 
   const cache = new Map<string, ApiKeyMeta>();
   const revokedIds = new Set<string>();
-  const watchers = await Promise.all([
-    keysKv.watch(),
-    revokedKv.watch(),
-  ]);
+  const watchers = await Promise.all([keysKv.watch(), revokedKv.watch()]);
   const [keysWatch, revokedWatch] = watchers;
   const follow = async (
     iter: AsyncIterable<KvEntry>,
@@ -128,7 +130,9 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
     ),
   ];
 
-  const readMeta = async (keyId: string): Promise<{ meta: ApiKeyMeta; revision: number } | null> => {
+  const readMeta = async (
+    keyId: string,
+  ): Promise<{ meta: ApiKeyMeta; revision: number } | null> => {
     const entry = await keysKv.get(keyId);
     if (!entry || entry.operation !== 'PUT') return null;
     return { meta: decodeJson<ApiKeyMeta>(entry.value), revision: entry.revision };
@@ -192,7 +196,9 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
     resolve,
     enabled: secret !== null,
     hasAdminKey: () =>
-      [...cache.values()].some((m) => m.role === Role.admin && !isExpired(m) && !revokedIds.has(m.key_id)),
+      [...cache.values()].some(
+        (m) => m.role === Role.admin && !isExpired(m) && !revokedIds.has(m.key_id),
+      ),
     isAdminSecret(username, password) {
       if (!adminSecretDigest) return false;
       // Digests have equal lengths, so timingSafeEqual never throws and leaks no length.
@@ -310,9 +316,11 @@ async function signingSecret(
   const value = sealer.open<string>(sealed);
   const currentKid = sealer.seal(null).split('.')[1];
   if (sealed.split('.')[1] !== currentKid) {
-    await kv.update(JWT_SECRET_ENTRY, new TextEncoder().encode(sealer.seal(value)), entry.revision).catch(
-      () => undefined, // another instance re-sealed it first
-    );
+    await kv
+      .update(JWT_SECRET_ENTRY, new TextEncoder().encode(sealer.seal(value)), entry.revision)
+      .catch(
+        () => undefined, // another instance re-sealed it first
+      );
   }
   return new TextEncoder().encode(value);
 }

@@ -1,5 +1,11 @@
 import type { FastifyRequest } from 'fastify';
-import { basicCaller, parseBasic, parseBearer, type BearerResolver, type Caller } from './caller.js';
+import {
+  basicCaller,
+  parseBasic,
+  parseBearer,
+  type BearerResolver,
+  type Caller,
+} from './caller.js';
 import { HttpError } from './http-errors.js';
 
 /**

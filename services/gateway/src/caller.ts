@@ -32,7 +32,9 @@ export function mayAccessJob(caller: Caller, owner: string): boolean {
 }
 
 /** Decodes `Authorization: Basic …`; null when absent or malformed. */
-export function parseBasic(header: string | undefined): { username: string; password: string } | null {
+export function parseBasic(
+  header: string | undefined,
+): { username: string; password: string } | null {
   if (!header) return null;
   const m = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
   if (!m?.[1]) return null;

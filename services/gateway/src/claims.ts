@@ -22,7 +22,11 @@ export class KeyClaims {
       const entry = await this.kv.get(key);
       // Deleted between our create and get: try again.
       if (entry?.operation === 'PUT') {
-        return { claimed: false, jobId: new TextDecoder().decode(entry.value), revision: entry.revision };
+        return {
+          claimed: false,
+          jobId: new TextDecoder().decode(entry.value),
+          revision: entry.revision,
+        };
       }
     }
     throw new Error(`claim ${key} kept changing`);

@@ -12,7 +12,10 @@ export const GatewayConfig = Type.Object({
     description: 'Plain-HTTP port; -1 (default) serves no plain HTTP.',
   }),
   SVC_BIND: Type.String({ default: '0.0.0.0', description: 'Address the HTTP servers bind.' }),
-  SVC_TLS_CERT: Type.String({ default: '', description: 'PEM certificate file; self-signed when empty.' }),
+  SVC_TLS_CERT: Type.String({
+    default: '',
+    description: 'PEM certificate file; self-signed when empty.',
+  }),
   SVC_TLS_KEY: Type.String({ default: '', description: 'PEM private key file.' }),
   SVC_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
@@ -84,6 +87,8 @@ export const GatewayConfig = Type.Object({
 });
 export type GatewayConfig = Static<typeof GatewayConfig>;
 
-export function loadGatewayConfig(env: Readonly<Record<string, string | undefined>>): GatewayConfig {
+export function loadGatewayConfig(
+  env: Readonly<Record<string, string | undefined>>,
+): GatewayConfig {
   return loadConfig(GatewayConfig, env);
 }

@@ -1,11 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  Subjects,
-  encodeJson,
-  isTerminal,
-  type JobRecord,
-  type JobStore,
-} from '@svc/proto';
+import { Subjects, encodeJson, isTerminal, type JobRecord, type JobStore } from '@svc/proto';
 import { mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
 

@@ -200,7 +200,8 @@ export class JobIntake {
           { dedupKey },
         );
       } catch (err) {
-        if (dedupKey && this.dedup) await this.dedup.release(dedupKey, jobId).catch(() => undefined);
+        if (dedupKey && this.dedup)
+          await this.dedup.release(dedupKey, jobId).catch(() => undefined);
         throw err;
       }
     } catch (err) {

@@ -76,7 +76,11 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       // Only forget the host if nobody (a restarted host with the same id) beat meanwhile.
       await workers.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
       log.warn(
-        { host_id: beat.host_id, orphaned: outcome.orphaned.length, handed_back: outcome.handedBack.length },
+        {
+          host_id: beat.host_id,
+          orphaned: outcome.orphaned.length,
+          handed_back: outcome.handedBack.length,
+        },
         'reaped a silent actor host',
       );
       reaped.push(beat.host_id);

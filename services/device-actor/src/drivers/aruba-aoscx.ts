@@ -18,6 +18,12 @@ export const arubaAoscx: Driver = {
   },
   commit: null,
   save: { command: 'write memory', confirmations: [] },
-  errorPatterns: [/^Invalid input:/i, /^%\s*Invalid input/i, /^%?\s*Command incomplete/i, /^Ambiguous command/i, /^Incomplete command/i],
+  errorPatterns: [
+    /^Invalid input:/i,
+    /^%\s*Invalid input/i,
+    /^%?\s*Command incomplete/i,
+    /^Ambiguous command/i,
+    /^Incomplete command/i,
+  ],
   cleanConfigOutput: keepOutput,
 };

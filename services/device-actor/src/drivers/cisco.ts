@@ -81,7 +81,11 @@ export const ciscoXr: Driver = {
   commit: { command: 'commit', confirmations: [] },
   // The commit writes the persistent configuration: there is no separate save.
   save: 'commit',
-  errorPatterns: [...CISCO_ERRORS, /^%\s*Failed to commit/i, /^%\s*This command is not authorized/i],
+  errorPatterns: [
+    ...CISCO_ERRORS,
+    /^%\s*Failed to commit/i,
+    /^%\s*This command is not authorized/i,
+  ],
 };
 
 export const ciscoNxos: Driver = {

@@ -226,7 +226,9 @@ export class CliSession {
         return nl < 0 ? '' : text.slice(0, nl);
       },
       options.timeoutMs,
-      expect !== null ? `expect_string /${expect.source}/ after "${wanted}"` : `the prompt after "${wanted}"`,
+      expect !== null
+        ? `expect_string /${expect.source}/ after "${wanted}"`
+        : `the prompt after "${wanted}"`,
     );
     ssh.clear();
     return output;
@@ -263,14 +265,23 @@ export class CliSession {
    * and saves when asked. A rejected line aborts: the driver leaves configuration mode before
    * the error is raised, so the device is back at its exec prompt.
    */
-  async configure(lines: readonly string[], options: ConfigOptions): Promise<Record<string, string>> {
+  async configure(
+    lines: readonly string[],
+    options: ConfigOptions,
+  ): Promise<Record<string, string>> {
     const { config, commit, save } = this.driver;
     const platform = this.driver.platform;
     if (options.commit && commit === null) {
-      throw new SvcError(ErrorCode.COMMAND_ERROR, `commit is not supported on platform ${platform}`);
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `commit is not supported on platform ${platform}`,
+      );
     }
     if (options.save && save === 'none') {
-      throw new SvcError(ErrorCode.COMMAND_ERROR, `save_config is not supported on platform ${platform}`);
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `save_config is not supported on platform ${platform}`,
+      );
     }
     const doCommit = options.commit || (options.save && save === 'commit');
     const timeoutMs = options.timeoutMs;
@@ -308,7 +319,10 @@ export class CliSession {
     }
     await this.leaveConfig(config.exit, timeoutMs);
     if (options.save && typeof save === 'object') {
-      const out = await this.command(save.command, { timeoutMs, confirmations: save.confirmations });
+      const out = await this.command(save.command, {
+        timeoutMs,
+        confirmations: save.confirmations,
+      });
       record(results, save.command, out);
       const error = this.findError(out);
       if (error !== undefined) throw rejected(save.command, error);
@@ -327,7 +341,10 @@ export class CliSession {
       }
     }
     if (config.isConfig(this.prompt)) {
-      throw new SvcError(ErrorCode.COMMAND_ERROR, `could not leave configuration mode (prompt ${this.prompt})`);
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `could not leave configuration mode (prompt ${this.prompt})`,
+      );
     }
   }
 
@@ -349,7 +366,10 @@ export class CliSession {
 }
 
 function rejected(cmd: string, deviceMessage: string): SvcError {
-  return new SvcError(ErrorCode.COMMAND_ERROR, `command "${cmd}" rejected by the device: ${deviceMessage}`);
+  return new SvcError(
+    ErrorCode.COMMAND_ERROR,
+    `command "${cmd}" rejected by the device: ${deviceMessage}`,
+  );
 }
 
 function record(results: Record<string, string>, cmd: string, out: string): void {
@@ -379,6 +399,7 @@ export function dropEchoLike(output: string, wanted: string): string {
   const squash = (s: string): string => s.replace(/\s+/g, '');
   const nl = output.indexOf('\n');
   const first = nl < 0 ? output : output.slice(0, nl);
-  if (wanted !== '' && squash(first).endsWith(squash(wanted))) return nl < 0 ? '' : output.slice(nl + 1);
+  if (wanted !== '' && squash(first).endsWith(squash(wanted)))
+    return nl < 0 ? '' : output.slice(nl + 1);
   return output;
 }

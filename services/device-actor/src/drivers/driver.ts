@@ -78,7 +78,11 @@ export interface Driver {
 export const ciscoLike = {
   loginPrompt: /[>#]\s*$/,
   // Arrow functions: drivers copy these members, so they must not depend on `this`.
-  basePrompt: (line: string): string => line.trim().replace(/[>#]$/, '').replace(/\([^)]*\)$/, ''),
+  basePrompt: (line: string): string =>
+    line
+      .trim()
+      .replace(/[>#]$/, '')
+      .replace(/\([^)]*\)$/, ''),
   promptPattern: (b: string): RegExp => new RegExp(`^${b}(?:\\([^)\\n]*\\))?[>#]\\s*$`),
   isEnabled: (prompt: string): boolean => /#\s*$/.test(prompt),
   isConfig: (prompt: string): boolean => /\(config[^)]*\)#\s*$/.test(prompt),

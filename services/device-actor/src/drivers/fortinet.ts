@@ -11,7 +11,11 @@ export const fortinet: Driver = {
   loginPrompt: /[#$]\s*$/,
   loginConfirmations: [],
   basePrompt(line: string): string {
-    return line.trim().replace(/[#$]$/, '').trim().replace(/\s*\([^)]*\)$/, '');
+    return line
+      .trim()
+      .replace(/[#$]$/, '')
+      .trim()
+      .replace(/\s*\([^)]*\)$/, '');
   },
   promptPattern(b: string): RegExp {
     return new RegExp(`^${b}(?: \\([^)\\n]*\\))? [#$]\\s*$`);
@@ -38,4 +42,3 @@ export const fortinet: Driver = {
   ],
   cleanConfigOutput: (o) => o,
 };
-

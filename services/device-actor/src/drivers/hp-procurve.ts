@@ -28,6 +28,11 @@ export const hpProcurve: Driver = {
   },
   commit: null,
   save: { command: 'write memory', confirmations: [] },
-  errorPatterns: [/^Invalid input:/i, /^Ambiguous input:/i, /^Incomplete input:/i, /^Unknown command/i],
+  errorPatterns: [
+    /^Invalid input:/i,
+    /^Ambiguous input:/i,
+    /^Incomplete input:/i,
+    /^Unknown command/i,
+  ],
   cleanConfigOutput: keepOutput,
 };

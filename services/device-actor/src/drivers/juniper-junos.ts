@@ -23,7 +23,10 @@ export const juniperJunos: Driver = {
     abort: ['rollback 0', 'exit configuration-mode'],
     isConfig: (prompt) => /#\s*$/.test(prompt),
     exitConfirmations: [
-      { pattern: /Exit with uncommitted changes\?\s*\[yes,no\]\s*(?:\(\w+\))?\s*$/i, answer: 'yes\n' },
+      {
+        pattern: /Exit with uncommitted changes\?\s*\[yes,no\]\s*(?:\(\w+\))?\s*$/i,
+        answer: 'yes\n',
+      },
     ],
   },
   commit: { command: 'commit', confirmations: [] },
@@ -38,7 +41,9 @@ export const juniperJunos: Driver = {
   cleanConfigOutput(output: string): string {
     return output
       .split('\n')
-      .filter((l) => !/^\s*\[edit(?: [^\]]*)?\]\s*$/.test(l) && !/^\{\w+(?::\d+)?\}$/.test(l.trim()))
+      .filter(
+        (l) => !/^\s*\[edit(?: [^\]]*)?\]\s*$/.test(l) && !/^\{\w+(?::\d+)?\}$/.test(l.trim()),
+      )
       .join('\n')
       .replace(/\n+$/, '')
       .replace(/^\n+/, '');

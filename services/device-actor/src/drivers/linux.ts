@@ -28,6 +28,11 @@ export const linux: Driver = {
   },
   commit: null,
   save: 'none',
-  errorPatterns: [/: command not found$/, /: No such file or directory$/, /: Permission denied$/, /^-?\w*sh: /],
+  errorPatterns: [
+    /: command not found$/,
+    /: No such file or directory$/,
+    /: Permission denied$/,
+    /^-?\w*sh: /,
+  ],
   cleanConfigOutput: (o) => o,
 };

@@ -10,7 +10,10 @@ export const paloaltoPanos: Driver = {
   loginPrompt: /[>#]\s*$/,
   loginConfirmations: [],
   basePrompt(line: string): string {
-    return line.trim().replace(/[>#]$/, '').replace(/\([^)]*\)$/, '');
+    return line
+      .trim()
+      .replace(/[>#]$/, '')
+      .replace(/\([^)]*\)$/, '');
   },
   promptPattern(b: string): RegExp {
     return new RegExp(`^${b}(?:\\([^)\\n]*\\))?[>#]\\s*$`);

@@ -15,7 +15,10 @@ const CreateKeyRequest = Type.Object(
   {
     role: Type.Optional(Type.Enum([Role.admin, Role.operator, Role.viewer])),
     contexts: Type.Optional(
-      Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_-]+)$' }), { minItems: 1, maxItems: 100 }),
+      Type.Array(Type.String({ pattern: '^(\\*|[A-Za-z0-9_-]+)$' }), {
+        minItems: 1,
+        maxItems: 100,
+      }),
     ),
     ttl: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_TTL })),
     created_by: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
@@ -30,7 +33,11 @@ type KeyParams = { Params: { key_id: string } };
  * Key management: Basic `admin:<SVC_ADMIN_SECRET>` or a Bearer key of role admin. When the
  * secret is unset and no admin key exists, every key route answers 403 (disabled).
  */
-export function registerApiKeyRoutes(app: FastifyInstance, ctx: GatewayContext, keys: ApiKeys): void {
+export function registerApiKeyRoutes(
+  app: FastifyInstance,
+  ctx: GatewayContext,
+  keys: ApiKeys,
+): void {
   const { config, onStoreError } = ctx;
 
   const authorize = async (req: FastifyRequest): Promise<string> => {
@@ -45,15 +52,20 @@ export function registerApiKeyRoutes(app: FastifyInstance, ctx: GatewayContext, 
     const basic = parseBasic(header);
     if (basic) {
       if (keys.isAdminSecret(basic.username, basic.password)) return 'admin';
-      throw new HttpError(401, 'invalid admin credentials', { 'WWW-Authenticate': 'Basic realm="svc"' });
+      throw new HttpError(401, 'invalid admin credentials', {
+        'WWW-Authenticate': 'Basic realm="svc"',
+      });
     }
     const token = parseBearer(header);
     if (token) {
       const caller = await keys.resolve(token);
       if (!caller) {
-        throw new HttpError(401, 'invalid, expired or revoked API key', { 'WWW-Authenticate': 'Bearer' });
+        throw new HttpError(401, 'invalid, expired or revoked API key', {
+          'WWW-Authenticate': 'Bearer',
+        });
       }
-      if (caller.role !== Role.admin) throw new HttpError(403, `role ${caller.role} may not manage keys`);
+      if (caller.role !== Role.admin)
+        throw new HttpError(403, `role ${caller.role} may not manage keys`);
       return caller.id;
     }
     throw new HttpError(401, 'authentication required (Basic admin or an admin API key)', {

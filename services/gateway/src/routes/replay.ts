@@ -39,12 +39,14 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
     '/v2/jobs/:job_id/replay',
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await ctx.authenticate(req);
-      if (!hasRole(caller, 'operator')) throw new HttpError(403, `role ${caller.role} may not replay jobs`);
+      if (!hasRole(caller, 'operator'))
+        throw new HttpError(403, `role ${caller.role} may not replay jobs`);
       const newId = JobIntake.jobIdFrom(header(req, 'x-request-id'));
       const stored = await ctx.jobs.get(req.params.job_id);
       if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
       const record = stored.record;
-      if (record.owner !== caller.id) throw new HttpError(403, 'this job belongs to another caller');
+      if (record.owner !== caller.id)
+        throw new HttpError(403, 'this job belongs to another caller');
       if (record.status !== 'failed') {
         throw new HttpError(409, `only failed jobs can be replayed; this one is ${record.status}`);
       }
@@ -63,14 +65,32 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
       if (caller.basic) {
         ({ username, password } = caller.basic);
       } else {
-        if (!username) issues.push({ loc: ['body', 'username'], msg: 'field required with Bearer authentication', type: 'missing' });
-        if (!password) issues.push({ loc: ['body', 'password'], msg: 'field required with Bearer authentication', type: 'missing' });
+        if (!username)
+          issues.push({
+            loc: ['body', 'username'],
+            msg: 'field required with Bearer authentication',
+            type: 'missing',
+          });
+        if (!password)
+          issues.push({
+            loc: ['body', 'password'],
+            msg: 'field required with Bearer authentication',
+            type: 'missing',
+          });
       }
       if (body.webhook_secret != null && record.spec.webhook_url === null) {
-        issues.push({ loc: ['body', 'webhook_secret'], msg: 'the job has no webhook_url', type: 'value_error' });
+        issues.push({
+          loc: ['body', 'webhook_secret'],
+          msg: 'the job has no webhook_url',
+          type: 'value_error',
+        });
       }
       if (!ctx.config.SVC_CONTEXTS.includes(record.spec.context)) {
-        issues.push({ loc: ['body', 'context'], msg: `context ${record.spec.context} no longer exists`, type: 'value_error' });
+        issues.push({
+          loc: ['body', 'context'],
+          msg: `context ${record.spec.context} no longer exists`,
+          type: 'value_error',
+        });
       }
       if (issues.length > 0 || !username || !password) throw HttpError.validation(issues);
 
