@@ -33,6 +33,9 @@ export function testEnv(
     JOB_REAPER_INTERVAL: '1',
     WORKER_STALE_THRESHOLD: '3',
     SHUTDOWN_GRACE: '5',
+    // Load tests send many jobs per device; the rate-limit tests set their own limits.
+    RATE_LIMIT_PER_MINUTE: '0',
+    RATE_LIMIT_DEVICE_PER_MINUTE: '0',
     ...extra,
   };
 }
