@@ -171,3 +171,61 @@ test('when the dispatcher and a gateway are killed with SIGKILL under load, then
     );
   }
 });
+
+test('when an actor host gets SIGTERM, then it finishes its running job, hands back queued ones, and exits cleanly', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({
+    platform: 'cisco_ios',
+    enable: PASSWORD,
+    commandLatencyMs: 1500,
+  });
+  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', SHUTDOWN_GRACE: '20' });
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await nats.stop();
+  });
+  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('dispatcher', env));
+  const first = ServiceProcess.start('device-actor', env);
+  procs.push(first);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(gateway);
+  const url = await gateway.httpUrl();
+  await waitWorkers(url, 1);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const ids: string[] = [];
+  for (const n of [1, 2, 3]) {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: {
+        host: device.host,
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${n}`],
+      },
+    });
+    assert.equal(a.status, 202, a.text);
+    ids.push(a.json.job_id as string);
+  }
+  await waitStatus(url, ids[0]!, auth, 'started');
+  procs.push(ServiceProcess.start('device-actor', env));
+  await waitWorkers(url, 2);
+  const exited = new Promise<number | null>((resolve) =>
+    first.child.once('exit', (code) => resolve(code)),
+  );
+  first.child.kill('SIGTERM');
+  for (const id of ids) {
+    const done = await waitForJob(url, id, auth, 30_000);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  assert.equal(await exited, 0, 'the host exited cleanly');
+  assert.match(first.output.join('\n'), /jobs handed back/);
+  const ran = device.stats.commands
+    .map((c) => c.command)
+    .filter((c) => c.startsWith('show interface'));
+  assert.deepEqual(ran, [
+    'show interface GigabitEthernet0/1',
+    'show interface GigabitEthernet0/2',
+    'show interface GigabitEthernet0/3',
+  ]);
+});
