@@ -89,3 +89,5 @@ export type {
   TraceContext,
   SpanAttributes,
 } from './tracing.js';
+export { runServiceMain } from './service-main.js';
+export type { ProcessHandle, ServiceDeps } from './service-main.js';

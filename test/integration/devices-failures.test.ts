@@ -4,30 +4,7 @@ import { createServer, type Socket } from 'node:net';
 import { SvcError } from '@svc/proto';
 import { createDeviceRunner } from '@svc/device-actor';
 import type { DeviceJob } from '@svc/device-actor';
-import { startDevice, type SimulatedDevice } from '@svc/test/support';
-
-function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): DeviceJob {
-  return {
-    jobId: `job-${Math.random().toString(16).slice(2)}`,
-    kind: 'command',
-    host: dev.host,
-    port: dev.port,
-    platform: dev.platform,
-    username: dev.username,
-    password: dev.password,
-    enable: dev.enable,
-    commands: [],
-    connTimeoutMs: 5000,
-    readTimeoutMs: 5000,
-    expectString: null,
-    saveConfig: false,
-    commit: false,
-    textfsmTemplate: null,
-    ttpTemplate: null,
-    signal: new AbortController().signal,
-    ...over,
-  };
-}
+import { jobFor, startDevice, type SimulatedDevice } from '@svc/test/support';
 
 const run = createDeviceRunner({ pool: null, poolExclude: [] });
 

@@ -2,36 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PLATFORMS } from '@svc/proto';
 import { createDeviceRunner } from '@svc/device-actor';
-import type { DeviceJob } from '@svc/device-actor';
-import {
-  PLATFORM_CASES as CASES,
-  expectedOutput,
-  startDevice,
-  type SimulatedDevice,
-} from '@svc/test/support';
-
-function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): DeviceJob {
-  return {
-    jobId: `job-${Math.random().toString(16).slice(2)}`,
-    kind: 'command',
-    host: dev.host,
-    port: dev.port,
-    platform: dev.platform,
-    username: dev.username,
-    password: dev.password,
-    enable: dev.enable,
-    commands: [],
-    connTimeoutMs: 5000,
-    readTimeoutMs: 5000,
-    expectString: null,
-    saveConfig: false,
-    commit: false,
-    textfsmTemplate: null,
-    ttpTemplate: null,
-    signal: new AbortController().signal,
-    ...over,
-  };
-}
+import { PLATFORM_CASES as CASES, expectedOutput, jobFor, startDevice } from '@svc/test/support';
 
 test('every platform id has a simulator case', () => {
   assert.deepEqual(Object.keys(CASES).sort(), [...PLATFORMS].sort());

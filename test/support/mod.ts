@@ -12,3 +12,4 @@ export { loadPlatform, textOf, PLATFORMS_DIR } from './platform-data.js';
 export type { PlatformData, CatalogEntry, Text } from './platform-data.js';
 export { generateHostKey } from './host-key.js';
 export { PLATFORM_CASES, expectedOutput } from './platform-cases.js';
+export { jobFor } from './device-jobs.js';

@@ -105,6 +105,8 @@ export async function startActorHost(
     config.LOCKOUT_WINDOW * 1000,
   );
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
+  // The server's message size limit, less room for the rest of the record.
+  const maxResultBytes = (nc.info?.max_payload ?? 1_048_576) - 32 * 1024;
   const mailboxes = new Map<string, Mailbox<Delivery>>();
   const running = new Map<string, AbortController>();
   const startedAt = new Date().toISOString();
@@ -319,6 +321,14 @@ export async function startActorHost(
               deps.parseOutputs!(started, outcome.results, platform),
             )
           : outcome.results;
+      // A record must fit in one NATS message; say so plainly rather than fail the write.
+      const size = Buffer.byteLength(JSON.stringify(results));
+      if (size > maxResultBytes) {
+        throw new SvcError(
+          ErrorCode.INTERNAL,
+          `results of ${size} bytes exceed the ${maxResultBytes}-byte limit of a job record`,
+        );
+      }
       ended = await jobs.transition(jobId, (current) =>
         current.status !== 'started'
           ? null

@@ -1,0 +1,61 @@
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ConfigError } from './config-loader.js';
+import { createLogger, type Logger } from './logging.js';
+import { connectNats } from './nats-connection.js';
+import { Sealer } from './sealing.js';
+import { startTracing, type TracingSettings } from './tracing.js';
+
+/** The parts of `process` a service's entry point hands over (only `main.ts` touches process). */
+export interface ProcessHandle {
+  env: Readonly<Record<string, string | undefined>>;
+  once(signal: 'SIGTERM' | 'SIGINT', listener: () => void): unknown;
+  exit(code: number): never;
+}
+
+export interface ServiceDeps {
+  nc: NatsConnection;
+  log: Logger;
+  /** Present when the service asked for one (it handles device secrets). */
+  sealer: Sealer | null;
+}
+
+/**
+ * The common life of a service process: read its settings (every bad one reported, exit 1),
+ * start tracing, connect to NATS, start, and on SIGTERM/SIGINT stop, drain NATS and exit 0.
+ */
+export async function runServiceMain<
+  C extends TracingSettings & { NATS_URL: string; SVC_ENCRYPTION_KEY: string },
+>(
+  proc: ProcessHandle,
+  options: {
+    service: string;
+    loadConfig: (env: Readonly<Record<string, string | undefined>>) => C;
+    needsSealer: boolean;
+    start: (config: C, deps: ServiceDeps) => Promise<{ stop(): Promise<void> }>;
+  },
+): Promise<void> {
+  const log = createLogger(options.service, proc.env['LOG_LEVEL']);
+  try {
+    const config = options.loadConfig(proc.env);
+    if (options.needsSealer && !config.SVC_ENCRYPTION_KEY) {
+      throw new ConfigError(['SVC_ENCRYPTION_KEY: required']);
+    }
+    const tracing = startTracing(config, options.service);
+    const nc = await connectNats(config.NATS_URL, `svc-${options.service}`);
+    const sealer = options.needsSealer ? Sealer.fromSetting(config.SVC_ENCRYPTION_KEY) : null;
+    const running = await options.start(config, { nc, log, sealer });
+    const shutdown = async (signal: string) => {
+      log.info({ signal }, 'stopping');
+      await running.stop();
+      await nc.drain();
+      await tracing.stop();
+      proc.exit(0);
+    };
+    proc.once('SIGTERM', () => void shutdown('SIGTERM'));
+    proc.once('SIGINT', () => void shutdown('SIGINT'));
+  } catch (err) {
+    if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
+    else log.error({ err }, `${options.service} failed to start`);
+    proc.exit(1);
+  }
+}
