@@ -55,6 +55,8 @@ export async function http(
       });
     });
     req.on('error', reject);
+    // A test must fail with a reason, never hang: no request waits longer than 30 s.
+    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${url}: no answer in 30 s`)));
     if (payload !== undefined) req.write(payload);
     req.end();
   });

@@ -29,7 +29,8 @@ export function testEnv(
     SVC_BIND: '127.0.0.1',
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'ERROR',
     HEARTBEAT_INTERVAL: '0.5',
-    DISPATCH_HOST_LIVENESS: '3',
+    // Below WORKER_STALE_THRESHOLD: dispatchers stop placing on a host before the reaper takes it.
+    DISPATCH_HOST_LIVENESS: '1.5',
     JOB_REAPER_INTERVAL: '1',
     WORKER_STALE_THRESHOLD: '3',
     SHUTDOWN_GRACE: '5',
@@ -170,10 +171,15 @@ export class ServiceProcess {
     }
   }
 
+  /** Sends the signal and waits for the exit; SIGKILL after 30 s if the process hangs. */
   kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     return new Promise((resolve) => {
       if (this.child.exitCode !== null || this.child.signalCode !== null) return resolve();
-      this.child.once('exit', () => resolve());
+      const force = setTimeout(() => this.child.kill('SIGKILL'), 30_000);
+      this.child.once('exit', () => {
+        clearTimeout(force);
+        resolve();
+      });
       this.child.kill(signal);
     });
   }

@@ -8,9 +8,9 @@ export const DispatcherConfig = Type.Object({
     minItems: 1,
     description: 'Routing contexts this dispatcher places, comma-separated.',
   }),
-  DISPATCH_HOST_LIVENESS: Type.Integer({
+  DISPATCH_HOST_LIVENESS: Type.Number({
     default: 15,
-    minimum: 1,
+    minimum: 0.1,
     description:
       'Seconds since its last heartbeat within which an actor host may receive new devices.',
   }),

@@ -13,6 +13,9 @@ import type { QueueDepth } from './queue-depth.js';
 /** Reads the cluster's live state (heartbeats, backlog, failed jobs) for health and contexts. */
 export class ClusterStatus {
   readonly #startedAt = Date.now();
+  /** Heartbeats by host id, kept current by a watch of `svc-workers` (no listing per request). */
+  readonly #beats = new Map<string, WorkerHeartbeat>();
+  #watch: { stop(): void } | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -22,18 +25,28 @@ export class ClusterStatus {
     private readonly options: { version: string; staleThresholdSeconds: number },
   ) {}
 
+  /** Starts following the heartbeats; call once before serving. */
+  async start(): Promise<void> {
+    const watch = await this.stores[Buckets.workers].watch();
+    this.#watch = watch;
+    void (async () => {
+      for await (const e of watch) {
+        if (e.operation === 'PUT') this.#beats.set(e.key, decodeJson<WorkerHeartbeat>(e.value));
+        else this.#beats.delete(e.key);
+      }
+    })();
+  }
+
+  stop(): void {
+    this.#watch?.stop();
+  }
+
   /** Heartbeats younger than WORKER_STALE_THRESHOLD. */
-  async liveWorkers(): Promise<WorkerHeartbeat[]> {
-    const kv = this.stores[Buckets.workers];
-    const out: WorkerHeartbeat[] = [];
+  liveWorkers(): Promise<WorkerHeartbeat[]> {
     const cutoff = Date.now() - this.options.staleThresholdSeconds * 1000;
-    for await (const key of await kv.keys()) {
-      const entry = await kv.get(key);
-      if (!entry || entry.operation !== 'PUT') continue;
-      const beat = decodeJson<WorkerHeartbeat>(entry.value);
-      if (Date.parse(beat.last_beat) >= cutoff) out.push(beat);
-    }
-    return out;
+    return Promise.resolve(
+      [...this.#beats.values()].filter((beat) => Date.parse(beat.last_beat) >= cutoff),
+    );
   }
 
   async failedJobs(): Promise<number> {

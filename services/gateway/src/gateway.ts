@@ -90,6 +90,7 @@ export async function startGateway(
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
   });
+  await status.start();
   const apiKeys = await startApiKeys({ config, stores, log, sealer });
   const ctx: GatewayContext = {
     config,
@@ -144,6 +145,7 @@ export async function startGateway(
     httpUrl,
     async stop() {
       await Promise.all(servers.map((s) => s.close()));
+      status.stop();
       await apiKeys.stop();
       await metrics.stop();
     },

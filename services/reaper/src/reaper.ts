@@ -11,6 +11,7 @@ import {
   LockKeys,
   decodeJson,
   drainHost,
+  encodeJson,
   ensureTopology,
   topologyFrom,
   type Logger,
@@ -55,6 +56,16 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       if (!entry || entry.operation !== 'PUT') continue;
       const beat = decodeJson<WorkerHeartbeat>(entry.value);
       if (Date.parse(beat.last_beat) >= cutoff) continue;
+      // Mark it draining first, so that dispatchers stop placing jobs on it while it is
+      // emptied (a job placed there after the drain would wait for nobody).
+      await workers
+        .update(
+          key,
+          encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
+          entry.revision,
+        )
+        .catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 200));
       const outcome = await drainHost(nc, lifecycle, beat.host_id, {
         failStarted: true,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
@@ -73,8 +84,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           await jobs.publishEvent(record).catch(() => undefined);
         },
       });
-      // Only forget the host if nobody (a restarted host with the same id) beat meanwhile.
-      await workers.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
+      await workers.delete(key).catch(() => undefined);
       log.warn(
         {
           host_id: beat.host_id,
