@@ -6,7 +6,7 @@ import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
 import { Sealer, connectNats, startTracing, type Logger } from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
-import { NatsServerProcess } from './nats-server-process.js';
+import { NatsServerProcess, ensureNatsServer } from './nats-server-process.js';
 
 export interface AllInOneOptions {
   env: Readonly<Record<string, string | undefined>>;
@@ -31,7 +31,8 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   await mkdir(options.dataDir, { recursive: true });
   let nats: NatsServerProcess | null = null;
   if (!env['NATS_URL']) {
-    nats = await NatsServerProcess.start({ dataDir: join(options.dataDir, 'nats') });
+    const bin = ensureNatsServer(env, (line) => options.log('launcher').info(line));
+    nats = await NatsServerProcess.start({ bin, dataDir: join(options.dataDir, 'nats') });
     env['NATS_URL'] = nats.url;
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);

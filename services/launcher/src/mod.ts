@@ -2,6 +2,7 @@ export {
   NatsServerProcess,
   NatsCluster,
   findNatsServer,
+  ensureNatsServer,
   natsServerVersion,
   freePort,
   readAllFiles,

@@ -17,6 +17,33 @@ export function findNatsServer(env: Readonly<Record<string, string | undefined>>
   return null;
 }
 
+/**
+ * Finds nats-server, installing it from the OS packages when it is missing and this process may
+ * (root on a Debian-like system); otherwise says how to get it.
+ */
+export function ensureNatsServer(
+  env: Readonly<Record<string, string | undefined>>,
+  log: (line: string) => void,
+): string {
+  const found = findNatsServer(env);
+  if (found) return found;
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (isRoot && spawnSync('apt-get', ['--version']).status === 0) {
+    log('nats-server not found: installing it with apt-get');
+    const aptEnv = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env: aptEnv });
+    spawnSync('apt-get', ['install', '-y', '-qq', 'nats-server'], {
+      stdio: 'inherit',
+      env: aptEnv,
+    });
+    const installed = findNatsServer(env);
+    if (installed) return installed;
+  }
+  throw new Error(
+    'nats-server not found on PATH (set NATS_SERVER_BIN, or install it: sudo apt-get install -y nats-server)',
+  );
+}
+
 export function natsServerVersion(bin: string): string | null {
   const out = spawnSync(bin, ['--version'], { encoding: 'utf8' });
   return out.status === 0 ? out.stdout.trim().replace(/^nats-server:\s*v?/, '') : null;
