@@ -1,5 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import type { KvMirror } from './kv-mirror.js';
 import { encodeToken } from './subjects.js';
 
 interface BreakerState {
@@ -23,16 +24,21 @@ export type BreakerVerdict =
  * re-opens it.
  */
 export class CircuitBreaker {
+  /** @param mirror a watched copy of the bucket: a healthy device then costs no round trip. */
   constructor(
     private readonly kv: KV,
     private readonly threshold: number,
     private readonly openMs: number,
+    private readonly mirror: KvMirror | null = null,
   ) {}
 
   /** Whether a job may connect now; `probe` when it is the half-open probe. */
   async admit(deviceKey: string, jobId: string, now = Date.now()): Promise<BreakerVerdict> {
+    const key = encodeToken(deviceKey);
+    if (this.mirror?.ready && this.mirror.get(key) === null) {
+      return { allowed: true, probe: false, clean: true };
+    }
     for (let attempt = 0; attempt < 10; attempt++) {
-      const key = encodeToken(deviceKey);
       const entry = await this.kv.get(key);
       if (!entry || entry.operation !== 'PUT') return { allowed: true, probe: false, clean: true };
       const s = decodeJson<BreakerState>(entry.value);
@@ -92,10 +98,12 @@ export class CircuitBreaker {
  * so that the service never locks a real account on the device's own AAA server.
  */
 export class LockoutLedger {
+  /** @param mirror a watched copy of the bucket: a user with no failures costs no round trip. */
   constructor(
     private readonly kv: KV,
     private readonly threshold: number,
     private readonly windowMs: number,
+    private readonly mirror: KvMirror | null = null,
   ) {}
 
   static keyOf(username: string, deviceKey: string): string {
@@ -103,9 +111,15 @@ export class LockoutLedger {
   }
 
   async isLockedOut(username: string, deviceKey: string, now = Date.now()): Promise<boolean> {
-    const entry = await this.kv.get(LockoutLedger.keyOf(username, deviceKey));
-    if (!entry || entry.operation !== 'PUT') return false;
-    const times = decodeJson<number[]>(entry.value).filter((t) => t > now - this.windowMs);
+    const key = LockoutLedger.keyOf(username, deviceKey);
+    let value: Uint8Array | null;
+    if (this.mirror?.ready) value = this.mirror.get(key)?.value ?? null;
+    else {
+      const entry = await this.kv.get(key);
+      value = entry && entry.operation === 'PUT' ? entry.value : null;
+    }
+    if (!value) return false;
+    const times = decodeJson<number[]>(value).filter((t) => t > now - this.windowMs);
     return times.length >= this.threshold;
   }
 

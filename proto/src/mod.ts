@@ -91,3 +91,5 @@ export type {
 } from './tracing.js';
 export { runServiceMain } from './service-main.js';
 export type { ProcessHandle, ServiceDeps } from './service-main.js';
+export { KvMirror } from './kv-mirror.js';
+export type { MirroredEntry } from './kv-mirror.js';

@@ -40,7 +40,7 @@ export async function runServiceMain<
     if (options.needsSealer && !config.SVC_ENCRYPTION_KEY) {
       throw new ConfigError(['SVC_ENCRYPTION_KEY: required']);
     }
-    const tracing = startTracing(config, options.service);
+    const tracing = await startTracing(config, options.service);
     const nc = await connectNats(config.NATS_URL, `svc-${options.service}`);
     const sealer = options.needsSealer ? Sealer.fromSetting(config.SVC_ENCRYPTION_KEY) : null;
     const running = await options.start(config, { nc, log, sealer });

@@ -10,8 +10,6 @@ import {
   type TextMapGetter,
   type TextMapSetter,
 } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
-import { NodeSDK, resources } from '@opentelemetry/sdk-node';
 import { Headers } from './subjects.js';
 
 /** The tracing settings of SharedSettings (OTEL_*). */
@@ -38,8 +36,16 @@ export interface RunningTracing {
  *   `reaper`, `all-in-one`), recorded as the resource attribute `svc.component` so that
  *   services sharing one OTEL_SERVICE_NAME stay apart in a trace view.
  */
-export function startTracing(settings: TracingSettings, component: string): RunningTracing {
+export async function startTracing(
+  settings: TracingSettings,
+  component: string,
+): Promise<RunningTracing> {
   if (!settings.OTEL_ENABLED) return { enabled: false, stop: () => Promise.resolve() };
+  // Loaded only when enabled: the SDK and its gRPC stack take a third of a second to import.
+  const [{ OTLPTraceExporter }, { NodeSDK, resources }] = await Promise.all([
+    import('@opentelemetry/exporter-trace-otlp-grpc'),
+    import('@opentelemetry/sdk-node'),
+  ]);
   const sdk = new NodeSDK({
     resource: resources.resourceFromAttributes({
       'service.name': settings.OTEL_SERVICE_NAME,

@@ -18,6 +18,7 @@ import {
   ErrorCode,
   JobLifecycle,
   JobStore,
+  KvMirror,
   LockoutLedger,
   Streams,
   Subjects,
@@ -94,15 +95,19 @@ export async function startActorHost(
   const jsm = await jetstreamManager(nc);
   const jobs = new JobStore(stores[Buckets.jobs], js);
   const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const breakerMirror = await KvMirror.start(stores[Buckets.breakers]);
+  const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
   const breaker = new CircuitBreaker(
     stores[Buckets.breakers],
     config.BREAKER_THRESHOLD,
     config.BREAKER_OPEN_SECONDS * 1000,
+    breakerMirror,
   );
   const lockout = new LockoutLedger(
     stores[Buckets.lockout],
     config.LOCKOUT_THRESHOLD,
     config.LOCKOUT_WINDOW * 1000,
+    lockoutMirror,
   );
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   // The server's message size limit, less room for the rest of the record.
@@ -397,6 +402,8 @@ export async function startActorHost(
       }
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
+      breakerMirror.stop();
+      lockoutMirror.stop();
       const drained = await drainHost(nc, lifecycle, hostId, {
         failStarted: true,
         reason: 'actor host shut down while the job ran',

@@ -6,6 +6,7 @@ import {
   Buckets,
   JobLifecycle,
   JobStore,
+  KvMirror,
   LockoutLedger,
   ensureTopology,
   topologyFrom,
@@ -59,6 +60,7 @@ export async function startGateway(
   const jsm = await jetstreamManager(nc);
   const jobs = new JobStore(stores[Buckets.jobs], js, 2000);
   const depth = new QueueDepth(jsm);
+  const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
   const intake = new JobIntake(
     js,
     jobs,
@@ -78,6 +80,7 @@ export async function startGateway(
       stores[Buckets.lockout],
       config.LOCKOUT_THRESHOLD,
       config.LOCKOUT_WINDOW * 1000,
+      lockoutMirror,
     ),
     {
       idempotency: stores[Buckets.idempotency],
@@ -146,6 +149,7 @@ export async function startGateway(
     async stop() {
       await Promise.all(servers.map((s) => s.close()));
       status.stop();
+      lockoutMirror.stop();
       await apiKeys.stop();
       await metrics.stop();
     },

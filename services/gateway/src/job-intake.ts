@@ -312,8 +312,9 @@ export class JobIntake {
     extras: EnqueueExtras = {},
   ): Promise<EnqueueResponse> {
     const started = performance.now();
-    // Jobs ahead of this one (waiting or running), read before it joins them.
-    const ahead = await this.depth.forContext(spec.context).catch(() => 0);
+    // Jobs ahead of this one (waiting or running), read before it joins them; the read runs
+    // alongside the record's creation, which does not change the count.
+    const aheadRead = this.depth.forContext(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
     const record: JobRecord = {
       job_id: jobId,
@@ -333,7 +334,7 @@ export class JobIntake {
       dedup_key: extras.dedupKey ?? null,
     };
     try {
-      await this.jobs.create(record);
+      await Promise.all([this.jobs.create(record), aheadRead]);
     } catch (err) {
       if (/exists|wrong last sequence/i.test(String(err))) {
         throw new HttpError(409, `a job with id ${jobId} already exists`);
@@ -362,7 +363,9 @@ export class JobIntake {
       await this.jobs.kv.delete(jobId).catch(() => undefined);
       throw err;
     }
-    await this.jobs.publishEvent(record).catch(() => undefined);
+    const ahead = await aheadRead;
+    // The queued event is for followers; the 202 need not wait for it.
+    void this.jobs.publishEvent(record).catch(() => undefined);
     this.audit.emit(AuditEvent.jobSubmitted, {
       request_id: jobId,
       job_id: jobId,

@@ -42,7 +42,7 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const actorConfig = loadDeviceActorConfig(env);
   const reaperConfig = loadReaperConfig(env);
   // One SDK per process: every service in it shares the gateway's OTEL_* settings.
-  const tracing = startTracing(gatewayConfig, 'all-in-one');
+  const tracing = await startTracing(gatewayConfig, 'all-in-one');
   const sealer = Sealer.fromSetting(gatewayConfig.SVC_ENCRYPTION_KEY);
   const natsUrl = gatewayConfig.NATS_URL;
 
