@@ -24,22 +24,27 @@ export class JobLifecycle {
     error: SvcError,
     patch: Partial<JobRecord> = {},
   ): Promise<JobRecord | null> {
+    // The end time marks this attempt, so a retry after a lost answer recognises its own write.
+    const endedAt = new Date().toISOString();
     const written = await this.jobs.transition(jobId, (current) =>
       current.status !== from
-        ? null
+        ? current.status === 'failed' && current.ended_at === endedAt
+          ? current
+          : null
         : {
             ...current,
             ...patch,
             status: 'failed',
-            ended_at: new Date().toISOString(),
+            ended_at: endedAt,
             error: error.message,
             error_code: error.code,
             error_retryable: error.retryable,
           },
     );
     if (written) {
-      await this.recordFailure(written);
-      await this.releaseDedup(written);
+      // Secondary records: a store outage must not turn an ended job into a lost one.
+      await retryTransient(() => this.recordFailure(written)).catch(() => undefined);
+      await retryTransient(() => this.releaseDedup(written)).catch(() => undefined);
     }
     return written;
   }
@@ -67,6 +72,19 @@ export class JobLifecycle {
     const entry = await this.dedup.get(record.dedup_key);
     if (entry?.operation === 'PUT' && new TextDecoder().decode(entry.value) === record.job_id) {
       await this.dedup.delete(record.dedup_key).catch(() => undefined);
+    }
+  }
+}
+
+/** Runs `fn` again through store outages (a cluster electing a leader) for up to `forMs`. */
+export async function retryTransient<T>(fn: () => Promise<T>, forMs = 30_000): Promise<T> {
+  const deadline = Date.now() + forMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, pause));
     }
   }
 }

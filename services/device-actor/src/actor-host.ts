@@ -14,12 +14,15 @@ import {
   AuditLog,
   Buckets,
   CircuitBreaker,
+  CONSUME_EXPIRES_MS,
+  closeWhenStalled,
   Consumers,
   ErrorCode,
   JobLifecycle,
   JobStore,
   KvMirror,
   LockoutLedger,
+  retryTransient,
   Streams,
   Subjects,
   SvcError,
@@ -181,13 +184,23 @@ export async function startActorHost(
     }
     box.push({ envelope, msg });
   };
+  let stalled = false;
   const intake = (async () => {
     while (!draining) {
       try {
+        if (stalled) {
+          // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
+          // the stream, and one delivered twice cannot start twice.
+          await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => false);
+          stalled = false;
+        }
         // Re-declared each time: a reaper that took this host for dead deleted it.
         await jsm.consumers.add(Streams.actor, consumerConfig);
         const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
-        messages = await consumer.consume({ max_messages: 512 });
+        messages = await consumer.consume({ max_messages: 512, expires: CONSUME_EXPIRES_MS });
+        closeWhenStalled(messages, log, 'placement', () => {
+          stalled = true;
+        });
         for await (const msg of messages) deliver(msg);
       } catch (err) {
         // A cluster node going away can end the consumer: consume again, never stop serving.
@@ -223,15 +236,13 @@ export async function startActorHost(
     const jobId = envelope.job_id;
     const jlog = log.child({ job_id: jobId });
     const t0 = performance.now();
+    // The timestamp marks this attempt: if a write of ours went through but its answer was lost
+    // (a cluster electing a leader), the retry recognises its own record instead of refusing.
+    const startedAt = new Date().toISOString();
     const started = await jobs.transition(jobId, (current) =>
       current.status === 'queued'
-        ? {
-            ...current,
-            status: 'started',
-            started_at: new Date().toISOString(),
-            actor_host: hostId,
-          }
-        : null,
+        ? { ...current, status: 'started', started_at: startedAt, actor_host: hostId }
+        : ownWrite(current, 'started', startedAt, current.started_at),
     );
     if (!started) {
       const current = await jobs.get(jobId);
@@ -334,18 +345,22 @@ export async function startActorHost(
           `results of ${size} bytes exceed the ${maxResultBytes}-byte limit of a job record`,
         );
       }
+      const endedAt = new Date().toISOString();
       ended = await jobs.transition(jobId, (current) =>
         current.status !== 'started'
-          ? null
+          ? ownWrite(current, 'finished', endedAt, current.ended_at)
           : {
               ...current,
               status: 'finished',
-              ended_at: new Date().toISOString(),
+              ended_at: endedAt,
               results,
               detected_platform: outcome.detectedPlatform,
             },
       );
-      if (ended) await lifecycle.releaseDedup(ended);
+      const finished = ended;
+      if (finished) {
+        await retryTransient(() => lifecycle.releaseDedup(finished)).catch(() => undefined);
+      }
     } catch (err) {
       const failure = SvcError.from(
         controller.signal.aborted ? (controller.signal.reason ?? err) : err,
@@ -420,6 +435,16 @@ export async function startActorHost(
       }
     },
   };
+}
+
+/** The record as it is when it already holds this attempt's own write, else null (refuse). */
+function ownWrite(
+  current: JobRecord,
+  status: JobRecord['status'],
+  stamp: string,
+  currentStamp: string | null,
+): JobRecord | null {
+  return current.status === status && currentStamp === stamp ? current : null;
 }
 
 /** Failures that say the device is unreachable: they count towards its breaker. */

@@ -10,6 +10,8 @@ import {
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  CONSUME_EXPIRES_MS,
+  closeWhenStalled,
   Consumers,
   Lease,
   LockKeys,
@@ -66,7 +68,7 @@ export async function startDispatcher(
     }
   })();
 
-  for (const context of config.SVC_CONTEXTS) {
+  async function ensureDispatchConsumer(context: string): Promise<void> {
     const durable = Consumers.dispatch(context);
     await jsm.consumers
       .add(Streams.jobs, {
@@ -84,6 +86,7 @@ export async function startDispatcher(
         });
       });
   }
+  for (const context of config.SVC_CONTEXTS) await ensureDispatchConsumer(context);
 
   let stopping = false;
   const loops = config.SVC_CONTEXTS.map((context) =>
@@ -101,6 +104,7 @@ export async function startDispatcher(
       config.DISPATCH_LEASE * 1000,
     );
     const renewEvery = Math.max(250, (config.DISPATCH_LEASE * 1000) / 3);
+    let stalled = false;
     while (!stopping) {
       const leading = await lease.acquire().catch(() => false);
       if (!leading) {
@@ -110,8 +114,18 @@ export async function startDispatcher(
       log.info({ context }, 'leading context');
       let messages: ConsumerMessages;
       try {
+        if (stalled) {
+          // Delete and re-create: the work-queue stream keeps the jobs; unacked ones come again
+          // and a job placed twice is dropped by the placement message id.
+          await jsm.consumers.delete(Streams.jobs, Consumers.dispatch(context)).catch(() => false);
+          stalled = false;
+        }
+        await ensureDispatchConsumer(context);
         const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
-        messages = await consumer.consume({ max_messages: 256 });
+        messages = await consumer.consume({ max_messages: 256, expires: CONSUME_EXPIRES_MS });
+        closeWhenStalled(messages, log, `dispatch ${context}`, () => {
+          stalled = true;
+        });
       } catch (err) {
         // The stream may be electing a leader (cluster node lost): try again shortly.
         log.warn({ err, context }, 'cannot consume jobs yet');
