@@ -3,6 +3,11 @@ import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
 import type { KvMirror } from './kv-mirror.js';
 import { encodeToken } from './subjects.js';
 
+/** Devices are identified by context, host and port (the breaker, lockout and placement key). */
+export function deviceKeyOf(context: string, host: string, port: number): string {
+  return `${context}|${host.toLowerCase()}|${port}`;
+}
+
 interface BreakerState {
   state: 'closed' | 'open' | 'half_open';
   failures: number;

@@ -43,6 +43,10 @@ export class KvMirror {
     return this.#entries.get(key) ?? null;
   }
 
+  values(): IterableIterator<MirroredEntry> {
+    return this.#entries.values();
+  }
+
   stop(): void {
     this.#watch?.stop();
   }

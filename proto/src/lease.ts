@@ -49,8 +49,3 @@ export class Lease {
     await this.kv.delete(this.key, { previousSeq: entry.revision }).catch(() => undefined);
   }
 }
-
-/** Devices are identified by context, host and port (the breaker and placement key). */
-export function deviceKeyOf(context: string, host: string, port: number): string {
-  return `${context}|${host.toLowerCase()}|${port}`;
-}

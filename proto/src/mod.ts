@@ -64,10 +64,10 @@ export { AuditLog, AuditEvent } from './audit.js';
 export type { AuditFields } from './audit.js';
 export { JobLifecycle, failure, retryTransient } from './job-lifecycle.js';
 export { FailedJob, FUNC_NAMES } from './messages/job.js';
-export { Lease, deviceKeyOf } from './lease.js';
+export { Lease } from './lease.js';
 export { drainHost } from './host-drain.js';
 export type { DrainOutcome } from './host-drain.js';
-export { CircuitBreaker, LockoutLedger } from './device-guards.js';
+export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,

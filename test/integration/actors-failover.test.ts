@@ -30,6 +30,29 @@ async function waitWorkers(url: string, count: number) {
   }
 }
 
+/**
+ * Reaper, dispatcher, one actor host and a gateway as processes; stopped (newest first) after the
+ * test, then `cleanup`. Further processes pushed on `procs` are stopped too.
+ */
+async function startOneActorStack(
+  t: { after(fn: () => Promise<void>): void },
+  env: Record<string, string>,
+  cleanup: () => Promise<void>,
+) {
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await cleanup();
+  });
+  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('dispatcher', env));
+  const first = ServiceProcess.start('device-actor', env);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(first, gateway);
+  const url = await gateway.httpUrl();
+  await waitWorkers(url, 1);
+  return { procs, first, gateway, url };
+}
+
 test('when an actor host is killed with SIGKILL mid-job, then that job fails WORKER_LOST and is never rerun, and its queued jobs finish on another host', async (t) => {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({
@@ -42,19 +65,10 @@ test('when an actor host is killed with SIGKILL mid-job, then that job fails WOR
     WORKER_STALE_THRESHOLD: '2',
     JOB_REAPER_INTERVAL: '0.5',
   });
-  const procs: ServiceProcess[] = [];
-  t.after(async () => {
-    for (const p of procs.reverse()) await p.kill('SIGTERM');
+  const { procs, first, gateway, url } = await startOneActorStack(t, env, async () => {
     await device.stop();
     await nats.stop();
   });
-  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('dispatcher', env));
-  const first = ServiceProcess.start('device-actor', env);
-  procs.push(first);
-  const gateway = ServiceProcess.start('gateway', env);
-  procs.push(gateway);
-  const url = await gateway.httpUrl();
-  await waitWorkers(url, 1);
   const auth = { basic: { username: device.username, password: PASSWORD } };
 
   // The first job hangs on the device, so it is running when its host dies.
@@ -180,19 +194,10 @@ test('when an actor host gets SIGTERM, then it finishes its running job, hands b
     commandLatencyMs: 1500,
   });
   const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', SHUTDOWN_GRACE: '20' });
-  const procs: ServiceProcess[] = [];
-  t.after(async () => {
-    for (const p of procs.reverse()) await p.kill('SIGTERM');
+  const { procs, first, url } = await startOneActorStack(t, env, async () => {
     await device.stop();
     await nats.stop();
   });
-  procs.push(ServiceProcess.start('reaper', env), ServiceProcess.start('dispatcher', env));
-  const first = ServiceProcess.start('device-actor', env);
-  procs.push(first);
-  const gateway = ServiceProcess.start('gateway', env);
-  procs.push(gateway);
-  const url = await gateway.httpUrl();
-  await waitWorkers(url, 1);
   const auth = { basic: { username: device.username, password: PASSWORD } };
   const ids: string[] = [];
   for (const n of [1, 2, 3]) {

@@ -4,6 +4,7 @@ import {
   Buckets,
   decodeJson,
   HealthStatus,
+  KvMirror,
   type HealthRecord,
   type Stores,
   type WorkerHeartbeat,
@@ -13,9 +14,8 @@ import type { QueueDepth } from './queue-depth.js';
 /** Reads the cluster's live state (heartbeats, backlog, failed jobs) for health and contexts. */
 export class ClusterStatus {
   readonly #startedAt = Date.now();
-  /** Heartbeats by host id, kept current by a watch of `svc-workers` (no listing per request). */
-  readonly #beats = new Map<string, WorkerHeartbeat>();
-  #watch: { stop(): void } | null = null;
+  /** Heartbeats, kept current by a watch of `svc-workers` (no listing per request). */
+  #beats: KvMirror | null = null;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -27,26 +27,20 @@ export class ClusterStatus {
 
   /** Starts following the heartbeats; call once before serving. */
   async start(): Promise<void> {
-    const watch = await this.stores[Buckets.workers].watch();
-    this.#watch = watch;
-    void (async () => {
-      for await (const e of watch) {
-        if (e.operation === 'PUT') this.#beats.set(e.key, decodeJson<WorkerHeartbeat>(e.value));
-        else this.#beats.delete(e.key);
-      }
-    })();
+    this.#beats = await KvMirror.start(this.stores[Buckets.workers]);
   }
 
   stop(): void {
-    this.#watch?.stop();
+    this.#beats?.stop();
   }
 
   /** Heartbeats younger than WORKER_STALE_THRESHOLD. */
   liveWorkers(): Promise<WorkerHeartbeat[]> {
     const cutoff = Date.now() - this.options.staleThresholdSeconds * 1000;
-    return Promise.resolve(
-      [...this.#beats.values()].filter((beat) => Date.parse(beat.last_beat) >= cutoff),
+    const beats = [...(this.#beats?.values() ?? [])].map((e) =>
+      decodeJson<WorkerHeartbeat>(e.value),
     );
+    return Promise.resolve(beats.filter((beat) => Date.parse(beat.last_beat) >= cutoff));
   }
 
   async failedJobs(): Promise<number> {
