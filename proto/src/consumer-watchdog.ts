@@ -1,8 +1,15 @@
-import type { ConsumerMessages } from '@nats-io/jetstream';
+import type { ConsumeOptions, ConsumerMessages } from '@nats-io/jetstream';
 import type { Logger } from './logging.js';
 
-/** Pulls expire after this long, so a lost pull (a consumer leader that died) is noticed soon. */
-export const CONSUME_EXPIRES_MS = 10_000;
+/**
+ * Pull options of the work consumers (dispatch, placement). A pull held by a consumer leader
+ * that died is never answered; the server's idle heartbeats stop with it, so two missed
+ * heartbeats (4 s) reveal the loss. The library's default (half the expiry) took 10 s and more
+ * after every cluster node loss, during which no job moved.
+ */
+export function workConsumeOptions(maxMessages: number): ConsumeOptions {
+  return { max_messages: maxMessages, expires: 10_000, idle_heartbeat: 2_000 };
+}
 
 /**
  * Ends a `consume()` whose consumer went quiet or away (heartbeats missed, consumer gone): the

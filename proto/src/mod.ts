@@ -93,4 +93,4 @@ export { runServiceMain } from './service-main.js';
 export type { ProcessHandle, ServiceDeps } from './service-main.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
-export { closeWhenStalled, CONSUME_EXPIRES_MS } from './consumer-watchdog.js';
+export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';

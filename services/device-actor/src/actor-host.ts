@@ -14,8 +14,8 @@ import {
   AuditLog,
   Buckets,
   CircuitBreaker,
-  CONSUME_EXPIRES_MS,
   closeWhenStalled,
+  workConsumeOptions,
   Consumers,
   ErrorCode,
   JobLifecycle,
@@ -197,7 +197,7 @@ export async function startActorHost(
         // Re-declared each time: a reaper that took this host for dead deleted it.
         await jsm.consumers.add(Streams.actor, consumerConfig);
         const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
-        messages = await consumer.consume({ max_messages: 512, expires: CONSUME_EXPIRES_MS });
+        messages = await consumer.consume(workConsumeOptions(512));
         closeWhenStalled(messages, log, 'placement', () => {
           stalled = true;
         });

@@ -10,8 +10,8 @@ import {
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
-  CONSUME_EXPIRES_MS,
   closeWhenStalled,
+  workConsumeOptions,
   Consumers,
   Lease,
   LockKeys,
@@ -122,7 +122,7 @@ export async function startDispatcher(
         }
         await ensureDispatchConsumer(context);
         const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
-        messages = await consumer.consume({ max_messages: 256, expires: CONSUME_EXPIRES_MS });
+        messages = await consumer.consume(workConsumeOptions(256));
         closeWhenStalled(messages, log, `dispatch ${context}`, () => {
           stalled = true;
         });
@@ -197,18 +197,23 @@ export async function startDispatcher(
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();
     injectTraceContext(h, m.headers?.get('traceparent'));
-    try {
-      // Same message id for the same placement attempt: a redelivered job placed twice is
-      // dropped by the stream's duplicate window.
-      await client.publish(Subjects.actor(host), m.data, {
-        msgID: `${envelope.job_id}.p${envelope.placement}`,
-        headers: h,
-      });
-      m.ack();
-      log.debug({ job_id: envelope.job_id, host }, 'job placed');
-    } catch (err) {
-      log.warn({ err, job_id: envelope.job_id }, 'placement publish failed; will retry');
-      m.nak(1000);
+    // Same message id for the same placement attempt: a redelivered job placed twice is
+    // dropped by the stream's duplicate window. A failed publish (the placement stream electing
+    // a leader) is retried in place, never nak'ed: a later job for the same device must not
+    // overtake this one.
+    const msgID = `${envelope.job_id}.p${envelope.placement}`;
+    for (let attempt = 0; !stopping; attempt++) {
+      try {
+        await client.publish(Subjects.actor(host), m.data, { msgID, headers: h });
+        m.ack();
+        log.debug({ job_id: envelope.job_id, host }, 'job placed');
+        return;
+      } catch (err) {
+        if (attempt === 0)
+          log.warn({ err, job_id: envelope.job_id }, 'placement publish failed; retrying');
+        m.working();
+        await sleep(Math.min(2000, 250 * 2 ** attempt));
+      }
     }
   }
 

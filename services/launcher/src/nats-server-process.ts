@@ -120,6 +120,9 @@ export class NatsServerProcess {
           .join(', ')}] }`,
       );
     }
+    // Server logs are kept only on request (diagnosing a cluster test): they outlive the data dir.
+    const logDir = process.env['SVC_NATS_LOG_DIR'];
+    if (logDir) lines.push(`log_file: ${JSON.stringify(join(logDir, `${name}-${port}.log`))}`);
     if (options.extraConfig) lines.push(options.extraConfig);
     const configFile = join(dataDir, `${name}.conf`);
     await writeFile(configFile, lines.join('\n') + '\n');
