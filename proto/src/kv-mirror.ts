@@ -47,6 +47,10 @@ export class KvMirror {
     return this.#entries.values();
   }
 
+  entries(): IterableIterator<[string, MirroredEntry]> {
+    return this.#entries.entries();
+  }
+
   stop(): void {
     this.#watch?.stop();
   }

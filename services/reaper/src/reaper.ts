@@ -7,6 +7,7 @@ import {
   Buckets,
   JobLifecycle,
   JobStore,
+  KvMirror,
   Lease,
   LockKeys,
   decodeJson,
@@ -46,16 +47,28 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const intervalMs = config.JOB_REAPER_INTERVAL * 1000;
   const lock = new Lease(stores[Buckets.locks], LockKeys.reaper, id, intervalMs);
   const workers = stores[Buckets.workers];
+  // Candidates come from a watched copy of the heartbeats: listing the bucket every cycle
+  // created a consumer per second through the cluster's metadata leader. A candidate is read
+  // again from the bucket before anything is reaped, so a copy that fell behind (a watch
+  // re-created after a node loss) can never make a live host look dead.
+  const beats = await KvMirror.start(workers);
+
+  function isStale(value: Uint8Array, cutoff: number): boolean {
+    return Date.parse(decodeJson<WorkerHeartbeat>(value).last_beat) < cutoff;
+  }
 
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
     const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
     const reaped: string[] = [];
-    for await (const key of await workers.keys()) {
+    const candidates = beats.ready
+      ? [...beats.entries()].filter(([, e]) => isStale(e.value, cutoff)).map(([key]) => key)
+      : await collectKeys(await workers.keys());
+    for (const key of candidates) {
       const entry = await workers.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
+      if (!isStale(entry.value, cutoff)) continue;
       const beat = decodeJson<WorkerHeartbeat>(entry.value);
-      if (Date.parse(beat.last_beat) >= cutoff) continue;
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
       // emptied (a job placed there after the drain would wait for nobody).
       await workers
@@ -117,7 +130,14 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     async stop() {
       if (timer) clearInterval(timer);
       await current;
+      beats.stop();
       await lock.release().catch(() => undefined);
     },
   };
+}
+
+async function collectKeys(keys: AsyncIterable<string>): Promise<string[]> {
+  const all: string[] = [];
+  for await (const key of keys) all.push(key);
+  return all;
 }
