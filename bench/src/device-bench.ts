@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { createDeviceRunner, SessionPool } from '@svc/device-actor';
 import type { DeviceJob } from '@svc/device-actor';
-import { startDevice } from '@svc/test/support';
+import { jobFor, startDevice } from '@svc/test/support';
 
 /**
  * Device layer micro-benchmark against the SSH simulator (loopback, no command latency):
@@ -13,26 +13,10 @@ const RUNS = 50;
 const platform = process.env['DEVICE_BENCH_PLATFORM'] ?? 'cisco_ios';
 const dev = await startDevice({ platform });
 
+// The bench's timeouts are longer than the tests': a loaded box must not turn a slow sample into
+// an error.
 function job(commands: string[]): DeviceJob {
-  return {
-    jobId: 'bench',
-    kind: 'command',
-    host: dev.host,
-    port: dev.port,
-    platform,
-    username: dev.username,
-    password: dev.password,
-    enable: dev.enable,
-    commands,
-    connTimeoutMs: 10_000,
-    readTimeoutMs: 10_000,
-    expectString: null,
-    saveConfig: false,
-    commit: false,
-    textfsmTemplate: null,
-    ttpTemplate: null,
-    signal: new AbortController().signal,
-  };
+  return jobFor(dev, { jobId: 'bench', commands, connTimeoutMs: 10_000, readTimeoutMs: 10_000 });
 }
 
 function stats(samples: number[]): { median: number; p90: number } {

@@ -89,7 +89,7 @@ export type {
   TraceContext,
   SpanAttributes,
 } from './tracing.js';
-export { runServiceMain } from './service-main.js';
+export { exitOnStartFailure, runServiceMain, stopOnSignals } from './service-main.js';
 export type { ProcessHandle, ServiceDeps } from './service-main.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';

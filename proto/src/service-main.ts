@@ -44,18 +44,35 @@ export async function runServiceMain<
     const nc = await connectNats(config.NATS_URL, `svc-${options.service}`);
     const sealer = options.needsSealer ? Sealer.fromSetting(config.SVC_ENCRYPTION_KEY) : null;
     const running = await options.start(config, { nc, log, sealer });
-    const shutdown = async (signal: string) => {
-      log.info({ signal }, 'stopping');
+    stopOnSignals(proc, log, async () => {
       await running.stop();
       await nc.drain();
       await tracing.stop();
-      proc.exit(0);
-    };
-    proc.once('SIGTERM', () => void shutdown('SIGTERM'));
-    proc.once('SIGINT', () => void shutdown('SIGINT'));
+    });
   } catch (err) {
-    if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
-    else log.error({ err }, `${options.service} failed to start`);
-    proc.exit(1);
+    exitOnStartFailure(proc, log, options.service, err);
   }
+}
+
+/** On SIGTERM or SIGINT: log it, run `stop`, exit 0. */
+export function stopOnSignals(proc: ProcessHandle, log: Logger, stop: () => Promise<void>): void {
+  const shutdown = async (signal: string) => {
+    log.info({ signal }, 'stopping');
+    await stop();
+    proc.exit(0);
+  };
+  proc.once('SIGTERM', () => void shutdown('SIGTERM'));
+  proc.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** A start that failed: bad settings are listed one by one, anything else logged; exit 1. */
+export function exitOnStartFailure(
+  proc: ProcessHandle,
+  log: Logger,
+  service: string,
+  err: unknown,
+): never {
+  if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
+  else log.error({ err }, `${service} failed to start`);
+  return proc.exit(1);
 }

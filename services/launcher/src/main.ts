@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { resolve } from 'node:path';
-import { ConfigError, createLogger } from '@svc/proto';
+import { createLogger, exitOnStartFailure, stopOnSignals } from '@svc/proto';
 import { startAll } from './all-in-one.js';
 
 const level = process.env['LOG_LEVEL'];
@@ -15,15 +15,7 @@ try {
   process.stdout.write(
     `svc ready: ${svc.httpsUrl}${svc.httpUrl ? ` (plain HTTP: ${svc.httpUrl})` : ''}\n`,
   );
-  const shutdown = async (signal: string) => {
-    log.info({ signal }, 'stopping');
-    await svc.stop();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  stopOnSignals(process, log, () => svc.stop());
 } catch (err) {
-  if (err instanceof ConfigError) log.error({ problems: err.problems }, 'invalid configuration');
-  else log.error({ err }, 'svc failed to start');
-  process.exit(1);
+  exitOnStartFailure(process, log, 'svc', err);
 }

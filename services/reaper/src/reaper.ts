@@ -53,22 +53,21 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // re-created after a node loss) can never make a live host look dead.
   const beats = await KvMirror.start(workers);
 
-  function isStale(value: Uint8Array, cutoff: number): boolean {
-    return Date.parse(decodeJson<WorkerHeartbeat>(value).last_beat) < cutoff;
-  }
+  const beatOf = (value: Uint8Array) => decodeJson<WorkerHeartbeat>(value);
+  const isStale = (beat: WorkerHeartbeat, cutoff: number) => Date.parse(beat.last_beat) < cutoff;
 
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
     const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
     const reaped: string[] = [];
     const candidates = beats.ready
-      ? [...beats.entries()].filter(([, e]) => isStale(e.value, cutoff)).map(([key]) => key)
+      ? [...beats.entries()].filter(([, e]) => isStale(beatOf(e.value), cutoff)).map(([k]) => k)
       : await collectKeys(await workers.keys());
     for (const key of candidates) {
       const entry = await workers.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
-      if (!isStale(entry.value, cutoff)) continue;
-      const beat = decodeJson<WorkerHeartbeat>(entry.value);
+      const beat = beatOf(entry.value);
+      if (!isStale(beat, cutoff)) continue;
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
       // emptied (a job placed there after the drain would wait for nobody).
       await workers
