@@ -1,11 +1,16 @@
 import type { KV } from '@nats-io/kv';
 import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import { canonicalHost } from './device-address.js';
 import type { KvMirror } from './kv-mirror.js';
 import { encodeToken } from './subjects.js';
 
-/** Devices are identified by context, host and port (the breaker, lockout and placement key). */
+/**
+ * Devices are identified by context, canonical address and port (the breaker, lockout, rate
+ * limit, placement and session key). Pass the resolved address where there is one; a host as
+ * written is canonicalised (IP literals normalised, names lower-cased).
+ */
 export function deviceKeyOf(context: string, host: string, port: number): string {
-  return `${context}|${host.toLowerCase()}|${port}`;
+  return `${context}|${canonicalHost(host)}|${port}`;
 }
 
 interface BreakerState {

@@ -68,6 +68,7 @@ export { Lease } from './lease.js';
 export { drainHost } from './host-drain.js';
 export type { DrainOutcome } from './host-drain.js';
 export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
+export { canonicalIp, canonicalHost, resolveHost, RESOLVE_TIMEOUT_MS } from './device-address.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,

@@ -7,6 +7,7 @@ export function jobFor(dev: SimulatedDevice, over: Partial<DeviceJob> = {}): Dev
     jobId: `job-${Math.random().toString(16).slice(2)}`,
     kind: 'command',
     host: dev.host,
+    address: over.address ?? over.host ?? dev.host,
     port: dev.port,
     platform: dev.platform,
     username: dev.username,

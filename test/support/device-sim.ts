@@ -35,10 +35,19 @@ export interface CommandRecord {
   at: number;
 }
 
+/** One authentication request the device received, with what the client typed. */
+export interface AuthAttempt {
+  method: string;
+  /** The password sent, or the answers to keyboard-interactive prompts (in prompt order). */
+  answers: string[];
+}
+
 export interface DeviceStats {
   /** Successful SSH authentications. */
   handshakes: number;
   authFailures: number;
+  /** Every authentication request that carried a secret (`none` probes are not listed). */
+  authAttempts: AuthAttempt[];
   sessionsOpen: number;
   maxConcurrentSessions: number;
   /** Every command line received, in order (passwords are not commands). */
@@ -67,6 +76,13 @@ export interface StartDeviceOptions {
   banner?: string;
   /** Shared host key (a fleet uses one); generated when absent. */
   hostKey?: string;
+  /** Login methods offered. Default password and keyboard-interactive. */
+  authMethods?: ('password' | 'keyboard-interactive')[];
+  /**
+   * Keyboard-interactive prompts in one round; the one that says "password" must be answered
+   * with the password, the others may be anything. Default `['Password: ']`.
+   */
+  keyboardPrompts?: string[];
 }
 
 export interface SimulatedDevice {
@@ -95,6 +111,7 @@ function emptyStats(): DeviceStats {
   return {
     handshakes: 0,
     authFailures: 0,
+    authAttempts: [],
     sessionsOpen: 0,
     maxConcurrentSessions: 0,
     commands: [],
@@ -151,22 +168,30 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       if (ready) state.stats.sessionsOpen--;
     });
     conn.on('authentication', (ctx) => {
+      const methods = options.authMethods ?? ['password', 'keyboard-interactive'];
       const accept = (ok: boolean): void => {
         if (ok && ctx.username === state.username && state.faults.wrongPassword !== true) {
           ctx.accept();
         } else {
           state.stats.authFailures++;
-          ctx.reject(['password', 'keyboard-interactive']);
+          ctx.reject(methods);
         }
       };
-      if (ctx.method === 'password') {
+      if (ctx.method === 'password' && methods.includes('password')) {
+        state.stats.authAttempts.push({ method: ctx.method, answers: [ctx.password] });
         accept(ctx.password === state.password);
-      } else if (ctx.method === 'keyboard-interactive') {
-        ctx.prompt([{ prompt: 'Password: ', echo: false }], (answers) =>
-          accept(answers[0] === state.password),
+      } else if (ctx.method === 'keyboard-interactive' && methods.includes(ctx.method)) {
+        const prompts = options.keyboardPrompts ?? ['Password: '];
+        ctx.prompt(
+          prompts.map((prompt) => ({ prompt, echo: false })),
+          (answers) => {
+            state.stats.authAttempts.push({ method: ctx.method, answers: [...answers] });
+            const at = prompts.findIndex((p) => /password/i.test(p));
+            accept(at >= 0 && answers[at] === state.password);
+          },
         );
       } else {
-        ctx.reject(['password', 'keyboard-interactive']);
+        ctx.reject(methods);
       }
     });
     conn.on('ready', () => {

@@ -62,6 +62,12 @@ export const JobEnvelope = Type.Object(
     username: Type.String({ description: 'device username (not a secret; used in audit)' }),
     spec: JobSpec,
     sealed: Type.String({ description: 'sealed DeviceSecrets' }),
+    /**
+     * The device's canonical address, resolved once at submission: the device's identity for
+     * placement and guards, and what the actor connects to. Absent when the name did not resolve
+     * then; the actor resolves it once itself.
+     */
+    address: Type.Optional(Type.String()),
     enqueued_at: Type.String(),
     /** How many times the job has been placed; re-placement after a host loss increments it. */
     placement: Type.Integer({ minimum: 0 }),

@@ -30,6 +30,7 @@ import {
   deviceKeyOf,
   drainHost,
   encodeJson,
+  resolveHost,
   ensureTopology,
   topologyFrom,
   type BreakerVerdict,
@@ -172,7 +173,11 @@ export async function startActorHost(
       msg.term();
       return;
     }
-    const key = deviceKeyOf(envelope.spec.context, envelope.spec.host, envelope.spec.port);
+    const key = deviceKeyOf(
+      envelope.spec.context,
+      envelope.address ?? envelope.spec.host,
+      envelope.spec.port,
+    );
     let box = mailboxes.get(key);
     if (!box) {
       box = new Mailbox<Delivery>(
@@ -276,10 +281,15 @@ export async function startActorHost(
       config.JOB_TIMEOUT * 1000,
     );
     const spec = started.spec;
+    // Resolved once for the job (at submission when it could be): the guards and the session
+    // all use this one address.
+    const address = envelope.address ?? (await resolveHost(spec.host));
+    let reached = false;
     const job: DeviceJob = {
       jobId,
       kind: spec.kind,
       host: spec.host,
+      address: address ?? spec.host,
       port: spec.port,
       platform: spec.platform,
       username: secrets.username,
@@ -294,10 +304,19 @@ export async function startActorHost(
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,
+      onReached: () => {
+        reached = true;
+      },
     };
     let ended: JobRecord | null;
-    const deviceKey = deviceKeyOf(spec.context, spec.host, spec.port);
+    const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
     try {
+      if (address === null) {
+        throw new SvcError(
+          ErrorCode.HOST_UNREACHABLE,
+          `host unreachable: the name ${spec.host} did not resolve`,
+        );
+      }
       // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
       // The guards fail open: a store hiccup (a cluster electing a leader) must not fail a job.
       const lockedOut = started.owner.startsWith('key:')
@@ -366,7 +385,10 @@ export async function startActorHost(
         controller.signal.aborted ? (controller.signal.reason ?? err) : err,
       );
       const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
-      if (isConnectionFailure(safe.code)) await breaker.recordFailure(deviceKey).catch(() => false);
+      // Only a device that could not be reached counts: a session the device ended after the
+      // handshake (a `logout` job) says nothing about its health.
+      if (!reached && isConnectionFailure(safe.code))
+        await breaker.recordFailure(deviceKey).catch(() => false);
       if (safe.code === ErrorCode.AUTH_FAILED) {
         await lockout.recordFailure(started.username, deviceKey).catch(() => undefined);
       }

@@ -72,11 +72,13 @@ export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
     probeDriver,
     {
       host: job.host,
+      address: job.address,
       port: job.port,
       username: job.username,
       password: job.password,
       connTimeoutMs: job.connTimeoutMs,
       readTimeoutMs: job.readTimeoutMs,
+      ...(job.onReached ? { onHandshake: job.onReached } : {}),
     },
     job.signal,
   );

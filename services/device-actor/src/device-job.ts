@@ -7,7 +7,10 @@ import type { JobKind } from '@svc/proto';
 export interface DeviceJob {
   jobId: string;
   kind: JobKind;
+  /** The device as the job names it (error texts, pool exclusions). */
   host: string;
+  /** The canonical address resolved once for this job: what the session connects to. */
+  address: string;
   port: number;
   /** A platform identifier from `PLATFORMS`, or `autodetect`. */
   platform: string;
@@ -30,6 +33,11 @@ export interface DeviceJob {
   ttpTemplate: string | null;
   /** Aborted on cancellation and on JOB_TIMEOUT: the session is closed at once. */
   signal: AbortSignal;
+  /**
+   * Called once the device was reached (SSH handshake done, or a warm session taken): failures
+   * after that do not say the device is unreachable and must not trip its breaker.
+   */
+  onReached?: () => void;
 }
 
 export interface DeviceOutcome {

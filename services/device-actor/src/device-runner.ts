@@ -38,7 +38,10 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     if (job.signal.aborted) throw abortError(job.signal);
     let platform = job.platform;
     let detectedPlatform: string | null = null;
+    const pool = options.pool;
     if (platform === AUTODETECT) {
+      // One session per device: a warm one goes before the fingerprinting session opens.
+      await pool?.closeDevice(job.address, job.port);
       platform = await autodetectPlatform(job);
       detectedPlatform = platform;
     }
@@ -71,15 +74,15 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         );
       }
     }
-    const pool = options.pool;
     const poolable =
       pool !== null &&
       job.kind !== 'structured' &&
       job.platform !== AUTODETECT &&
       !exclude.has(job.host.toLowerCase()) &&
+      !exclude.has(job.address) &&
       !exclude.has(platform);
     const parts: PoolKeyParts = {
-      host: job.host,
+      host: job.address,
       port: job.port,
       username: job.username,
       password: job.password,
@@ -91,15 +94,21 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       cli = await pool.acquire(parts, platform, (s) => s.isAlive(checkMs));
     }
     const pooled = cli !== null;
+    if (pooled) job.onReached?.();
+    // One session per device: any warm session of this device (another user's, or one this
+    // job may not reuse) is closed before a new one opens.
+    else await pool?.closeDevice(job.address, job.port);
     cli ??= await CliSession.open(
       driver,
       {
         host: job.host,
+        address: job.address,
         port: job.port,
         username: job.username,
         password: job.password,
         connTimeoutMs: job.connTimeoutMs,
         readTimeoutMs: job.readTimeoutMs,
+        ...(job.onReached ? { onHandshake: job.onReached } : {}),
       },
       job.signal,
     );

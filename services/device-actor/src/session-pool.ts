@@ -25,6 +25,8 @@ export interface PoolKeyParts {
 }
 
 interface Entry {
+  /** Host and port: the device, whoever is logged in. */
+  device: string;
   identity: string;
   secretHash: string;
   platform: string;
@@ -70,11 +72,12 @@ export class SessionPool {
   ): Promise<CliSession | null> {
     const { identity, secretHash } = this.keyOf(parts);
     // Same device and user, other secrets: the password changed, so those sessions are stale.
-    for (const e of this.idle.filter(
-      (x) => x.identity === identity && x.secretHash !== secretHash,
-    )) {
-      this.drop(e);
-    }
+    // Awaited: the caller opens a new session next, and a device sees one at a time.
+    await Promise.all(
+      this.idle
+        .filter((x) => x.identity === identity && x.secretHash !== secretHash)
+        .map((e) => this.drop(e)),
+    );
     for (let i = this.idle.length - 1; i >= 0; i--) {
       const e = this.idle[i];
       if (e === undefined || e.identity !== identity || e.secretHash !== secretHash) continue;
@@ -84,7 +87,7 @@ export class SessionPool {
         this.hits++;
         return e.session;
       }
-      void e.session.close().catch(() => undefined);
+      await e.session.close().catch(() => undefined);
       break;
     }
     this.misses++;
@@ -99,20 +102,31 @@ export class SessionPool {
     }
     const { identity, secretHash } = this.keyOf(parts);
     const entry: Entry = {
+      device: JSON.stringify([parts.host.toLowerCase(), parts.port]),
       identity,
       secretHash,
       platform,
       session,
       idleSince: Date.now(),
-      timer: setTimeout(() => this.drop(entry), this.idleTtlMs),
+      timer: setTimeout(() => void this.drop(entry), this.idleTtlMs),
     };
     entry.timer.unref();
     this.idle.push(entry);
     while (this.idle.length > this.maxSize) {
       const oldest = this.idle[0];
       if (oldest === undefined) break;
-      this.drop(oldest);
+      void this.drop(oldest);
     }
+  }
+
+  /**
+   * Closes every warm session of one device (any user), and waits until they are gone: done
+   * before a job opens its own session, so that the device never sees two from this host.
+   */
+  async closeDevice(host: string, port: number): Promise<void> {
+    const device = JSON.stringify([host.toLowerCase(), port]);
+    const gone = this.idle.filter((e) => e.device === device);
+    await Promise.all(gone.map((e) => this.drop(e)));
   }
 
   /** Closes every warm session; later releases close their session at once. */
@@ -128,11 +142,11 @@ export class SessionPool {
     );
   }
 
-  private drop(entry: Entry): void {
+  private drop(entry: Entry): Promise<void> {
     const at = this.idle.indexOf(entry);
     if (at >= 0) this.idle.splice(at, 1);
     clearTimeout(entry.timer);
-    void entry.session.close().catch(() => undefined);
+    return entry.session.close().catch(() => undefined);
   }
 
   private keyOf(parts: PoolKeyParts): { identity: string; secretHash: string } {

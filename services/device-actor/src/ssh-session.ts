@@ -1,6 +1,7 @@
 // ssh2 is CommonJS; Node only finds some of its names as ESM named exports, so use the default.
 import ssh2, { type Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { SvcError, ErrorCode } from '@svc/proto';
+import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
 
 /**
  * The transport half of the device layer: one SSH connection with one interactive shell, and a
@@ -10,7 +11,10 @@ import { SvcError, ErrorCode } from '@svc/proto';
 
 /** Where and how to connect. Durations in milliseconds. */
 export interface SshSessionOptions {
+  /** The device as the job names it (for error texts). */
   host: string;
+  /** The resolved address to connect to (the job's checked address); `host` when absent. */
+  address?: string;
   port: number;
   username: string;
   password: string;
@@ -20,6 +24,8 @@ export interface SshSessionOptions {
   cols?: number;
   /** Rows of the pseudo-terminal. Default 200 (paging is turned off by the driver anyway). */
   rows?: number;
+  /** Called once the SSH handshake completed: later failures are not "unreachable". */
+  onHandshake?: () => void;
 }
 
 /** Matches one complete escape sequence at the current position (sticky). */
@@ -180,8 +186,8 @@ export class SshSession {
   }
 
   /**
-   * Connects, authenticates (password, and keyboard-interactive answered with the password) and
-   * opens a shell. Failures become SvcErrors with the precise connection code.
+   * Connects, authenticates (one attempt: password, or keyboard-interactive when the server does
+   * not take password, answered only where a prompt asks for the password) and opens a shell. Failures become SvcErrors with the precise connection code.
    */
   static open(options: SshSessionOptions, signal?: AbortSignal): Promise<SshSession> {
     return new Promise<SshSession>((resolve, reject) => {
@@ -221,9 +227,11 @@ export class SshSession {
         // Without no-delay every command waits on Nagle + delayed ACK (about 40 ms each).
         client.setNoDelay(true);
       });
+      client.on('handshake', () => options.onHandshake?.());
       client.on('keyboard-interactive', (_name, _instr, _lang, prompts, answer) => {
-        answer(prompts.map(() => options.password));
+        answer(keyboardAnswers(prompts, options.password));
       });
+      let attempted = false;
       client.on('error', (err: Error & { level?: string; code?: string }) => {
         if (err.level === 'client-authentication') authFailed = true;
         finish(connectError(err, options, authFailed));
@@ -254,11 +262,16 @@ export class SshSession {
         );
       });
       const config: ConnectConfig = {
-        host: options.host,
+        host: options.address ?? options.host,
         port: options.port,
         username: options.username,
         password: options.password,
         tryKeyboard: true,
+        authHandler: (methodsLeft) => {
+          const step = nextAuthStep(methodsLeft ?? null, attempted);
+          if (step === 'password' || step === 'keyboard-interactive') attempted = true;
+          return step;
+        },
         // Our own timer bounds the whole login; ssh2's would only cover part of it.
         readyTimeout: options.connTimeoutMs + 1000,
         keepaliveInterval: 0,

@@ -186,7 +186,11 @@ export async function startDispatcher(
       m.term();
       return;
     }
-    const deviceKey = deviceKeyOf(context, envelope.spec.host, envelope.spec.port);
+    const deviceKey = deviceKeyOf(
+      context,
+      envelope.address ?? envelope.spec.host,
+      envelope.spec.port,
+    );
     let host = placement.place(context, deviceKey);
     // No live host: hold this message (keeping order) until one appears.
     while (!host && !stopping) {

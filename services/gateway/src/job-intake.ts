@@ -13,6 +13,7 @@ import {
   injectTraceContext,
   isTerminal,
   normalizeSubmission,
+  resolveHost,
   type AuditLog,
   type EnqueueResponse,
   type JobEnvelope,
@@ -84,6 +85,8 @@ export interface SubmitRequest {
 export interface EnqueueExtras {
   /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
   dedupKey?: string | null;
+  /** The device's address as resolved for this submission (resolved here when absent). */
+  address?: string | null;
 }
 
 /**
@@ -148,8 +151,11 @@ export class JobIntake {
     if (!mayUseContext(caller, spec.context)) {
       throw new HttpError(403, `this key may not use context ${spec.context}`);
     }
+    // Resolved once: every guard below and the actor see the same device, and the actor
+    // connects to exactly this address.
+    const address = await resolveHost(spec.host);
     // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
-    const deviceKey = deviceKeyOf(spec.context, spec.host, spec.port);
+    const deviceKey = deviceKeyOf(spec.context, address ?? spec.host, spec.port);
     if (caller.kind === 'basic' && (await this.lockout?.isLockedOut(secrets.username, deviceKey))) {
       throw new HttpError(
         403,
@@ -181,7 +187,7 @@ export class JobIntake {
         dedupKey = key;
       }
       try {
-        await this.takeBudget(caller, spec);
+        await this.takeBudget(caller, spec, address);
         if (this.options.maxQueueDepth > 0) {
           const depth = await this.depth.forContext(spec.context);
           if (depth >= this.options.maxQueueDepth) {
@@ -197,7 +203,7 @@ export class JobIntake {
           this.sealer.seal(secrets),
           caller,
           req.traceparent,
-          { dedupKey },
+          { dedupKey, address },
         );
       } catch (err) {
         if (dedupKey && this.dedup)
@@ -214,13 +220,14 @@ export class JobIntake {
    * Takes one unit of the caller's submission budget and of its per-device budget, or throws 429
    * having taken nothing. Replays go through this too.
    */
-  async takeBudget(caller: Caller, spec: JobSpec): Promise<void> {
+  async takeBudget(caller: Caller, spec: JobSpec, address: string | null = null): Promise<void> {
     if (!this.limiter) return;
+    const device = deviceKeyOf('', address ?? spec.host, spec.port);
     // The narrower counter first: a burst at one device is refused there and never holds units
     // of the caller's budget, even for a moment (which could refuse the caller elsewhere).
     await this.limiter.take([
       {
-        scope: `device\0${caller.id}\0${spec.host.toLowerCase()}\0${spec.port}`,
+        scope: `device\0${caller.id}\0${device}`,
         limit: this.options.deviceRatePerMinute ?? 0,
       },
       { scope: `caller\0${caller.id}`, limit: this.options.ratePerMinute ?? 0 },
@@ -341,6 +348,7 @@ export class JobIntake {
       }
       throw err;
     }
+    const address = extras.address !== undefined ? extras.address : await resolveHost(spec.host);
     const envelope: JobEnvelope = {
       v: 1,
       job_id: jobId,
@@ -348,6 +356,7 @@ export class JobIntake {
       username,
       spec,
       sealed,
+      ...(address !== null ? { address } : {}),
       enqueued_at: enqueuedAt,
       placement: 0,
     };
