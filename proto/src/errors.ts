@@ -18,6 +18,7 @@ export const ErrorCode = {
   WORKER_LOST: 'WORKER_LOST',
   CANCELLED: 'CANCELLED',
   TEMPLATE_ERROR: 'TEMPLATE_ERROR',
+  ADDRESS_NOT_ALLOWED: 'ADDRESS_NOT_ALLOWED',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -44,6 +45,10 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   WORKER_LOST: { retryable: false, meaning: 'the actor host running the job stopped' },
   CANCELLED: { retryable: false, meaning: 'the job was cancelled by its submitter' },
   TEMPLATE_ERROR: { retryable: false, meaning: 'the parsing template is invalid' },
+  ADDRESS_NOT_ALLOWED: {
+    retryable: false,
+    meaning: "the device's resolved address is outside the context's reachability policy",
+  },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };
 

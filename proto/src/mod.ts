@@ -69,6 +69,15 @@ export { drainHost } from './host-drain.js';
 export type { DrainOutcome } from './host-drain.js';
 export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
 export { canonicalIp, canonicalHost, resolveHost, RESOLVE_TIMEOUT_MS } from './device-address.js';
+export {
+  AddressPolicy,
+  ReachabilitySettings,
+  deviceNetworkPolicy,
+  webhookNetworkPolicy,
+  DEVICE_REFUSED_RANGES,
+  WEBHOOK_REFUSED_RANGES,
+} from './network-policy.js';
+export type { Reachability } from './network-policy.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,

@@ -37,6 +37,10 @@ export function testEnv(
     // Load tests send many jobs per device; the rate-limit tests set their own limits.
     RATE_LIMIT_PER_MINUTE: '0',
     RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+    // Simulated devices and webhook receivers live on loopback, which the default reachability
+    // policy refuses: the system under test is configured to allow it (as `npm start` is).
+    DEVICE_NETWORKS_ALLOW: '127.0.0.0/8,::1/128,*',
+    WEBHOOK_ALLOW_NETWORKS: '127.0.0.0/8,::1/128',
     ...extra,
   };
 }

@@ -28,6 +28,7 @@ import {
   SvcError,
   decodeJson,
   deviceKeyOf,
+  deviceNetworkPolicy,
   drainHost,
   encodeJson,
   resolveHost,
@@ -113,6 +114,7 @@ export async function startActorHost(
     config.LOCKOUT_WINDOW * 1000,
     lockoutMirror,
   );
+  const reachable = deviceNetworkPolicy(config);
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   // The server's message size limit, less room for the rest of the record.
   const maxResultBytes = (nc.info?.max_payload ?? 1_048_576) - 32 * 1024;
@@ -317,6 +319,9 @@ export async function startActorHost(
           `host unreachable: the name ${spec.host} did not resolve`,
         );
       }
+      // Checked on the address the session will connect to, before any guard or connection.
+      const verdict = reachable.check(spec.context, spec.host, address);
+      if (!verdict.allowed) throw new SvcError(ErrorCode.ADDRESS_NOT_ALLOWED, verdict.reason);
       // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
       // The guards fail open: a store hiccup (a cluster electing a leader) must not fail a job.
       const lockedOut = started.owner.startsWith('key:')
@@ -328,13 +333,13 @@ export async function startActorHost(
           `user ${started.username} is locked out of ${spec.host} after repeated failed logins`,
         );
       }
-      const verdict = await breaker
+      const breakerVerdict = await breaker
         .admit(deviceKey, jobId)
         .catch((): BreakerVerdict => ({ allowed: true, probe: false, clean: true }));
-      if (!verdict.allowed) {
+      if (!breakerVerdict.allowed) {
         throw new SvcError(
           ErrorCode.CIRCUIT_OPEN,
-          `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(verdict.retryAtMs).toISOString()}`,
+          `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(breakerVerdict.retryAtMs).toISOString()}`,
         );
       }
       const outcome = await withSpan(
@@ -348,7 +353,7 @@ export async function startActorHost(
         },
         () => runner(job),
       );
-      if (!verdict.clean) await breaker.recordSuccess(deviceKey);
+      if (!breakerVerdict.clean) await breaker.recordSuccess(deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const results =
         spec.kind === 'structured' && deps.parseOutputs

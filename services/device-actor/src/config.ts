@@ -1,8 +1,15 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig } from '@svc/proto';
+import {
+  ReachabilitySettings,
+  SharedSettings,
+  deviceNetworkPolicy,
+  loadConfig,
+  webhookNetworkPolicy,
+} from '@svc/proto';
 
 export const DeviceActorConfig = Type.Object({
   ...SharedSettings,
+  ...ReachabilitySettings,
   WORKER_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,
@@ -85,5 +92,9 @@ export type DeviceActorConfig = Static<typeof DeviceActorConfig>;
 export function loadDeviceActorConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): DeviceActorConfig {
-  return loadConfig(DeviceActorConfig, env);
+  const config = loadConfig(DeviceActorConfig, env);
+  // The network policies parse their entries: a bad one stops the start, every one reported.
+  deviceNetworkPolicy(config);
+  webhookNetworkPolicy(config);
+  return config;
 }

@@ -35,11 +35,12 @@ export async function startDeviceActorService(
     ttpDir: config.SVC_TTP_TEMPLATES_DIR || null,
     timeoutMs: config.SVC_PARSE_TIMEOUT_MS,
   });
+  const notify = createWebhookNotifier(config, deps.log);
   const host = await startActorHost(config, {
     ...deps,
     runner,
     parseOutputs: parser.parseOutputs,
-    onJobEnded: createWebhookNotifier(config, deps.log),
+    onJobEnded: (record, secrets) => void notify(record, secrets),
     ...(pool
       ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) }
       : {}),

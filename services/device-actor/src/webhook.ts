@@ -1,7 +1,16 @@
 import { createHmac } from 'node:crypto';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { DeviceSecrets, JobRecord, Logger } from '@svc/proto';
+import type { LookupFunction } from 'node:net';
+import {
+  canonicalIp,
+  webhookNetworkPolicy,
+  type AddressPolicy,
+  type DeviceSecrets,
+  type JobRecord,
+  type Logger,
+} from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
 import { redactSecrets } from './redaction.js';
 
@@ -22,32 +31,75 @@ export function signWebhook(body: string, secret: string): string {
   return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
 }
 
+/** What became of one webhook (for tests; the device path never waits for it). */
+export type WebhookOutcome = 'none' | 'delivered' | 'refused' | 'failed';
+
+/**
+ * A resolver for the webhook request that checks the address it hands to the socket: the
+ * connection goes to exactly the address that was checked (no second resolution).
+ */
+function checkedLookup(policy: AddressPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { all: true }, (err, found: LookupAddress[]) => {
+      if (err) return callback(err, '', 0);
+      const first = found.find((a) => a.family === 4) ?? found[0];
+      const address = first ? canonicalIp(first.address) : null;
+      if (!first || address === null) {
+        return callback(Object.assign(new Error('no address'), { code: 'ENOTFOUND' }), '', 0);
+      }
+      const verdict = policy.check('', hostname, address);
+      if (!verdict.allowed) {
+        return callback(
+          Object.assign(new Error(verdict.reason), { code: 'ADDRESS_NOT_ALLOWED' }),
+          '',
+          0,
+        );
+      }
+      const family = address.includes(':') ? 6 : 4;
+      if (options.all === true) callback(null, [{ address, family }]);
+      else callback(null, address, family);
+    });
+  };
+}
+
 /**
  * Completion webhooks: one POST per ended job that asked for one, fire-and-forget with no
  * retries (SPEC). Never awaited by the device path; a failure is logged (target origin and
  * reason only: no secret, no results, no URL path or query, which may carry tokens) and never
- * changes the job.
+ * changes the job. Targets on loopback, link-local or private networks are refused unless
+ * WEBHOOK_ALLOW_NETWORKS names them, checked on the address the request connects to.
  */
 export function createWebhookNotifier(
   config: DeviceActorConfig,
   log: Logger,
-): (record: JobRecord, secrets: DeviceSecrets) => void {
+): (record: JobRecord, secrets: DeviceSecrets) => Promise<WebhookOutcome> {
   const timeoutMs = config.WEBHOOK_TIMEOUT * 1000;
-  return (record, secrets) => {
+  const policy = webhookNetworkPolicy(config);
+  const lookup = checkedLookup(policy);
+  return async (record, secrets) => {
     const target = record.spec.webhook_url;
-    if (!target) return;
+    if (!target) return 'none';
     const jlog = log.child({ job_id: record.job_id });
     let url: URL;
     try {
       url = new URL(target);
     } catch {
       jlog.warn(`${record.job_id} webhook skipped: not a URL`);
-      return;
+      return 'refused';
     }
     const allowed = config.WEBHOOK_ALLOW_HTTP ? ['https:', 'http:'] : ['https:'];
     if (!allowed.includes(url.protocol)) {
       jlog.warn({ scheme: url.protocol }, `${record.job_id} webhook skipped: scheme not allowed`);
-      return;
+      return 'refused';
+    }
+    const literal = canonicalIp(url.hostname);
+    const verdict = literal !== null ? policy.check('', literal, literal) : null;
+    if (verdict && !verdict.allowed) {
+      jlog.warn(
+        { target: url.origin, reason: verdict.reason },
+        `${record.job_id} webhook skipped: address not allowed`,
+      );
+      return 'refused';
     }
     const payload: WebhookPayload = {
       job_id: record.job_id,
@@ -67,31 +119,41 @@ export function createWebhookNotifier(
     const origin = url.origin;
     const started = performance.now();
     const requester = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const fail = (reason: string) =>
-      jlog.warn(
-        { target: origin, reason: redactSecrets(reason, secrets) },
-        `${record.job_id} webhook delivery failed`,
-      );
-    try {
-      const req = requester(url, { method: 'POST', headers, timeout: timeoutMs }, (res) => {
-        res.resume(); // the answer body is not used
-        const status = res.statusCode ?? 0;
-        if (status >= 200 && status < 300) {
-          jlog.debug(
-            { target: origin, status, duration_ms: Math.round(performance.now() - started) },
-            `${record.job_id} webhook delivered`,
-          );
-        } else {
-          fail(`HTTP ${status}`);
-        }
-      });
-      req.on('timeout', () =>
-        req.destroy(new Error(`timed out after ${config.WEBHOOK_TIMEOUT} s`)),
-      );
-      req.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? err.message));
-      req.end(body);
-    } catch (err) {
-      fail(err instanceof Error ? err.message : 'request failed');
-    }
+    return new Promise<WebhookOutcome>((resolve) => {
+      const fail = (reason: string, outcome: WebhookOutcome = 'failed') => {
+        jlog.warn(
+          { target: origin, reason: redactSecrets(reason, secrets) },
+          `${record.job_id} webhook delivery failed`,
+        );
+        resolve(outcome);
+      };
+      try {
+        const options = { method: 'POST', headers, timeout: timeoutMs, lookup };
+        const req = requester(url, options, (res) => {
+          res.resume(); // the answer body is not used
+          const status = res.statusCode ?? 0;
+          if (status >= 200 && status < 300) {
+            jlog.debug(
+              { target: origin, status, duration_ms: Math.round(performance.now() - started) },
+              `${record.job_id} webhook delivered`,
+            );
+            resolve('delivered');
+          } else {
+            fail(`HTTP ${status}`);
+          }
+        });
+        req.on('timeout', () =>
+          req.destroy(new Error(`timed out after ${config.WEBHOOK_TIMEOUT} s`)),
+        );
+        req.on('error', (err: NodeJS.ErrnoException) =>
+          err.code === 'ADDRESS_NOT_ALLOWED'
+            ? fail(err.message, 'refused')
+            : fail(err.code ?? err.message),
+        );
+        req.end(body);
+      } catch (err) {
+        fail(err instanceof Error ? err.message : 'request failed');
+      }
+    });
   };
 }

@@ -1,9 +1,16 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig } from '@svc/proto';
+import {
+  ReachabilitySettings,
+  SharedSettings,
+  deviceNetworkPolicy,
+  loadConfig,
+  webhookNetworkPolicy,
+} from '@svc/proto';
 
 /** Gateway settings, read once from the environment by `main.ts`. */
 export const GatewayConfig = Type.Object({
   ...SharedSettings,
+  ...ReachabilitySettings,
   SVC_PORT: Type.Integer({ default: 8443, minimum: 0, maximum: 65535, description: 'HTTPS port.' }),
   SVC_HTTP_PORT: Type.Integer({
     default: -1,
@@ -90,5 +97,9 @@ export type GatewayConfig = Static<typeof GatewayConfig>;
 export function loadGatewayConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): GatewayConfig {
-  return loadConfig(GatewayConfig, env);
+  const config = loadConfig(GatewayConfig, env);
+  // The network policies parse their entries: a bad one stops the start, every one reported.
+  deviceNetworkPolicy(config);
+  webhookNetworkPolicy(config);
+  return config;
 }

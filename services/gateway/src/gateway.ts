@@ -8,7 +8,9 @@ import {
   JobStore,
   KvMirror,
   LockoutLedger,
+  deviceNetworkPolicy,
   ensureTopology,
+  webhookNetworkPolicy,
   topologyFrom,
   type Logger,
   type Sealer,
@@ -75,6 +77,8 @@ export async function startGateway(
       dedupEnabled: config.JOB_DEDUP_ENABLED,
       ratePerMinute: config.RATE_LIMIT_PER_MINUTE,
       deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,
+      devicePolicy: deviceNetworkPolicy(config),
+      webhookPolicy: webhookNetworkPolicy(config),
     },
     new LockoutLedger(
       stores[Buckets.lockout],

@@ -12,8 +12,10 @@ import {
   encodeJson,
   injectTraceContext,
   isTerminal,
+  canonicalIp,
   normalizeSubmission,
   resolveHost,
+  type AddressPolicy,
   type AuditLog,
   type EnqueueResponse,
   type JobEnvelope,
@@ -54,6 +56,10 @@ export interface IntakeOptions {
   ratePerMinute?: number;
   /** RATE_LIMIT_DEVICE_PER_MINUTE: accepted jobs per caller per device per minute; 0 = unlimited. */
   deviceRatePerMinute?: number;
+  /** DEVICE_NETWORKS_*: device addresses given as IP literals are checked at submission. */
+  devicePolicy?: AddressPolicy;
+  /** WEBHOOK_ALLOW_NETWORKS: webhook targets given as IP literals are checked at submission. */
+  webhookPolicy?: AddressPolicy;
 }
 
 /** Buckets of the submission guards (absent: the guard is off). */
@@ -150,6 +156,16 @@ export class JobIntake {
     const { spec, secrets } = normalized;
     if (!mayUseContext(caller, spec.context)) {
       throw new HttpError(403, `this key may not use context ${spec.context}`);
+    }
+    // An address is judged here; a name is judged by the actor on what it resolves to.
+    const literal = canonicalIp(spec.host);
+    const verdict =
+      literal !== null ? this.options.devicePolicy?.check(spec.context, spec.host, literal) : null;
+    if (verdict && !verdict.allowed) {
+      const field = (checked.value as { host?: string | null }).host != null ? 'host' : 'ip';
+      throw HttpError.validation([
+        { loc: ['body', field], msg: verdict.reason, type: 'address_not_allowed' },
+      ]);
     }
     // Resolved once: every guard below and the actor see the same device, and the actor
     // connects to exactly this address.
@@ -253,6 +269,14 @@ export class JobIntake {
             : 'webhook_url must be an https:// URL (WEBHOOK_ALLOW_HTTP=true allows http://)',
           type: 'url_scheme',
         },
+      ]);
+    }
+    const literal = canonicalIp(parsed.hostname);
+    const verdict =
+      literal !== null ? this.options.webhookPolicy?.check('', literal, literal) : null;
+    if (verdict && !verdict.allowed) {
+      throw HttpError.validation([
+        { loc: ['body', 'webhook_url'], msg: verdict.reason, type: 'address_not_allowed' },
       ]);
     }
   }

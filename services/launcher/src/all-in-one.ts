@@ -36,6 +36,10 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     env['NATS_URL'] = nats.url;
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);
+  // The laptop demo talks to the simulator on loopback (README), which the production default
+  // refuses: allow loopback here, and any other address as by default.
+  env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
+  env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
 
   const gatewayConfig = loadGatewayConfig(env);
   const dispatcherConfig = loadDispatcherConfig(env);
