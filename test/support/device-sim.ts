@@ -83,6 +83,12 @@ export interface StartDeviceOptions {
    * with the password, the others may be anything. Default `['Password: ']`.
    */
   keyboardPrompts?: string[];
+  /**
+   * A chassis context line printed on its own line above every prompt (Junos `{master:0}` on
+   * a virtual chassis, `{primary:node0}` on an SRX cluster); in configuration mode it comes
+   * before the `[edit]` banner on the same line, as Junos prints `{master:0}[edit]`.
+   */
+  contextLine?: string;
 }
 
 export interface SimulatedDevice {
@@ -134,6 +140,7 @@ interface DeviceState {
   password: string;
   enable: string;
   banner: string | undefined;
+  contextLine: string | undefined;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -148,6 +155,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     password: options.password ?? DEFAULT_PASSWORD,
     enable: options.enable ?? DEFAULT_ENABLE,
     banner: options.banner,
+    contextLine: options.contextLine,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -401,8 +409,14 @@ class Shell {
       text = this.mode === 'user' ? p.user : p.enable;
     }
     let out = this.fill(text);
-    if (this.mode === 'config' && this.data.config?.promptPrefix !== undefined) {
-      out = `${this.data.config.promptPrefix}\r\n${out}`;
+    const ctx = this.dev.contextLine ?? '';
+    const prefix = this.mode === 'config' ? this.data.config?.promptPrefix : undefined;
+    if (prefix !== undefined) {
+      // The banner starts with its own line break: the context goes right after it.
+      const at = prefix.startsWith('\r\n') ? 2 : 0;
+      out = `${prefix.slice(0, at)}${ctx}${prefix.slice(at)}\r\n${out}`;
+    } else if (ctx !== '') {
+      out = `\r\n${ctx}\r\n${out}`;
     }
     return this.data.ansi === true ? `\x1b[24;1H\x1b[2K${out}\x1b[?25h` : out;
   }

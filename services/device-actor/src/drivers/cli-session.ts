@@ -1,6 +1,6 @@
 import { SvcError, ErrorCode } from '@svc/proto';
 import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
-import { escapeRegExp, type Confirmation, type Driver } from './driver.js';
+import { escapeRegExp, stripContextLines, type Confirmation, type Driver } from './driver.js';
 
 /**
  * A device CLI session: an {@link SshSession} driven by a platform {@link Driver}. It knows the
@@ -223,7 +223,7 @@ export class CliSession {
         }
         if (!atPrompt) return undefined;
         this.prompt = tail.trim();
-        return nl < 0 ? '' : text.slice(0, nl);
+        return nl < 0 ? '' : stripContextLines(text.slice(0, nl), this.driver.contextLines ?? []);
       },
       options.timeoutMs,
       expect !== null

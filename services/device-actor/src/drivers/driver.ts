@@ -72,6 +72,25 @@ export interface Driver {
   readonly errorPatterns: readonly RegExp[];
   /** Removes per-command noise in config mode (Junos `[edit]` banners). */
   cleanConfigOutput(output: string): string;
+  /**
+   * Lines the device prints just above its prompt that are not output (Junos `{master:0}`,
+   * `[edit interfaces]`): removed from the end of every output, like the trusted driver does.
+   */
+  readonly contextLines?: readonly RegExp[];
+}
+
+/**
+ * Removes trailing context lines (and the blank separator line above them) from an output.
+ * Only the end is checked: the same text inside the output is output.
+ */
+export function stripContextLines(output: string, patterns: readonly RegExp[]): string {
+  if (patterns.length === 0) return output;
+  const lines = output.split('\n');
+  let end = lines.length;
+  while (end > 0 && patterns.some((p) => p.test((lines[end - 1] ?? '').trim()))) end--;
+  if (end === lines.length) return output;
+  if (end > 0 && (lines[end - 1] ?? '').trim() === '') end--;
+  return lines.slice(0, end).join('\n');
 }
 
 /** Prompt helpers shared by the Cisco-like CLIs (`R1>`, `R1#`, `R1(config-if)#`). */

@@ -31,6 +31,12 @@ export const juniperJunos: Driver = {
   },
   commit: { command: 'commit', confirmations: [] },
   save: 'commit',
+  // Chassis and cluster contexts (`{master:0}`, `{backup:1}`, `{primary:node0}`,
+  // `{secondary:node1}`, `{linecard:1}`) and the configuration path, alone or together.
+  contextLines: [
+    /^\{(?:master|backup|primary|secondary|linecard|line|hold|ineligible)(?::[\w-]+)?\}(?:\[edit(?: [^\]]*)?\])?$/i,
+    /^\[edit(?: [^\]]*)?\]$/,
+  ],
   errorPatterns: [
     /^syntax error/i,
     /^unknown command/i,

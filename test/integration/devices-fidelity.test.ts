@@ -1,0 +1,28 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createDeviceRunner } from '@svc/device-actor';
+import { expectedOutput, jobFor, startDevice } from '@svc/test/support';
+
+/** Output fidelity: what operators' trusted driver library returns, on the same device. */
+
+for (const context of ['{master:0}', '{primary:node0}', '{backup:1}']) {
+  test(`juniper_junos: when the device prints ${context} above its prompt, then outputs do not contain it`, async (t) => {
+    const dev = await startDevice({ platform: 'juniper_junos', contextLine: context });
+    t.after(() => dev.stop());
+    const run = createDeviceRunner({ pool: null, poolExclude: [] });
+    const commands = ['show version', 'show interfaces terse'];
+    const out = await run(jobFor(dev, { commands }));
+    for (const cmd of commands) assert.equal(out.results[cmd], expectedOutput(dev, cmd), cmd);
+  });
+}
+
+test('juniper_junos: when configuration prompts carry {master:0}[edit], then the config transcript holds none of it', async (t) => {
+  const dev = await startDevice({ platform: 'juniper_junos', contextLine: '{master:0}' });
+  t.after(() => dev.stop());
+  const run = createDeviceRunner({ pool: null, poolExclude: [] });
+  const line = 'set interfaces ge-0/0/1 description x';
+  const out = await run(jobFor(dev, { kind: 'config', commands: [line], commit: true }));
+  assert.equal(out.results[line], '');
+  assert.equal(out.results['commit'], 'commit complete');
+  assert.equal(dev.stats.commits, 1);
+});
