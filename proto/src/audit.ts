@@ -8,6 +8,13 @@ export const AuditEvent = {
   jobCompleted: 'job.completed',
   deviceFailure: 'device.failure',
   jobOrphaned: 'job.orphaned',
+  // Who did what at the gateway (the older vocabulary's names where it has one).
+  jobCancelled: 'job.cancelled',
+  jobReplayed: 'job.replayed',
+  authFailed: 'auth.failed',
+  keyCreated: 'apikey.created',
+  keyRotated: 'apikey.rotated',
+  keyRevoked: 'apikey.revoked',
 } as const;
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 

@@ -61,6 +61,7 @@ export class JobLifecycle {
       platform: record.spec.platform,
       port: record.spec.port,
       owner: record.owner,
+      context: record.spec.context,
       tags: record.spec.tags,
     };
     await this.failed.put(record.job_id, encodeJson(entry));

@@ -18,9 +18,10 @@ export class KvMirror {
 
   private constructor() {}
 
-  static async start(kv: KV): Promise<KvMirror> {
+  /** `key` filters the copy (a subject-like pattern, e.g. `authfail.>`); all keys by default. */
+  static async start(kv: KV, key = '>'): Promise<KvMirror> {
     const mirror = new KvMirror();
-    const watch = await kv.watch();
+    const watch = await kv.watch({ key });
     mirror.#watch = watch;
     if ((await kv.status()).values === 0) mirror.#ready = true;
     void (async () => {
@@ -49,6 +50,11 @@ export class KvMirror {
 
   entries(): IterableIterator<[string, MirroredEntry]> {
     return this.#entries.entries();
+  }
+
+  /** Drops a key from the copy only (entries that expired by the bucket's TTL send no delete). */
+  forget(key: string): void {
+    this.#entries.delete(key);
   }
 
   stop(): void {

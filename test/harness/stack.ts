@@ -41,6 +41,9 @@ export function testEnv(
     // policy refuses: the system under test is configured to allow it (as `npm start` is).
     DEVICE_NETWORKS_ALLOW: '127.0.0.0/8,::1/128,*',
     WEBHOOK_ALLOW_NETWORKS: '127.0.0.0/8,::1/128',
+    // Every test client is 127.0.0.1 and many tests probe refusals on purpose; the brute-force
+    // test sets its own limit.
+    AUTH_FAILURE_LIMIT: '0',
     ...extra,
   };
 }

@@ -197,6 +197,8 @@ export const FailedJob = Type.Object(
     platform: Type.String(),
     port: Type.Integer(),
     owner: Type.String(),
+    /** Routing context of the job (admin keys see the failed jobs of their contexts). */
+    context: Type.Optional(Type.String()),
     tags: Tags,
   },
   { $id: 'FailedJob' },

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { KV, KvEntry } from '@nats-io/kv';
 import { SignJWT, jwtVerify } from 'jose';
 import {
@@ -24,9 +24,18 @@ export const NEVER_EXPIRES = '9999-12-31T23:59:59.000Z';
 const KEY_ID = /^key_[0-9a-f]{24}$/;
 /** Entry of `svc-apikeys` holding the sealed signing secret when SVC_JWT_SECRET is unset. */
 const JWT_SECRET_ENTRY = 'jwt-secret';
+/** Entry of `svc-apikeys` holding the sealed owner-id secret when SVC_OWNER_SECRET is unset. */
+const OWNER_SECRET_ENTRY = 'owner-secret';
 const MIN_SECRET_LENGTH = 32;
+const MIN_ADMIN_SECRET_LENGTH = 16;
+const ROLES: readonly string[] = Object.values(Role);
 
-/** What `svc-apikeys` holds per key: metadata only, never the token. */
+/**
+ * What `svc-apikeys` holds per key: metadata for listing and the revocation state, never the
+ * token. Role, contexts and expiry here only describe the key: the signed token's claims are
+ * what a request is granted, so editing this entry can revoke a key (delete it, change its jti)
+ * but never widen it.
+ */
 export interface ApiKeyMeta {
   key_id: string;
   role: Role;
@@ -39,6 +48,13 @@ export interface ApiKeyMeta {
    * token on every instance without a revocation entry (the key id, hence job ownership, stays).
    */
   jti: string;
+  /** Key id of the key that minted this one (revoked with it); null: made with the admin secret. */
+  parent?: string | null;
+  /**
+   * HMAC under the signing secret of key id, role, contexts and expiry: a rotation re-signs
+   * these fields from KV, so it refuses an entry whose scope was edited there.
+   */
+  scope_mac?: string;
 }
 
 /** Create and rotate answer. */
@@ -50,7 +66,7 @@ export interface IssuedKey {
   contexts: string[];
 }
 
-export type KeyListItem = Omit<ApiKeyMeta, 'jti'>;
+export type KeyListItem = Omit<ApiKeyMeta, 'jti' | 'parent'>;
 
 export interface ApiKeys {
   resolve: BearerResolver;
@@ -65,12 +81,22 @@ export interface ApiKeys {
     contexts: string[];
     ttl: number;
     createdBy: string;
+    /** The minting key, when a key creates a key: the new key expires no later than it. */
+    parent: { keyId: string; expiresAt: string } | null;
   }): Promise<IssuedKey>;
-  list(): Promise<KeyListItem[]>;
-  /** False when the key is unknown or already revoked. */
-  revoke(keyId: string): Promise<boolean>;
-  /** Null when the key is unknown or revoked; 'expired' when it can no longer be rotated. */
-  rotate(keyId: string): Promise<IssuedKey | null | 'expired'>;
+  list(): Promise<ApiKeyMeta[]>;
+  /**
+   * Revokes the key and, with it, every key it minted (and theirs): none outlives its creator.
+   * Returns the revoked key ids, the key's first; empty when the key is unknown or revoked.
+   */
+  revoke(keyId: string): Promise<string[]>;
+  /** The stored metadata of a live key (scope checks of key management). */
+  meta(keyId: string): Promise<ApiKeyMeta | null>;
+  /**
+   * Null when the key is unknown or revoked; 'expired' when it can no longer be rotated;
+   * 'altered' when its stored scope no longer matches what was issued.
+   */
+  rotate(keyId: string): Promise<IssuedKey | null | 'expired' | 'altered'>;
   stop(): Promise<void>;
 }
 
@@ -151,6 +177,11 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
     return jwt.sign(secret);
   };
 
+  const scopeMac = (meta: ApiKeyMeta): string =>
+    createHmac('sha256', secret ?? new Uint8Array())
+      .update(JSON.stringify([meta.key_id, meta.role, meta.contexts, meta.expires_at]))
+      .digest('base64url');
+
   const issued = async (meta: ApiKeyMeta): Promise<IssuedKey> => ({
     key_id: meta.key_id,
     token: await sign(meta),
@@ -161,35 +192,53 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
 
   const resolve: BearerResolver = async (token) => {
     if (!secret) return null;
-    let sub: unknown;
-    let jti: unknown;
+    let payload: Record<string, unknown>;
     try {
       // Only HS256: `alg: none` and every other algorithm fail here, as do bad signatures and
       // an `exp` in the past.
-      const { payload } = await jwtVerify(token, secret, { algorithms: ['HS256'] });
-      sub = payload.sub;
-      jti = payload.jti;
+      ({ payload } = await jwtVerify(token, secret, { algorithms: ['HS256'] }));
     } catch {
       return null;
     }
+    const { sub, jti, role, ctx, exp } = payload;
     if (typeof sub !== 'string' || !KEY_ID.test(sub) || typeof jti !== 'string') return null;
+    if (typeof role !== 'string' || !ROLES.includes(role)) return null;
+    if (!Array.isArray(ctx) || !ctx.every((c): c is string => typeof c === 'string')) return null;
+    if (exp !== undefined && typeof exp !== 'number') return null;
     if (revokedIds.has(sub)) return null;
     // Authoritative reads on every request (see the module comment).
     const [current, revoked] = await Promise.all([readMeta(sub), revokedKv.get(sub)]);
     if (revoked?.operation === 'PUT' || !current) return null;
     const { meta } = current;
+    // KV decides only whether the key is still valid (revocation, rotation); what the key may
+    // do comes from the signed claims.
     if (meta.jti !== jti || isExpired(meta)) return null;
     const caller: Caller = {
-      id: `key:${meta.key_id}`,
+      id: `key:${sub}`,
       kind: 'key',
-      role: meta.role,
-      contexts: meta.contexts,
+      role: role as Role,
+      contexts: ctx,
       basic: null,
-      keyId: meta.key_id,
+      keyId: sub,
+      expiresAt: exp === undefined ? NEVER_EXPIRES : new Date(exp * 1000).toISOString(),
     };
     return caller;
   };
 
+  const list = async (): Promise<ApiKeyMeta[]> => {
+    const out: ApiKeyMeta[] = [];
+    const ids: string[] = [];
+    for await (const k of await keysKv.keys()) if (KEY_ID.test(k)) ids.push(k);
+    for (const id of ids.sort()) {
+      const current = await readMeta(id);
+      if (current) out.push(current.meta);
+    }
+    return out;
+  };
+
+  if (config.SVC_ADMIN_SECRET && config.SVC_ADMIN_SECRET.length < MIN_ADMIN_SECRET_LENGTH) {
+    throw new Error(`SVC_ADMIN_SECRET must be at least ${MIN_ADMIN_SECRET_LENGTH} characters`);
+  }
   const adminSecretDigest = config.SVC_ADMIN_SECRET ? digest(config.SVC_ADMIN_SECRET) : null;
 
   return {
@@ -206,48 +255,64 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
       const passOk = timingSafeEqual(digest(password), adminSecretDigest);
       return userOk && passOk;
     },
-    async create({ role, contexts, ttl, createdBy }) {
+    async create({ role, contexts, ttl, createdBy, parent }) {
       const now = new Date();
+      let expiresAt =
+        ttl === 0
+          ? NEVER_EXPIRES
+          : new Date((Math.floor(now.getTime() / 1000) + ttl) * 1000).toISOString();
+      // A minted key never outlives its creator.
+      if (
+        parent &&
+        parent.expiresAt !== NEVER_EXPIRES &&
+        (expiresAt === NEVER_EXPIRES || Date.parse(expiresAt) > Date.parse(parent.expiresAt))
+      ) {
+        expiresAt = parent.expiresAt;
+      }
       const meta: ApiKeyMeta = {
         key_id: `key_${randomBytes(12).toString('hex')}`,
         role,
         contexts,
         created_at: now.toISOString(),
-        expires_at:
-          ttl === 0
-            ? NEVER_EXPIRES
-            : new Date((Math.floor(now.getTime() / 1000) + ttl) * 1000).toISOString(),
+        expires_at: expiresAt,
         created_by: createdBy,
         jti: randomUUID(),
+        parent: parent?.keyId ?? null,
       };
+      meta.scope_mac = scopeMac(meta);
       await keysKv.create(meta.key_id, encodeJson(meta));
       cache.set(meta.key_id, meta);
       log.info({ key_id: meta.key_id, role, created_by: createdBy }, 'api key created');
       return issued(meta);
     },
-    async list() {
-      const out: KeyListItem[] = [];
-      const ids: string[] = [];
-      for await (const k of await keysKv.keys()) if (KEY_ID.test(k)) ids.push(k);
-      for (const id of ids.sort()) {
-        const current = await readMeta(id);
-        if (!current) continue;
-        const { key_id, role, contexts, created_at, expires_at, created_by } = current.meta;
-        out.push({ key_id, role, contexts, created_at, expires_at, created_by });
-      }
-      return out;
+    list,
+    async meta(keyId) {
+      if (!KEY_ID.test(keyId)) return null;
+      return (await readMeta(keyId))?.meta ?? null;
     },
     async revoke(keyId) {
-      if (!KEY_ID.test(keyId)) return false;
-      const current = await readMeta(keyId);
-      if (!current) return false;
-      // The revocation entry first: from this write on, every instance refuses the key.
-      await revokedKv.put(keyId, encodeJson({ revoked_at: new Date().toISOString() }));
-      await keysKv.delete(keyId);
-      revokedIds.add(keyId);
-      cache.delete(keyId);
-      log.info({ key_id: keyId }, 'api key revoked');
-      return true;
+      if (!KEY_ID.test(keyId) || !(await readMeta(keyId))) return [];
+      const all = await list();
+      const revoked: string[] = [];
+      // Breadth-first over the minted keys; `seen` guards against a cycle written into KV.
+      const seen = new Set<string>([keyId]);
+      for (let queue = [keyId]; queue.length > 0;) {
+        const id = queue.shift()!;
+        // The revocation entry first: from this write on, every instance refuses the key.
+        await revokedKv.put(id, encodeJson({ revoked_at: new Date().toISOString() }));
+        await keysKv.delete(id);
+        revokedIds.add(id);
+        cache.delete(id);
+        revoked.push(id);
+        log.info({ key_id: id, revoked_with: id === keyId ? null : keyId }, 'api key revoked');
+        for (const m of all) {
+          if (m.parent === id && !seen.has(m.key_id)) {
+            seen.add(m.key_id);
+            queue.push(m.key_id);
+          }
+        }
+      }
+      return revoked;
     },
     async rotate(keyId) {
       if (!KEY_ID.test(keyId)) return null;
@@ -255,6 +320,10 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
         const current = await readMeta(keyId);
         if (!current) return null;
         if (isExpired(current.meta)) return 'expired';
+        if (!current.meta.scope_mac || current.meta.scope_mac !== scopeMac(current.meta)) {
+          log.warn({ key_id: keyId }, 'api key metadata altered outside the gateway');
+          return 'altered';
+        }
         const next: ApiKeyMeta = { ...current.meta, jti: randomUUID() };
         try {
           await keysKv.update(keyId, encodeJson(next), current.revision);
@@ -289,38 +358,71 @@ function digest(text: string): Buffer {
  * `svc-apikeys`, sealed under SVC_ENCRYPTION_KEY (created once with create-if-absent, re-sealed
  * under the newest key of the ring so that old keys can leave it). Null: Bearer is off.
  */
-async function signingSecret(
+function signingSecret(
   config: GatewayConfig,
   kv: KV,
   sealer: Sealer | undefined,
   log: Logger,
 ): Promise<Uint8Array | null> {
-  if (config.SVC_JWT_SECRET) {
-    if (config.SVC_JWT_SECRET.length < MIN_SECRET_LENGTH) {
-      throw new Error(`SVC_JWT_SECRET must be at least ${MIN_SECRET_LENGTH} characters`);
+  return sharedSecret(config.SVC_JWT_SECRET, 'SVC_JWT_SECRET', JWT_SECRET_ENTRY, kv, sealer, log);
+}
+
+/**
+ * The key of Basic owner ids: SVC_OWNER_SECRET when set, else generated once and shared by all
+ * gateways like the signing secret. Losing it (a new bucket, a new value) changes every Basic
+ * owner id: earlier jobs of Basic callers then belong to nobody (docs/security.md).
+ */
+export async function ownerSecret(
+  config: GatewayConfig,
+  kv: KV,
+  sealer: Sealer,
+  log: Logger,
+): Promise<Uint8Array> {
+  const secret = await sharedSecret(
+    config.SVC_OWNER_SECRET,
+    'SVC_OWNER_SECRET',
+    OWNER_SECRET_ENTRY,
+    kv,
+    sealer,
+    log,
+  );
+  if (!secret) throw new Error('no owner secret');
+  return secret;
+}
+
+/** A configured secret, or one generated once, kept sealed in `svc-apikeys` under `entry`. */
+async function sharedSecret(
+  configured: string,
+  setting: string,
+  entryName: string,
+  kv: KV,
+  sealer: Sealer | undefined,
+  log: Logger,
+): Promise<Uint8Array | null> {
+  if (configured) {
+    if (configured.length < MIN_SECRET_LENGTH) {
+      throw new Error(`${setting} must be at least ${MIN_SECRET_LENGTH} characters`);
     }
-    return new TextEncoder().encode(config.SVC_JWT_SECRET);
+    return new TextEncoder().encode(configured);
   }
   if (!sealer) return null;
   const fresh = randomBytes(32).toString('base64url');
   try {
-    await kv.create(JWT_SECRET_ENTRY, new TextEncoder().encode(sealer.seal(fresh)));
-    log.info('generated the API key signing secret (SVC_JWT_SECRET unset)');
+    await kv.create(entryName, new TextEncoder().encode(sealer.seal(fresh)));
+    log.info({ setting }, 'generated a shared secret (setting unset)');
     return new TextEncoder().encode(fresh);
   } catch (err) {
     if (!isWrongRevision(err)) throw err;
   }
-  const entry = await kv.get(JWT_SECRET_ENTRY);
-  if (!entry || entry.operation !== 'PUT') throw new Error('API key signing secret vanished');
+  const entry = await kv.get(entryName);
+  if (!entry || entry.operation !== 'PUT') throw new Error(`${setting} entry vanished`);
   const sealed = new TextDecoder().decode(entry.value);
   const value = sealer.open<string>(sealed);
   const currentKid = sealer.seal(null).split('.')[1];
   if (sealed.split('.')[1] !== currentKid) {
-    await kv
-      .update(JWT_SECRET_ENTRY, new TextEncoder().encode(sealer.seal(value)), entry.revision)
-      .catch(
-        () => undefined, // another instance re-sealed it first
-      );
+    await kv.update(entryName, new TextEncoder().encode(sealer.seal(value)), entry.revision).catch(
+      () => undefined, // another instance re-sealed it first
+    );
   }
   return new TextEncoder().encode(value);
 }

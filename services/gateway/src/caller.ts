@@ -1,3 +1,5 @@
+import { createHmac } from 'node:crypto';
+
 /** Roles of API keys; Basic callers act as operators. */
 export const Role = { admin: 'admin', operator: 'operator', viewer: 'viewer' } as const;
 export type Role = (typeof Role)[keyof typeof Role];
@@ -6,7 +8,10 @@ const RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 2 };
 
 /** Who made a request, as established by authentication. */
 export interface Caller {
-  /** Owner id stored on jobs: `basic:<username>` or `key:<key_id>`. */
+  /**
+   * Owner id stored on jobs: `basic:<HMAC of user name and password>` or `key:<key_id>`.
+   * Never a user name or a secret in clear.
+   */
   id: string;
   kind: 'basic' | 'key';
   role: Role;
@@ -16,6 +21,8 @@ export interface Caller {
   basic: { username: string; password: string } | null;
   /** Bearer callers only. */
   keyId: string | null;
+  /** Bearer callers only: the key's expiry (ISO 8601), as its token says. */
+  expiresAt?: string;
 }
 
 export function hasRole(caller: Caller, needed: Role): boolean {
@@ -26,9 +33,18 @@ export function mayUseContext(caller: Caller, context: string): boolean {
   return caller.contexts.includes('*') || caller.contexts.includes(context);
 }
 
-/** Whether the caller may see a job owned by `owner` (admins see all). */
-export function mayAccessJob(caller: Caller, owner: string): boolean {
-  return caller.id === owner || (caller.kind === 'key' && caller.role === 'admin');
+/**
+ * Whether the caller may see (and, with the operator role, cancel) a job owned by `owner` in
+ * `context`: its own jobs, and admin keys the jobs of their own contexts.
+ */
+export function mayAccessJob(caller: Caller, owner: string, context: string | undefined): boolean {
+  if (caller.id === owner) return true;
+  return (
+    caller.kind === 'key' &&
+    caller.role === Role.admin &&
+    context !== undefined &&
+    mayUseContext(caller, context)
+  );
 }
 
 /** Decodes `Authorization: Basic …`; null when absent or malformed. */
@@ -56,9 +72,29 @@ export function parseBearer(header: string | undefined): string | null {
  */
 export type BearerResolver = (token: string) => Promise<Caller | null>;
 
-export function basicCaller(creds: { username: string; password: string }): Caller {
+/**
+ * A Basic caller is its whole credential: the owner id is a keyed hash (HMAC-SHA256 under the
+ * server's owner secret) of user name and password, so another password is another caller and
+ * the id reveals neither.
+ */
+export function basicOwnerId(
+  creds: { username: string; password: string },
+  ownerKey: Uint8Array,
+): string {
+  // Length-prefixed: no other (user name, password) pair yields the same input.
+  const mac = createHmac('sha256', ownerKey)
+    .update(`${Buffer.byteLength(creds.username, 'utf8')}:${creds.username}`, 'utf8')
+    .update(creds.password, 'utf8')
+    .digest('base64url');
+  return `basic:${mac}`;
+}
+
+export function basicCaller(
+  creds: { username: string; password: string },
+  ownerKey: Uint8Array,
+): Caller {
   return {
-    id: `basic:${creds.username}`,
+    id: basicOwnerId(creds, ownerKey),
     kind: 'basic',
     role: Role.operator,
     contexts: ['*'],

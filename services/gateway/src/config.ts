@@ -42,7 +42,23 @@ export const GatewayConfig = Type.Object({
   SVC_VERSION: Type.String({ default: '0.1.0', description: 'Version reported by /healthcheck.' }),
   SVC_ADMIN_SECRET: Type.String({
     default: '',
-    description: 'Basic password of key management (user admin); empty disables it for Basic.',
+    description:
+      'Basic password of key management (user admin), at least 16 characters; empty disables it for Basic.',
+  }),
+  SVC_OWNER_SECRET: Type.String({
+    default: '',
+    description:
+      "HMAC key (at least 32 characters) deriving Basic callers' owner ids from user name and password; generated and kept sealed in svc-apikeys when empty.",
+  }),
+  BASIC_AUTH_ENABLED: Type.Boolean({
+    default: true,
+    description: 'Accept HTTP Basic callers on job routes (key management keeps admin Basic).',
+  }),
+  AUTH_FAILURE_LIMIT: Type.Integer({
+    default: 10,
+    minimum: 0,
+    description:
+      'Authentication failures per source address and per user name per minute before 429 (all gateways); 0 = unlimited.',
   }),
   SVC_JWT_SECRET: Type.String({
     default: '',

@@ -2,6 +2,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyRequest } from 'fastify';
 import type { AuditLog, JobLifecycle, JobStore, Logger, Sealer, Stores } from '@svc/proto';
+import type { AuthLimits } from './auth-limits.js';
 import type { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
 import type { JobControl } from './job-control.js';
@@ -26,5 +27,7 @@ export interface GatewayContext {
   intake: JobIntake;
   control: JobControl;
   authenticate: Authenticate;
+  /** Brute-force limits of every authentication path. */
+  authLimits: AuthLimits;
   onStoreError: (err: unknown, req: FastifyRequest) => void;
 }

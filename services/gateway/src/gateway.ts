@@ -15,7 +15,8 @@ import {
   type Logger,
   type Sealer,
 } from '@svc/proto';
-import { startApiKeys } from './api-keys.js';
+import { ownerSecret, startApiKeys } from './api-keys.js';
+import { AuthLimits } from './auth-limits.js';
 import { createAuthenticator } from './authenticate.js';
 import { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
@@ -92,13 +93,19 @@ export async function startGateway(
       rateLimit: stores[Buckets.rateLimit],
     },
   );
-  const control = new JobControl(nc, jobs);
+  const control = new JobControl(nc, jobs, audit);
   const status = new ClusterStatus(nc, jsm, stores, depth, {
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
   });
   await status.start();
   const apiKeys = await startApiKeys({ config, stores, log, sealer });
+  const ownerKey = await ownerSecret(config, stores[Buckets.apiKeys], sealer, log);
+  const authLimits = await AuthLimits.start(
+    stores[Buckets.rateLimit],
+    config.AUTH_FAILURE_LIMIT,
+    audit,
+  );
   const ctx: GatewayContext = {
     config,
     nc,
@@ -114,7 +121,13 @@ export async function startGateway(
     status,
     intake,
     control,
-    authenticate: createAuthenticator(apiKeys.resolve),
+    authenticate: createAuthenticator({
+      resolveBearer: apiKeys.resolve,
+      ownerKey,
+      basicEnabled: config.BASIC_AUTH_ENABLED,
+      limits: authLimits,
+    }),
+    authLimits,
     onStoreError: (err: unknown) => log.error({ err }, 'store request failed'),
   };
 
@@ -154,6 +167,7 @@ export async function startGateway(
       await Promise.all(servers.map((s) => s.close()));
       status.stop();
       lockoutMirror.stop();
+      authLimits.stop();
       await apiKeys.stop();
       await metrics.stop();
     },

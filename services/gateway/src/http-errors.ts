@@ -36,6 +36,15 @@ export class HttpError extends Error {
     super(message);
   }
 
+  /** 403 for a job of another owner; a Basic caller's miss counts as a failed authentication. */
+  static foreignJob(): HttpError {
+    const err = new HttpError(403, 'this job belongs to another caller');
+    err.foreignJob = true;
+    return err;
+  }
+
+  foreignJob = false;
+
   static validation(issues: ValidationIssue[]): HttpError {
     return new HttpError(422, 'validation failed', {}, issues);
   }

@@ -1,5 +1,14 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TlsMaterial } from './tls.js';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const requestIds = new WeakMap<FastifyRequest, string>();
+
+/** The correlation id of a request: its X-Request-ID when a UUID v4, else a fresh one. */
+export function requestIdOf(req: FastifyRequest): string {
+  return requestIds.get(req) ?? 'unknown';
+}
 
 export interface HttpServerOptions {
   tls: TlsMaterial | null;
@@ -9,7 +18,10 @@ export interface HttpServerOptions {
 /**
  * A Fastify instance with the service's conventions: bodies arrive as text (routes parse JSON
  * themselves so that bad JSON gets the same 422 as any bad input), `{message}` error bodies,
- * TLS 1.2 or newer.
+ * TLS 1.2 or newer, `X-Request-ID` on every response. Only `application/json` bodies are
+ * accepted (415 otherwise): an HTML form on another site can send `text/plain`, form or
+ * multipart bodies with a browser's cached Basic credentials, but not JSON without a CORS
+ * preflight, which this service never grants.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Both variants share one shape once built; the cast only merges their generic types.
@@ -26,7 +38,18 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         return503OnClosing: true,
       })) as unknown as FastifyInstance;
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) =>
+    done(null, body),
+  );
+  app.addHook('onRequest', (req, reply, done) => {
+    const sent = req.headers['x-request-id'];
+    const id = typeof sent === 'string' && UUID_V4.test(sent) ? sent.toLowerCase() : randomUUID();
+    requestIds.set(req, id);
+    // On the raw response so that hijacked (SSE) answers carry it too; a route's own
+    // X-Request-ID (the job id of a submission) takes precedence.
+    reply.raw.setHeader('X-Request-ID', id);
+    done();
+  });
   app.setNotFoundHandler((req, reply) =>
     reply.code(404).send({ message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}` }),
   );

@@ -1,5 +1,13 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Subjects, encodeJson, isTerminal, type JobRecord, type JobStore } from '@svc/proto';
+import {
+  AuditEvent,
+  Subjects,
+  encodeJson,
+  isTerminal,
+  type AuditLog,
+  type JobRecord,
+  type JobStore,
+} from '@svc/proto';
 import { mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
 
@@ -8,14 +16,15 @@ export class JobControl {
   constructor(
     private readonly nc: NatsConnection,
     private readonly jobs: JobStore,
+    private readonly audit: AuditLog,
   ) {}
 
-  /** The caller's job, or 404 (unknown) / 403 (someone else's). */
+  /** The caller's job (or, for admin keys, one of their contexts), or 404 / 403. */
   async read(caller: Caller, jobId: string): Promise<JobRecord> {
     const stored = await this.jobs.get(jobId);
     if (!stored) throw new HttpError(404, `job ${jobId} not found`);
-    if (!mayAccessJob(caller, stored.record.owner)) {
-      throw new HttpError(403, 'this job belongs to another caller');
+    if (!mayAccessJob(caller, stored.record.owner, stored.record.spec.context)) {
+      throw HttpError.foreignJob();
     }
     return stored.record;
   }
@@ -25,7 +34,12 @@ export class JobControl {
    * has not started it never will), and a running session is told to abort, best effort.
    * Returns false when the job had already ended.
    */
-  async cancel(caller: Caller, jobId: string): Promise<boolean> {
+  async cancel(
+    caller: Caller,
+    jobId: string,
+    origin: { source: string; requestId: string },
+  ): Promise<boolean> {
+    const started = performance.now();
     const record = await this.read(caller, jobId);
     if (isTerminal(record.status)) return false;
     let wasRunning = false;
@@ -42,6 +56,19 @@ export class JobControl {
       };
     });
     if (!updated) return false;
+    this.audit.emit(AuditEvent.jobCancelled, {
+      request_id: origin.requestId,
+      job_id: jobId,
+      username: updated.username,
+      device_ip: updated.spec.host,
+      platform: updated.spec.platform,
+      status: 'cancelled',
+      duration_ms: performance.now() - started,
+      caller: caller.id,
+      owner: updated.owner,
+      source_ip: origin.source,
+      context: updated.spec.context,
+    });
     if (wasRunning) this.nc.publish(Subjects.cancel(jobId), encodeJson({ job_id: jobId }));
     await this.jobs.publishEvent(updated).catch(() => undefined);
     return true;

@@ -85,6 +85,8 @@ export interface SubmitRequest {
   traceparent?: string;
   /** X-Idempotency-Key as sent, if any. */
   idempotencyKey?: string;
+  /** Source address of the request (audit). */
+  source?: string;
 }
 
 /** Extra settings of one enqueue. */
@@ -93,6 +95,10 @@ export interface EnqueueExtras {
   dedupKey?: string | null;
   /** The device's address as resolved for this submission (resolved here when absent). */
   address?: string | null;
+  /** Source address of the request (audit). */
+  source?: string;
+  /** The failed job a replay re-runs (audit). */
+  replayOf?: string;
 }
 
 /**
@@ -170,14 +176,7 @@ export class JobIntake {
     // Resolved once: every guard below and the actor see the same device, and the actor
     // connects to exactly this address.
     const address = await resolveHost(spec.host);
-    // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
-    const deviceKey = deviceKeyOf(spec.context, address ?? spec.host, spec.port);
-    if (caller.kind === 'basic' && (await this.lockout?.isLockedOut(secrets.username, deviceKey))) {
-      throw new HttpError(
-        403,
-        `user ${secrets.username} is locked out of ${spec.host}; retry later`,
-      );
-    }
+    await this.checkLockout(caller, spec, secrets.username, address);
     this.checkWebhookUrl(spec.webhook_url);
 
     // Idempotency, then dedup, then budget, then capacity: each later refusal gives back what the
@@ -204,14 +203,7 @@ export class JobIntake {
       }
       try {
         await this.takeBudget(caller, spec, address);
-        if (this.options.maxQueueDepth > 0) {
-          const depth = await this.depth.forContext(spec.context);
-          if (depth >= this.options.maxQueueDepth) {
-            throw new HttpError(503, `queue of context ${spec.context} is full`, {
-              'Retry-After': '10',
-            });
-          }
-        }
+        await this.checkCapacity(spec.context);
         return await this.enqueue(
           jobId,
           spec,
@@ -219,7 +211,7 @@ export class JobIntake {
           this.sealer.seal(secrets),
           caller,
           req.traceparent,
-          { dedupKey, address },
+          { dedupKey, address, ...(req.source !== undefined ? { source: req.source } : {}) },
         );
       } catch (err) {
         if (dedupKey && this.dedup)
@@ -229,6 +221,42 @@ export class JobIntake {
     } catch (err) {
       if (idem && idemKey) await idem.release(idemKey, jobId).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * The guards of a submission that a replay runs too (lockout, budget, queue depth); returns
+   * the device's resolved address.
+   */
+  async admitReplay(caller: Caller, spec: JobSpec, username: string): Promise<string | null> {
+    const address = await resolveHost(spec.host);
+    await this.checkLockout(caller, spec, username, address);
+    await this.takeBudget(caller, spec, address);
+    await this.checkCapacity(spec.context);
+    return address;
+  }
+
+  /** 403 while the Basic caller's device user is locked out of the device. */
+  private async checkLockout(
+    caller: Caller,
+    spec: JobSpec,
+    username: string,
+    address: string | null,
+  ): Promise<void> {
+    // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
+    if (caller.kind !== 'basic' || !this.lockout) return;
+    const deviceKey = deviceKeyOf(spec.context, address ?? spec.host, spec.port);
+    if (await this.lockout.isLockedOut(username, deviceKey)) {
+      throw new HttpError(403, `user ${username} is locked out of ${spec.host}; retry later`);
+    }
+  }
+
+  /** 503 when the context's queue holds MAX_QUEUE_DEPTH jobs. */
+  private async checkCapacity(context: string): Promise<void> {
+    if (this.options.maxQueueDepth <= 0) return;
+    const depth = await this.depth.forContext(context);
+    if (depth >= this.options.maxQueueDepth) {
+      throw new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' });
     }
   }
 
@@ -407,6 +435,10 @@ export class JobIntake {
       platform: spec.platform,
       status: 'queued',
       duration_ms: performance.now() - started,
+      caller: caller.id,
+      source_ip: extras.source ?? null,
+      context: spec.context,
+      ...(extras.replayOf !== undefined ? { replay_of: extras.replayOf } : {}),
     });
     return {
       job_id: jobId,

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { check } from '@svc/proto';
-import type { ApiKeys } from '../api-keys.js';
-import { Role, parseBasic, parseBearer } from '../caller.js';
+import { AuditEvent, check } from '@svc/proto';
+import type { ApiKeyMeta, ApiKeys } from '../api-keys.js';
+import { attemptOf } from '../authenticate.js';
+import { Role, hasRole, mayUseContext, parseBasic, parseBearer, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
@@ -30,17 +31,56 @@ type CreateKeyRequest = Static<typeof CreateKeyRequest>;
 type KeyParams = { Params: { key_id: string } };
 
 /**
+ * Who manages keys: the admin secret (any key), or an admin key, which acts only within its own
+ * role and contexts: it creates keys no wider than itself (expiring no later), and lists,
+ * rotates and revokes only keys whose contexts are all its own.
+ */
+type KeyActor = { kind: 'secret' } | { kind: 'key'; caller: Caller };
+
+/** Whether `actor` may see and manage a key with these contexts. */
+function covers(actor: KeyActor, contexts: readonly string[]): boolean {
+  if (actor.kind === 'secret') return true;
+  return contexts.every((c) => mayUseContext(actor.caller, c));
+}
+
+const actorName = (actor: KeyActor): string =>
+  actor.kind === 'secret' ? 'admin' : actor.caller.id;
+
+/**
  * Key management: Basic `admin:<SVC_ADMIN_SECRET>` or a Bearer key of role admin. When the
- * secret is unset and no admin key exists, every key route answers 403 (disabled).
+ * secret is unset and no admin key exists, every key route answers 403 (disabled). Every
+ * attempt passes the brute-force limits; failures and every change are audited.
  */
 export function registerApiKeyRoutes(
   app: FastifyInstance,
   ctx: GatewayContext,
   keys: ApiKeys,
 ): void {
-  const { config, onStoreError } = ctx;
+  const { config, onStoreError, authLimits: limits } = ctx;
 
-  const authorize = async (req: FastifyRequest): Promise<string> => {
+  const audit = (
+    req: FastifyRequest,
+    event: AuditEvent,
+    actor: KeyActor,
+    meta: Pick<ApiKeyMeta, 'key_id' | 'role' | 'contexts'>,
+    extra: Record<string, unknown> = {},
+  ): void =>
+    ctx.audit.emit(event, {
+      request_id: attemptOf(req, null).requestId,
+      username: '',
+      device_ip: '',
+      platform: '',
+      status: 'ok',
+      duration_ms: 0,
+      caller: actorName(actor),
+      source_ip: req.ip,
+      key_id: meta.key_id,
+      role: meta.role,
+      context: meta.contexts.join(','),
+      ...extra,
+    });
+
+  const authorize = async (req: FastifyRequest): Promise<KeyActor> => {
     if (!keys.enabled) throw new HttpError(403, 'API keys are disabled: no signing secret');
     if (!config.SVC_ADMIN_SECRET && !keys.hasAdminKey()) {
       throw new HttpError(
@@ -51,26 +91,42 @@ export function registerApiKeyRoutes(
     const header = req.headers.authorization;
     const basic = parseBasic(header);
     if (basic) {
-      if (keys.isAdminSecret(basic.username, basic.password)) return 'admin';
+      const attempt = attemptOf(req, basic.username);
+      await limits.check(attempt.source, basic.username, attempt);
+      if (keys.isAdminSecret(basic.username, basic.password)) return { kind: 'secret' };
+      await limits.fail({ ...attempt, reason: 'wrong admin secret' });
       throw new HttpError(401, 'invalid admin credentials', {
         'WWW-Authenticate': 'Basic realm="svc"',
       });
     }
     const token = parseBearer(header);
     if (token) {
+      const attempt = attemptOf(req, null);
+      await limits.check(attempt.source, null, attempt);
       const caller = await keys.resolve(token);
       if (!caller) {
+        await limits.fail({ ...attempt, reason: 'invalid, expired or revoked API key' });
         throw new HttpError(401, 'invalid, expired or revoked API key', {
           'WWW-Authenticate': 'Bearer',
         });
       }
       if (caller.role !== Role.admin)
         throw new HttpError(403, `role ${caller.role} may not manage keys`);
-      return caller.id;
+      return { kind: 'key', caller };
     }
     throw new HttpError(401, 'authentication required (Basic admin or an admin API key)', {
       'WWW-Authenticate': 'Basic realm="svc", Bearer',
     });
+  };
+
+  /** The key a route acts on: 404 when unknown, 403 when wider than the acting key. */
+  const inScope = async (actor: KeyActor, keyId: string): Promise<ApiKeyMeta> => {
+    const meta = await keys.meta(keyId);
+    if (!meta) throw new HttpError(404, `api key ${keyId} not found`);
+    if (!covers(actor, meta.contexts)) {
+      throw new HttpError(403, `api key ${keyId} has contexts outside this key's`);
+    }
+    return meta;
   };
 
   app.post(
@@ -82,7 +138,8 @@ export function registerApiKeyRoutes(
       const checked = check<CreateKeyRequest>(CreateKeyRequest, parsed, 'body');
       if (!checked.ok) throw HttpError.validation(checked.issues);
       const body = checked.value;
-      const contexts = [...new Set(body.contexts ?? ['*'])];
+      const defaultContexts = actor.kind === 'key' ? actor.caller.contexts : ['*'];
+      const contexts = [...new Set(body.contexts ?? defaultContexts)];
       const unknown = contexts.filter((c) => c !== '*' && !config.SVC_CONTEXTS.includes(c));
       if (unknown.length > 0) {
         throw HttpError.validation([
@@ -93,12 +150,29 @@ export function registerApiKeyRoutes(
           },
         ]);
       }
+      const role = body.role ?? Role.admin;
+      if (actor.kind === 'key') {
+        if (!hasRole(actor.caller, role)) {
+          throw new HttpError(403, `a ${actor.caller.role} key may not create ${role} keys`);
+        }
+        if (!covers(actor, contexts)) {
+          throw new HttpError(
+            403,
+            `this key may create keys only within its contexts (${actor.caller.contexts.join(', ')})`,
+          );
+        }
+      }
       const created = await keys.create({
-        role: body.role ?? Role.admin,
+        role,
         contexts,
         ttl: body.ttl ?? config.API_KEY_DEFAULT_TTL,
-        createdBy: body.created_by ?? (actor === 'admin' ? 'system' : actor),
+        createdBy: body.created_by ?? (actor.kind === 'secret' ? 'system' : actor.caller.id),
+        parent:
+          actor.kind === 'key'
+            ? { keyId: actor.caller.keyId!, expiresAt: actor.caller.expiresAt! }
+            : null,
       });
+      audit(req, AuditEvent.keyCreated, actor, created, { expires_at: created.expires_at });
       return reply.code(201).header('Cache-Control', 'no-store').send(created);
     }, onStoreError),
   );
@@ -106,18 +180,30 @@ export function registerApiKeyRoutes(
   app.get(
     '/v2/api-keys',
     guarded(async (req, reply) => {
-      await authorize(req);
-      return reply.code(200).send({ keys: await keys.list() });
+      const actor = await authorize(req);
+      // Listed with the scope of their entries; a key's grant is its token's claims.
+      const listed = (await keys.list())
+        .filter((m) => covers(actor, m.contexts))
+        .map(({ key_id, role, contexts, created_at, expires_at, created_by }) => ({
+          key_id,
+          role,
+          contexts,
+          created_at,
+          expires_at,
+          created_by,
+        }));
+      return reply.code(200).send({ keys: listed });
     }, onStoreError),
   );
 
   app.delete<KeyParams>(
     '/v2/api-keys/:key_id',
     guarded<FastifyRequest<KeyParams>>(async (req, reply) => {
-      await authorize(req);
-      if (!(await keys.revoke(req.params.key_id))) {
-        throw new HttpError(404, `api key ${req.params.key_id} not found`);
-      }
+      const actor = await authorize(req);
+      const target = await inScope(actor, req.params.key_id);
+      const revoked = await keys.revoke(target.key_id);
+      if (revoked.length === 0) throw new HttpError(404, `api key ${req.params.key_id} not found`);
+      audit(req, AuditEvent.keyRevoked, actor, target, { revoked: revoked });
       return reply.code(204).send();
     }, onStoreError),
   );
@@ -125,12 +211,20 @@ export function registerApiKeyRoutes(
   app.post<KeyParams>(
     '/v2/api-keys/:key_id/rotate',
     guarded<FastifyRequest<KeyParams>>(async (req, reply) => {
-      await authorize(req);
-      const rotated = await keys.rotate(req.params.key_id);
+      const actor = await authorize(req);
+      const target = await inScope(actor, req.params.key_id);
+      const rotated = await keys.rotate(target.key_id);
       if (rotated === null) throw new HttpError(404, `api key ${req.params.key_id} not found`);
+      if (rotated === 'altered') {
+        throw new HttpError(
+          409,
+          `api key ${req.params.key_id} was altered outside the service; revoke it and create a new key`,
+        );
+      }
       if (rotated === 'expired') {
         throw new HttpError(409, `api key ${req.params.key_id} has expired; create a new key`);
       }
+      audit(req, AuditEvent.keyRotated, actor, target);
       return reply.code(200).header('Cache-Control', 'no-store').send(rotated);
     }, onStoreError),
   );

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { reportCredentialMiss } from '../authenticate.js';
 import type { Caller } from '../caller.js';
 import { HttpError, sendMessage, sendStoreUnavailable, sendValidation } from '../http-errors.js';
 
@@ -18,6 +19,13 @@ export function guarded<R extends FastifyRequest>(
       return await fn(req, reply);
     } catch (err) {
       if (err instanceof HttpError) {
+        if (err.foreignJob) {
+          try {
+            await reportCredentialMiss(req);
+          } catch (countErr) {
+            onStoreError?.(countErr, req);
+          }
+        }
         for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v);
         if (err.issues) return sendValidation(reply, err.issues);
         return sendMessage(reply, err.status, err.message);

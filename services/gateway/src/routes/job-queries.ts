@@ -162,6 +162,7 @@ export function parseListQuery(query: unknown): ListQuery {
 
 interface IndexedJob extends JobSummary {
   owner: string;
+  context: string;
   /** When the record was last written (its bucket TTL counts from there), ms. */
   writtenAt: number;
 }
@@ -211,6 +212,7 @@ export class JobIndex {
           ended_at: r.ended_at,
           tags: r.spec.tags,
           owner: r.owner,
+          context: r.spec.context,
           writtenAt: e.created.getTime(),
         });
       } catch {
@@ -259,7 +261,7 @@ export class JobIndex {
         this.#entries.delete(key);
         continue;
       }
-      if (!mayAccessJob(caller, j.owner)) continue;
+      if (!mayAccessJob(caller, j.owner, j.context)) continue;
       if (q.status !== null && j.status !== q.status) continue;
       if (q.tag !== null && j.tags?.[q.tag.key] !== q.tag.value) continue;
       matches.push(j);
@@ -363,7 +365,7 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
         for (const e of batch) {
           if (!e || e.operation !== 'PUT') continue;
           const f = decodeJson<FailedJob>(e.value);
-          if (!mayAccessJob(caller, f.owner)) continue;
+          if (!mayAccessJob(caller, f.owner, f.context)) continue;
           jobs.push(sanitize(f));
         }
       }

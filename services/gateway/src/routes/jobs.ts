@@ -3,6 +3,7 @@ import { toJobResult, type JobKind } from '@svc/proto';
 import type { JobControl } from '../job-control.js';
 import type { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
+import { requestIdOf } from '../http-server.js';
 import { guarded, type Authenticate } from './context.js';
 
 type JobParams = { Params: { job_id: string } };
@@ -36,6 +37,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           caller,
           requestId: header(req, 'x-request-id'),
           idempotencyKey: header(req, 'x-idempotency-key'),
+          source: req.ip,
           ...(typeof traceparent === 'string' ? { traceparent } : {}),
         });
         void reply.header('X-Request-ID', response.job_id);
@@ -58,11 +60,16 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       if (caller.role === 'viewer') throw new HttpError(403, 'role viewer may not cancel jobs');
-      const cancelled = await control.cancel(caller, req.params.job_id);
+      const cancelled = await control.cancel(caller, req.params.job_id, originOf(req));
       if (!cancelled) throw new HttpError(409, 'job already finished');
       return reply.code(204).send();
     }, onStoreError),
   );
+}
+
+/** Where a request came from, for audit lines. */
+export function originOf(req: FastifyRequest): { source: string; requestId: string } {
+  return { source: req.ip, requestId: requestIdOf(req) };
 }
 
 export function header(req: FastifyRequest, name: string): string | undefined {

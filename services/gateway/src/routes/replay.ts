@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { check, type DeviceSecrets, type ValidationIssue } from '@svc/proto';
+import { AuditEvent, check, type DeviceSecrets, type ValidationIssue } from '@svc/proto';
 import { hasRole, mayUseContext } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
@@ -45,8 +45,8 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
       const stored = await ctx.jobs.get(req.params.job_id);
       if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
       const record = stored.record;
-      if (record.owner !== caller.id)
-        throw new HttpError(403, 'this job belongs to another caller');
+      // Strictly the submitter's, admin keys included (docs/security.md).
+      if (record.owner !== caller.id) throw HttpError.foreignJob();
       if (record.status !== 'failed') {
         throw new HttpError(409, `only failed jobs can be replayed; this one is ${record.status}`);
       }
@@ -100,7 +100,7 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
         enable: body.enable ?? null,
         webhook_secret: body.webhook_secret ?? null,
       };
-      await ctx.intake.takeBudget(caller, record.spec);
+      const address = await ctx.intake.admitReplay(caller, record.spec, username);
       const traceparent = header(req, 'traceparent');
       const response = await ctx.intake.enqueue(
         newId,
@@ -109,7 +109,21 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
         ctx.sealer.seal(secrets),
         caller,
         traceparent,
+        { address, source: req.ip, replayOf: record.job_id },
       );
+      ctx.audit.emit(AuditEvent.jobReplayed, {
+        request_id: response.job_id,
+        job_id: response.job_id,
+        username,
+        device_ip: record.spec.host,
+        platform: record.spec.platform,
+        status: 'queued',
+        duration_ms: 0,
+        caller: caller.id,
+        source_ip: req.ip,
+        context: record.spec.context,
+        replay_of: record.job_id,
+      });
       void reply.header('X-Request-ID', response.job_id);
       return reply.code(202).send(response);
     }, ctx.onStoreError),

@@ -13,7 +13,7 @@ import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
 import { jobQueryHandlers } from './job-queries.js';
-import { header } from './jobs.js';
+import { header, originOf } from './jobs.js';
 
 type JobParams = { Params: { job_id: string } };
 
@@ -53,6 +53,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         caller,
         requestId: header(req, 'x-request-id'),
         idempotencyKey: header(req, 'x-idempotency-key'),
+        source: req.ip,
         schema,
         ...(traceparent ? { traceparent } : {}),
       });
@@ -78,7 +79,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
       if (caller.role === 'viewer') throw new HttpError(403, 'role viewer may not cancel jobs');
       const jobId = req.params.job_id;
       // v1 answered an ended job with 400 where v2 answers 409.
-      if (!(await ctx.control.cancel(caller, jobId)))
+      if (!(await ctx.control.cancel(caller, jobId, originOf(req))))
         throw new HttpError(400, 'job already finished');
       return reply.code(200).send({ job_id: jobId, status: 'cancelled', message: 'job cancelled' });
     }, ctx.onStoreError),
@@ -118,6 +119,8 @@ async function delegate(
     method: 'POST',
     url: `/v2/jobs/${encodeURIComponent(req.params.job_id)}/replay`,
     headers,
+    // The client's address, not the injector's: brute-force limits and audit lines use it.
+    remoteAddress: req.ip,
     ...(typeof req.body === 'string' ? { payload: req.body } : {}),
   });
   for (const name of PASSED_HEADERS) {
