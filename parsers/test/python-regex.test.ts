@@ -89,3 +89,72 @@ describe('Python regex translation', () => {
     );
   });
 });
+
+// Python's `re` keeps, for a group inside a repeated atom, the value of the last iteration in
+// which the group took part; JavaScript resets it every iteration. Expected values below are
+// derived by hand from Python's rule (last participating iteration on the successful path).
+describe('captures inside repeated groups (Python semantics)', () => {
+  const cases: [pattern: string, subject: string, expected: (string | undefined)[]][] = [
+    // iterations `a`, `b`: (a) last took part in the first
+    ['(?:(a)|b)+', 'ab', ['ab', 'a']],
+    ['(?:(a)|b)+', 'abb', ['abb', 'a']],
+    // each alternative keeps its own last value
+    ['(?:(a)|(b))+', 'ab', ['ab', 'a', 'b']],
+    ['(?:(a)|(b))+', 'aba', ['aba', 'a', 'b']],
+    // nested: (x) took part in the first outer iteration only
+    ['(?:(?:(x)|y)z)+', 'xzyz', ['xzyz', 'x']],
+    // nested repeats: x in the first inner iteration of the first outer iteration
+    ['(?:(?:(x)|y)+z)+', 'xyzyz', ['xyzyz', 'x']],
+    // counted and lazy repeats
+    ['(?:(a)|b){2}c', 'abc', ['abc', 'a']],
+    ['(?:(a)|b)+?c', 'abc', ['abc', 'a']],
+    // the value is the LAST participating iteration, not the first
+    ['(?:(\\d)|-)*', '1-2--', ['1-2--', '2']],
+    // a group that never took part stays unset
+    ['(?:(a)|b)*(?:(a)|c)*', 'abac', ['abac', 'a', undefined]],
+    // a back-reference inside the repeated atom is replayed with it
+    ['(?:(a)\\1|b)+', 'aab', ['aab', 'a']],
+    // the group took part in the last iteration: nothing to recover
+    ['(?:(a)|b)+', 'ba', ['ba', 'a']],
+  ];
+  for (const [pattern, subject, expected] of cases) {
+    test(`when ${pattern} matches ${subject}, then groups are ${JSON.stringify(expected)}`, () => {
+      const r = new PythonRegex(pattern).match(subject);
+      assert.deepEqual(r === null ? null : [...r], expected);
+    });
+  }
+
+  test('when a named group is recovered, then groups[name] carries it too', () => {
+    const r = new PythonRegex('(?:(?P<v>\\d)|-)+(?P<end>!)').match('1-2--!');
+    assert.deepEqual({ ...r?.groups }, { v: '2', end: '!' });
+  });
+
+  test('when the subject is not ASCII, then the Unicode variant recovers the same way', () => {
+    const r = new PythonRegex('(?:(é)|b)+').match('éb');
+    assert.deepEqual(r === null ? null : [...r], ['éb', 'é']);
+  });
+
+  test('when the NX-OS LLDP template sees a trailing blank iteration, then the last capability is kept', () => {
+    // the template of ntc-templates cisco_nxos_show_lldp_neighbors (the rule shape that failed)
+    const t = [
+      'Value NEIGHBOR_NAME (\\S+)',
+      'Value LOCAL_INTERFACE (\\S+)',
+      'Value NEIGHBOR_INTERFACE (\\S+)',
+      'Value CAPABILITIES (\\w+)',
+      '',
+      'Start',
+      '  ^${NEIGHBOR_NAME}\\s+${LOCAL_INTERFACE}\\s+\\d+\\s+(${CAPABILITIES}?\\s)+\\s+${NEIGHBOR_INTERFACE} -> Record',
+      '',
+    ].join('\n');
+    // iterations `B `, `R `, ` ` (CAPABILITIES absent), then `\s+` takes the last space
+    const records = parseTextFsm(t, 'sw1   Eth1/1   120   B R    Eth1/2\n');
+    assert.deepEqual(records, [
+      {
+        NEIGHBOR_NAME: 'sw1',
+        LOCAL_INTERFACE: 'Eth1/1',
+        NEIGHBOR_INTERFACE: 'Eth1/2',
+        CAPABILITIES: 'R',
+      },
+    ]);
+  });
+});

@@ -25,6 +25,43 @@ export interface TranslatedRegex {
   groupCount: number;
   /** Named groups in order of definition (Python's `groupdict()` order). */
   groupNames: string[];
+  /** Named group → Python group number. */
+  groupNumbers: ReadonlyMap<string, number>;
+  /** Quantified atoms that may iterate more than once and hold capturing groups. */
+  repeats: Repeat[];
+}
+
+/**
+ * A quantified atom (`(…)+`, `(?:…){2,}`) that holds capturing groups. JavaScript resets those
+ * groups at each iteration, Python keeps the value of the last iteration a group took part in;
+ * the table lets {@link PythonRegex} recover Python's value after a match.
+ */
+export interface Repeat {
+  /** Helper group names in the instrumented variant: `__w<id>` the whole repetition, `__l<id>` its last iteration. */
+  id: number;
+  /** Python numbers of the first and last capturing group inside the atom. */
+  firstGroup: number;
+  lastGroup: number;
+  /** The atom's Python source and the flags in force where it stands. */
+  atom: string;
+  flags: Flags;
+  lazy: boolean;
+}
+
+/**
+ * How a pattern is translated: `plain` is the matching variant; `instrument` names every
+ * group `__g<n>` and wraps each {@link Repeat} in helper groups (used with the `d` flag to find
+ * iteration spans); `shadow` names every group `__h<n>`, so the earlier iterations of a replay
+ * keep their back-references without clashing with the captured last one.
+ */
+type Mode = 'plain' | 'instrument' | 'shadow';
+
+interface TranslateOptions {
+  mode: Mode;
+  /** Python number of the group before the first one of this (sub)pattern. */
+  groupOffset: number;
+  /** Flags in force, for a sub-pattern cut out of a larger one. */
+  flags?: Flags;
 }
 
 interface Flags {
@@ -91,6 +128,8 @@ class Translator {
   private pos = 0;
   private groupCount = 0;
   private readonly groupNames: string[] = [];
+  private readonly repeats: Repeat[] = [];
+  private readonly namedNumbers = new Map<string, number>();
   private readonly openGroups = new Set<number>();
   private readonly openNamed = new Set<string>();
   private needsIgnoreCaseFlag = false;
@@ -99,8 +138,33 @@ class Translator {
   constructor(
     private readonly src: string,
     private readonly unicode: boolean,
+    private readonly options: TranslateOptions = { mode: 'plain', groupOffset: 0 },
   ) {
-    this.globalFlags = prescanGlobalFlags(src);
+    this.globalFlags = options.flags ?? prescanGlobalFlags(src);
+  }
+
+  /** How a Python group opens in the output, by mode. */
+  private openCapture(n: number, name: string | undefined): string {
+    switch (this.options.mode) {
+      case 'plain':
+        return name === undefined ? '(' : `(?<${name}>`;
+      case 'instrument':
+        return `(?<__g${this.options.groupOffset + n}>`;
+      case 'shadow':
+        return `(?<__h${this.options.groupOffset + n}>`;
+    }
+  }
+
+  /** A back-reference to Python group `n` (local number), by mode. */
+  private backref(n: number, name: string | undefined): string {
+    switch (this.options.mode) {
+      case 'plain':
+        return name === undefined ? `(?:\\${n})` : `(?:\\k<${name}>)`;
+      case 'instrument':
+        return `(?:\\k<__g${this.options.groupOffset + n}>)`;
+      case 'shadow':
+        return `(?:\\k<__h${this.options.groupOffset + n}>)`;
+    }
   }
 
   translate(): TranslatedRegex {
@@ -110,7 +174,14 @@ class Translator {
       throw this.error('a backreference under a scoped (?i:...) flag cannot be translated');
     }
     const flags = (this.unicode ? 'v' : 'u') + (this.needsIgnoreCaseFlag ? 'i' : '');
-    return { source, flags, groupCount: this.groupCount, groupNames: this.groupNames };
+    return {
+      source,
+      flags,
+      groupCount: this.groupCount,
+      groupNames: this.groupNames,
+      groupNumbers: this.namedNumbers,
+      repeats: this.repeats,
+    };
   }
 
   private error(message: string): PythonRegexError {
@@ -134,6 +205,9 @@ class Translator {
     const parts: string[] = [];
     // What the last item was decides whether a quantifier may follow it.
     let last: 'none' | 'atom' | 'anchor' | 'assertion' | 'quantified' = 'none';
+    // Where the last item started (source position, group count), to spot repeated captures.
+    let lastStart = this.pos;
+    let lastGroups = this.groupCount;
     for (;;) {
       const c = this.peek();
       if (c === undefined || c === '|' || c === ')') break;
@@ -145,6 +219,7 @@ class Translator {
         while (this.pos < this.src.length && this.src[this.pos] !== '\n') this.pos++;
         continue;
       }
+      const quantPos = this.pos;
       const quant = this.readQuantifier();
       if (quant !== undefined) {
         if (last === 'none' || last === 'anchor') throw this.error('nothing to repeat');
@@ -156,25 +231,56 @@ class Translator {
           throw this.error('possessive quantifiers are not supported in JavaScript');
         }
         const prev = parts.pop() ?? '';
-        // JavaScript refuses a quantified lookaround; a group around it means the same.
-        parts.push((last === 'assertion' ? `(?:${prev})` : prev) + quant.text);
+        if (last === 'atom' && quant.max > 1 && this.groupCount > lastGroups) {
+          const atom = this.src.slice(lastStart, quantPos);
+          parts.push(this.repeated(prev, quant.text, atom, lastGroups, flags));
+        } else {
+          // JavaScript refuses a quantified lookaround; a group around it means the same.
+          parts.push((last === 'assertion' ? `(?:${prev})` : prev) + quant.text);
+        }
         last = 'quantified';
         continue;
       }
+      const start = this.pos;
+      const groupsBefore = this.groupCount;
       const item = this.parseItem(flags);
       if (item === undefined) continue;
       parts.push(item.text);
       last = item.kind;
+      lastStart = start;
+      lastGroups = groupsBefore;
     }
     return parts.join('');
   }
 
+  /** Records a repeated atom holding captures; the instrumented variant wraps it in helpers. */
+  private repeated(
+    atom: string,
+    quant: string,
+    source: string,
+    groupsBefore: number,
+    flags: Flags,
+  ): string {
+    const id = this.repeats.length;
+    const offset = this.options.groupOffset;
+    this.repeats.push({
+      id,
+      firstGroup: offset + groupsBefore + 1,
+      lastGroup: offset + this.groupCount,
+      atom: source,
+      flags: { ...flags },
+      lazy: quant.endsWith('?'),
+    });
+    if (this.options.mode !== 'instrument') return atom + quant;
+    return `(?<__w${id}>(?:(?<__l${id}>${atom}))${quant})`;
+  }
+
   /** Reads `*`, `+`, `?` or a Python `{m,n}` quantifier at the cursor, if any. */
-  private readQuantifier(): { text: string } | undefined {
+  private readQuantifier(): { text: string; max: number } | undefined {
     const c = this.peek();
     if (c === '*' || c === '+' || c === '?') {
       this.pos++;
-      return { text: c };
+      return { text: c, max: c === '?' ? 1 : Infinity };
     }
     if (c !== '{') return undefined;
     const m = /^\{(\d*)(?:(,)(\d*))?\}/.exec(this.src.slice(this.pos));
@@ -184,10 +290,10 @@ class Translator {
     const lo = m[1] ?? '';
     const hi = m[3] ?? '';
     const min = lo === '' ? 0 : Number(lo);
-    if (m[2] === undefined) return { text: `{${min}}` };
-    if (hi === '') return { text: `{${min},}` };
+    if (m[2] === undefined) return { text: `{${min}}`, max: min };
+    if (hi === '') return { text: `{${min},}`, max: Infinity };
     if (Number(hi) < min) throw this.error('min repeat greater than max repeat');
-    return { text: `{${min},${Number(hi)}}` };
+    return { text: `{${min},${Number(hi)}}`, max: Number(hi) };
   }
 
   private parseItem(
@@ -236,7 +342,7 @@ class Translator {
       const inner = this.parseAlternation(flags);
       this.expect(')');
       this.openGroups.delete(n);
-      return { text: `(${inner})`, kind: 'atom' };
+      return { text: `${this.openCapture(n, undefined)}${inner})`, kind: 'atom' };
     }
     this.pos++; // ?
     const c = this.peek();
@@ -256,13 +362,14 @@ class Translator {
           throw this.error(`redefinition of group name '${name}'`);
         const n = ++this.groupCount;
         this.groupNames.push(name);
+        this.namedNumbers.set(name, n);
         this.openGroups.add(n);
         this.openNamed.add(name);
         const inner = this.parseAlternation(flags);
         this.expect(')');
         this.openGroups.delete(n);
         this.openNamed.delete(name);
-        return { text: `(?<${name}>${inner})`, kind: 'atom' };
+        return { text: `${this.openCapture(n, name)}${inner})`, kind: 'atom' };
       }
       if (d === '=') {
         this.pos++;
@@ -271,7 +378,7 @@ class Translator {
         if (index < 0) throw this.error(`unknown group name '${name}'`);
         if (this.isOpenNamed(name)) throw this.error('cannot refer to an open group');
         if (flags.i) this.needsIgnoreCaseFlag = true;
-        return { text: `(?:\\k<${name}>)`, kind: 'atom' };
+        return { text: this.backref(this.namedNumbers.get(name) ?? 0, name), kind: 'atom' };
       }
       throw this.error(`unknown extension ?P${d ?? ''}`);
     }
@@ -383,7 +490,7 @@ class Translator {
       if (ref.group > this.groupCount) throw this.error(`invalid group reference ${ref.group}`);
       if (this.openGroups.has(ref.group)) throw this.error('cannot refer to an open group');
       if (flags.i) this.needsIgnoreCaseFlag = true;
-      return { text: `(?:\\${ref.group})`, kind: 'atom' };
+      return { text: this.backref(ref.group, undefined), kind: 'atom' };
     }
     this.pos--;
     const cp = this.readCharEscape(false);
@@ -643,34 +750,166 @@ export function translatePythonRegex(pattern: string, unicode: boolean): Transla
 
 const ASCII_ONLY = /^\p{ASCII}*$/u;
 
+/** One compiled variant (ASCII or Unicode) of a pattern, with its lazily built instrumentation. */
+interface Variant {
+  regex: RegExp;
+  instrumented?: { regex: RegExp; repeats: Repeat[] } | null;
+}
+
 /**
  * A Python pattern compiled for JavaScript, with Python's `re.match` behaviour
  * (anchored at the start of the subject).
+ *
+ * A capturing group inside a repeated atom differs between the two engines: JavaScript resets
+ * it at every iteration, Python keeps the value of the last iteration in which the group took
+ * part (`(?:(a)|b)+` on `ab`: Python `a`, JavaScript undefined). When such a group comes back
+ * unset, its Python value is recovered by replaying the iterations: an instrumented variant
+ * (helper groups, `d` flag) gives each repetition's span and last iteration; the earlier
+ * iterations are re-matched, last first, until one in which the group took part. Without
+ * back-references in play the continuation after an iteration boundary does not depend on how
+ * the boundary was reached, so the replay finds the same iterations the match went through.
  */
 export class PythonRegex {
   readonly groupCount: number;
   readonly groupNames: readonly string[];
-  private readonly ascii: RegExp;
-  private unicodeVariant: RegExp | undefined;
+  /** Python group number → group name, for groups a repeat may reset. */
+  private readonly repeatedGroups: ReadonlyMap<number, string | undefined>;
+  private readonly ascii: Variant;
+  private unicodeVariant: Variant | undefined;
 
   constructor(readonly pattern: string) {
     const t = translatePythonRegex(pattern, false);
     this.groupCount = t.groupCount;
     this.groupNames = t.groupNames;
-    this.ascii = compile(t);
+    this.ascii = { regex: compile(t) };
+    const repeated = new Map<number, string | undefined>();
+    if (t.repeats.length > 0) {
+      const names = new Map([...t.groupNumbers].map(([name, n]) => [n, name] as const));
+      for (const r of t.repeats) {
+        for (let g = r.firstGroup; g <= r.lastGroup; g++) repeated.set(g, names.get(g));
+      }
+    }
+    this.repeatedGroups = repeated;
   }
 
   /** Python's `re.match(pattern, subject)`: anchored at index 0, not at the end. */
   match(subject: string, subjectIsAscii = ASCII_ONLY.test(subject)): RegExpExecArray | null {
-    const re = subjectIsAscii ? this.ascii : this.unicodeRegex();
-    re.lastIndex = 0;
-    return re.exec(subject);
+    const variant = subjectIsAscii ? this.ascii : this.unicodeRegex();
+    variant.regex.lastIndex = 0;
+    const m = variant.regex.exec(subject);
+    if (m === null || this.repeatedGroups.size === 0) return m;
+    for (const [g, name] of this.repeatedGroups) {
+      if (m[g] !== undefined) continue;
+      const value = this.recover(variant, !subjectIsAscii, subject, g);
+      if (value === undefined) continue;
+      m[g] = value;
+      if (name !== undefined && m.groups !== undefined) m.groups[name] = value;
+    }
+    return m;
   }
 
-  private unicodeRegex(): RegExp {
-    this.unicodeVariant ??= compile(translatePythonRegex(this.pattern, true));
+  private recover(
+    variant: Variant,
+    unicode: boolean,
+    subject: string,
+    group: number,
+  ): string | undefined {
+    if (variant.instrumented === undefined) {
+      try {
+        const t = new Translator(this.pattern, unicode, { mode: 'instrument', groupOffset: 0 });
+        const r = t.translate();
+        variant.instrumented = {
+          regex: new RegExp(r.source, r.flags + 'dy'),
+          repeats: r.repeats,
+        };
+      } catch {
+        // a pattern the replay cannot express keeps JavaScript's value
+        variant.instrumented = null;
+      }
+    }
+    const inst = variant.instrumented;
+    if (inst === null) return undefined;
+    inst.regex.lastIndex = 0;
+    const m = inst.regex.exec(subject);
+    if (m === null) return undefined;
+    try {
+      return valueIn(m, inst.repeats, group, subject, unicode);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private unicodeRegex(): Variant {
+    this.unicodeVariant ??= { regex: compile(translatePythonRegex(this.pattern, true)) };
     return this.unicodeVariant;
   }
+}
+
+/**
+ * Python's value of `group` in an instrumented match: its own value, else the value from the
+ * latest earlier iteration, searching the repeats that hold it from the innermost out.
+ */
+function valueIn(
+  m: RegExpExecArray,
+  repeats: readonly Repeat[],
+  group: number,
+  subject: string,
+  unicode: boolean,
+): string | undefined {
+  const own = m.groups?.[`__g${group}`];
+  if (own !== undefined) return own;
+  // Repeats are recorded inner first, so this order goes from the latest iterations back.
+  for (const r of repeats) {
+    if (group < r.firstGroup || group > r.lastGroup) continue;
+    const whole = m.indices?.groups?.[`__w${r.id}`];
+    const last = m.indices?.groups?.[`__l${r.id}`];
+    if (whole === undefined || last === undefined) continue;
+    const found = earlierIterations(r, whole[0], last[0], group, subject, unicode);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * Replays the iterations of `r` between `start` and `end` (the start of an iteration already
+ * searched), last first, until one in which `group` took part.
+ */
+function earlierIterations(
+  r: Repeat,
+  start: number,
+  end: number,
+  group: number,
+  subject: string,
+  unicode: boolean,
+): string | undefined {
+  const offset = r.firstGroup - 1;
+  const before = new Translator(r.atom, unicode, {
+    mode: 'shadow',
+    groupOffset: offset,
+    flags: r.flags,
+  }).translate();
+  const atom = new Translator(r.atom, unicode, {
+    mode: 'instrument',
+    groupOffset: offset,
+    flags: r.flags,
+  }).translate();
+  const lazy = r.lazy ? '?' : '';
+  let limit = end;
+  while (limit > start) {
+    // The iterations before `limit`, the last of them captured; the lookbehind pins the end.
+    const source =
+      `(?:${before.source})*${lazy}(?<__last>${atom.source})` + `(?<=^[\\s\\S]{${limit}})`;
+    const flags = before.flags.includes('i') || atom.flags.includes('i') ? 'i' : '';
+    const re = new RegExp(source, (unicode ? 'v' : 'u') + flags + 'dy');
+    re.lastIndex = start;
+    const m = re.exec(subject);
+    const lastStart = m?.indices?.groups?.['__last']?.[0];
+    if (m === null || lastStart === undefined) return undefined;
+    const found = valueIn(m, atom.repeats, group, subject, unicode);
+    if (found !== undefined) return found;
+    limit = lastStart;
+  }
+  return undefined;
 }
 
 export function isAscii(s: string): boolean {
