@@ -32,6 +32,7 @@ export {
   JobSpec,
   JobEnvelope,
   JobRecord,
+  CommandStatus,
   JobResult,
   toJobResult,
   EnqueueResponse,

@@ -1,7 +1,11 @@
 import { isIP } from 'node:net';
 import type { ValidationIssue } from './messages/http.js';
 import type { DeviceSecrets, JobKind, JobSpec } from './messages/job.js';
-import type { SendCommandStructuredRequest, SendConfigRequest } from './messages/send-command.js';
+import type {
+  SendCommandRequest,
+  SendCommandStructuredRequest,
+  SendConfigRequest,
+} from './messages/send-command.js';
 import { AUTODETECT, DEFAULT_PLATFORM, PLATFORMS, isPlatform } from './platforms.js';
 
 /** Defaults of the submission fields the specification gives. */
@@ -33,7 +37,7 @@ export interface CallerCredentials {
   password: string;
 }
 
-type AnySubmission = SendConfigRequest & SendCommandStructuredRequest;
+type AnySubmission = SendConfigRequest & SendCommandStructuredRequest & SendCommandRequest;
 
 export interface NormalizeOptions {
   kind: JobKind;
@@ -56,6 +60,9 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
     issues.push({ loc: ['body', field], msg, type });
 
   const host = body.host ?? body.ip ?? null;
+  if (opts.kind === 'config' && body.stop_on_error !== undefined) {
+    issue('stop_on_error', 'config jobs always stop at the first rejected line');
+  }
   if (host === null) issue('host', 'field required: host (or its deprecated alias ip)', 'missing');
   else if (!isDeviceHost(host)) {
     issue(
@@ -137,6 +144,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       commit: opts.kind === 'config' ? (body.commit ?? false) : false,
       textfsm_template: opts.kind === 'structured' ? textfsm : null,
       ttp_template: opts.kind === 'structured' ? ttp : null,
+      stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
     },
     secrets: {
       username,

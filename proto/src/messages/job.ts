@@ -45,6 +45,8 @@ export const JobSpec = Type.Object(
     commit: Type.Boolean(),
     textfsm_template: NullableString,
     ttp_template: NullableString,
+    /** Show jobs: stop at the first rejected command. Absent in records written before it. */
+    stop_on_error: Type.Optional(Type.Boolean()),
   },
   { $id: 'JobSpec', additionalProperties: false },
 );
@@ -84,6 +86,22 @@ export interface DeviceSecrets {
   webhook_secret: string | null;
 }
 
+/** How one command of a job fared: `error` holds the device's message when it was rejected. */
+export const CommandStatus = Type.Object(
+  {
+    command: Type.String(),
+    status: Type.Enum(['ok', 'error']),
+    error: Type.Optional(Type.String()),
+  },
+  { $id: 'CommandStatus', additionalProperties: false },
+);
+export type CommandStatus = Static<typeof CommandStatus>;
+
+const CommandStatusList = Type.Union([Type.Array(CommandStatus), Type.Null()], {
+  description:
+    'Show jobs: one entry per command that ran, in order (a rejected command has status "error"); null for config jobs and jobs that failed before any command ran.',
+});
+
 /** The job record kept in the `svc-jobs` bucket (key: job id). */
 export const JobRecord = Type.Object(
   {
@@ -96,6 +114,8 @@ export const JobRecord = Type.Object(
     started_at: NullableString,
     ended_at: NullableString,
     results: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    /** Absent in records written before it. */
+    command_status: Type.Optional(CommandStatusList),
     error: NullableString,
     error_code: NullableString,
     error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
@@ -115,6 +135,7 @@ export const JobResult = Type.Object(
     job_id: Type.String(),
     status: Type.String(),
     results: Type.Optional(Type.Unknown()),
+    command_status: Type.Optional(CommandStatusList),
     error: Type.Optional(NullableString),
     error_code: Type.Optional(NullableString),
     error_retryable: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
@@ -133,6 +154,7 @@ export function toJobResult(record: JobRecord): JobResult {
     job_id: record.job_id,
     status: record.status,
     results: record.results,
+    command_status: record.command_status ?? null,
     error: record.error,
     error_code: record.error_code,
     error_retryable: record.error_retryable,

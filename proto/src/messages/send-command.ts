@@ -55,10 +55,23 @@ export const ConnectionFields = {
   webhook_secret: Type.Optional(NullableString('Secret for the HMAC-SHA256 webhook signature.')),
 };
 
-export const SendCommandRequest = Type.Object(ConnectionFields, {
-  $id: 'SendCommandRequest',
-  description: 'POST /v2/send-command',
-});
+/** Show jobs only: config jobs always stop at the first rejected line. */
+const ShowFields = {
+  stop_on_error: Type.Optional(
+    Type.Boolean({
+      description:
+        'Stop at the first command the device rejects. Default false: every command runs, each output is kept and the rejected ones are marked in command_status.',
+    }),
+  ),
+};
+
+export const SendCommandRequest = Type.Object(
+  { ...ConnectionFields, ...ShowFields },
+  {
+    $id: 'SendCommandRequest',
+    description: 'POST /v2/send-command',
+  },
+);
 export type SendCommandRequest = Static<typeof SendCommandRequest>;
 
 export const SendConfigRequest = Type.Object(
@@ -78,6 +91,7 @@ export type SendConfigRequest = Static<typeof SendConfigRequest>;
 export const SendCommandStructuredRequest = Type.Object(
   {
     ...ConnectionFields,
+    ...ShowFields,
     textfsm_template: Type.Optional(
       NullableString('TextFSM template text. Exclusive with ttp_template.'),
     ),

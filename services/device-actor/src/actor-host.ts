@@ -46,7 +46,7 @@ import {
   withSpan,
 } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
-import type { DeviceJob, RunDeviceJob } from './device-job.js';
+import { CommandsRejected, type DeviceJob, type RunDeviceJob } from './device-job.js';
 import { Mailbox, Semaphore } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 
@@ -303,6 +303,7 @@ export async function startActorHost(
       expectString: spec.expect_string,
       saveConfig: spec.save_config,
       commit: spec.commit,
+      stopOnError: spec.stop_on_error ?? false,
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,
@@ -378,6 +379,7 @@ export async function startActorHost(
               status: 'finished',
               ended_at: endedAt,
               results,
+              command_status: outcome.commandStatus,
               detected_platform: outcome.detectedPlatform,
             },
       );
@@ -400,7 +402,14 @@ export async function startActorHost(
       if (safe.code === ErrorCode.CANCELLED) {
         ended = null; // the gateway already wrote `cancelled`
       } else {
-        ended = await lifecycle.fail(jobId, 'started', safe);
+        ended = await lifecycle.fail(
+          jobId,
+          'started',
+          safe,
+          failure instanceof CommandsRejected
+            ? await keptResults(failure, started, deps.parseOutputs, maxResultBytes)
+            : {},
+        );
         if (ended && isDeviceFailure(safe.code)) {
           audit.emit(
             AuditEvent.deviceFailure,
@@ -504,4 +513,35 @@ function auditFields(record: JobRecord, status: string, durationMs: number) {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * What a failed show job keeps: every output the device gave (parsed for structured jobs, the
+ * rejected commands' texts as the device printed them) and each command's status. Outputs that
+ * cannot be kept (too large, a template failure) leave only the statuses.
+ */
+async function keptResults(
+  failure: CommandsRejected,
+  record: JobRecord,
+  parseOutputs: ParseOutputs | undefined,
+  maxResultBytes: number,
+): Promise<Partial<JobRecord>> {
+  const status = failure.commandStatus;
+  let results: Record<string, unknown> | null = failure.results;
+  if (record.spec.kind === 'structured' && parseOutputs) {
+    const ok = Object.fromEntries(
+      Object.entries(failure.results).filter(([cmd]) =>
+        status.some((s) => s.command === cmd && s.status === 'ok'),
+      ),
+    );
+    const parsed = await parseOutputs(
+      record,
+      ok,
+      failure.detectedPlatform ?? record.spec.platform,
+    ).catch(() => null);
+    results = parsed === null ? null : { ...failure.results, ...parsed };
+  }
+  if (results !== null && Buffer.byteLength(JSON.stringify(results)) > maxResultBytes)
+    results = null;
+  return { results, command_status: status, detected_platform: failure.detectedPlatform };
 }

@@ -1,4 +1,4 @@
-import type { JobKind } from '@svc/proto';
+import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -28,6 +28,8 @@ export interface DeviceJob {
   /** send-config only. */
   saveConfig: boolean;
   commit: boolean;
+  /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
+  stopOnError?: boolean;
   /** structured only: exactly one or neither. */
   textfsmTemplate: string | null;
   ttpTemplate: string | null;
@@ -47,6 +49,28 @@ export interface DeviceOutcome {
   detectedPlatform: string | null;
   /** Whether a warm (pooled) session served the job. */
   pooled: boolean;
+  /** Show jobs: how each command fared, in order; null for config jobs. */
+  commandStatus: CommandStatus[] | null;
+}
+
+/**
+ * A show job in which the device rejected commands: COMMAND_ERROR, carrying every output the
+ * device gave and the status of each command that ran, so the record keeps them.
+ */
+export class CommandsRejected extends SvcError {
+  constructor(
+    message: string,
+    readonly results: Record<string, unknown>,
+    readonly commandStatus: CommandStatus[],
+    readonly detectedPlatform: string | null = null,
+  ) {
+    super(ErrorCode.COMMAND_ERROR, message);
+  }
+
+  /** The same failure with another text (secrets removed) and outputs (parsed). */
+  with(message: string, results: Record<string, unknown>): CommandsRejected {
+    return new CommandsRejected(message, results, this.commandStatus, this.detectedPlatform);
+  }
 }
 
 /**

@@ -1,6 +1,11 @@
-import { AUTODETECT, SvcError, ErrorCode } from '@svc/proto';
+import { AUTODETECT, SvcError, ErrorCode, type CommandStatus } from '@svc/proto';
 import { redactValues } from './redaction.js';
-import type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device-job.js';
+import {
+  CommandsRejected,
+  type DeviceJob,
+  type DeviceOutcome,
+  type RunDeviceJob,
+} from './device-job.js';
 import { CliSession } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -116,16 +121,32 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
-      const results =
-        job.kind === 'config'
-          ? await cli.configure(job.commands, {
-              timeoutMs: job.readTimeoutMs,
-              commit: job.commit,
-              save: job.saveConfig,
-            })
-          : await cli.show(job.commands, { timeoutMs: job.readTimeoutMs, expect });
+      if (job.kind === 'config') {
+        const results = await cli.configure(job.commands, {
+          timeoutMs: job.readTimeoutMs,
+          commit: job.commit,
+          save: job.saveConfig,
+        });
+        ok = true;
+        return { results, detectedPlatform, pooled, commandStatus: null };
+      }
+      const shown = await cli.show(job.commands, {
+        timeoutMs: job.readTimeoutMs,
+        expect,
+        stopOnError: job.stopOnError ?? false,
+      });
+      const rejectedCount = shown.status.filter((s) => s.status === 'error').length;
+      // A failed job's session is not pooled again (the device may be mid-way in some state).
+      if (rejectedCount > 0) {
+        throw new CommandsRejected(
+          rejectionMessage(shown.status, job.commands.length),
+          shown.results,
+          shown.status,
+          detectedPlatform,
+        );
+      }
       ok = true;
-      return { results, detectedPlatform, pooled };
+      return { results: shown.results, detectedPlatform, pooled, commandStatus: shown.status };
     } finally {
       unbind();
       if (ok && poolable && cli.reusable && !job.signal.aborted) {
@@ -144,6 +165,10 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       return await run(job);
     } catch (err) {
       const failure = job.signal.aborted ? abortError(job.signal) : SvcError.from(err);
+      if (failure instanceof CommandsRejected) {
+        const secrets = [job.password, job.enable];
+        throw failure.with(redactValues(failure.message, secrets), failure.results);
+      }
       throw redactError(failure, [job.password, job.enable]);
     }
   };
@@ -155,4 +180,18 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
  */
 export function redactError(err: SvcError, secrets: readonly (string | null)[]): SvcError {
   return new SvcError(err.code, redactValues(err.message, secrets));
+}
+
+/** The job's error text: each rejected command with the device's words. */
+export function rejectionMessage(status: readonly CommandStatus[], total: number): string {
+  const bad = status.filter((s) => s.status === 'error');
+  const notRun = total - status.length;
+  const tail =
+    notRun > 0 ? ` (stop_on_error: ${notRun} later command${notRun === 1 ? '' : 's'} not run)` : '';
+  const first = bad[0];
+  if (bad.length === 1 && first !== undefined) {
+    return `command "${first.command}" rejected by the device: ${first.error ?? ''}${tail}`;
+  }
+  const each = bad.map((s) => `"${s.command}": ${s.error ?? ''}`).join('; ');
+  return `${bad.length} of ${status.length} commands rejected by the device: ${each}${tail}`;
 }

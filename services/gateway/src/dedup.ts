@@ -25,6 +25,7 @@ export function dedupKeyOf(caller: Caller, spec: JobSpec, username: string): str
     spec.textfsm_template,
     spec.ttp_template,
     spec.expect_string,
+    spec.stop_on_error ?? false,
   ]);
   return `d_${createHash('sha256').update(material, 'utf8').digest('hex')}`;
 }

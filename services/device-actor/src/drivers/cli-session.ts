@@ -1,4 +1,4 @@
-import { SvcError, ErrorCode } from '@svc/proto';
+import { SvcError, ErrorCode, type CommandStatus } from '@svc/proto';
 import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
 import { escapeRegExp, stripContextLines, type Confirmation, type Driver } from './driver.js';
 
@@ -21,6 +21,12 @@ export interface ConfigOptions {
   timeoutMs: number;
   commit: boolean;
   save: boolean;
+}
+
+export interface ShowOutcome {
+  results: Record<string, string>;
+  /** One entry per command that ran, in order. */
+  status: CommandStatus[];
 }
 
 /** How many leading lines of a show command's output are checked for a device error. */
@@ -245,19 +251,29 @@ export class CliSession {
     }
   }
 
-  /** Runs show commands; a device error in the first lines of an output fails the job. */
+  /**
+   * Runs show commands. A device error in the first lines of an output marks that command
+   * rejected; the others still run unless `stopOnError`. Every output is kept, the rejected
+   * ones included (the operator sees what the device said).
+   */
   async show(
     commands: readonly string[],
-    options: { timeoutMs: number; expect: RegExp | null },
-  ): Promise<Record<string, string>> {
+    options: { timeoutMs: number; expect: RegExp | null; stopOnError?: boolean },
+  ): Promise<ShowOutcome> {
     const results: Record<string, string> = {};
+    const status: CommandStatus[] = [];
     for (const cmd of commands) {
       const out = await this.command(cmd, { timeoutMs: options.timeoutMs, expect: options.expect });
-      const error = this.findError(out, SHOW_ERROR_LINES);
-      if (error !== undefined) throw rejected(cmd, error);
       record(results, cmd, out);
+      const error = this.findError(out, SHOW_ERROR_LINES);
+      status.push(
+        error === undefined
+          ? { command: cmd, status: 'ok' }
+          : { command: cmd, status: 'error', error },
+      );
+      if (error !== undefined && options.stopOnError === true) break;
     }
-    return results;
+    return { results, status };
   }
 
   /**
