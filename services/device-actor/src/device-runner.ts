@@ -61,6 +61,12 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
           `commit is not supported on platform ${platform}`,
         );
       }
+      if (driver.commitRequired === true && !job.commit && !job.saveConfig) {
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `platform ${platform} discards configuration changes that are not committed: send-config needs commit: true`,
+        );
+      }
       if (job.saveConfig && driver.save === 'none') {
         throw new SvcError(
           ErrorCode.COMMAND_ERROR,

@@ -79,6 +79,8 @@ export const ciscoXr: Driver = {
     ],
   },
   commit: { command: 'commit', confirmations: [] },
+  // Leaving without a commit discards the target configuration.
+  commitRequired: true,
   // The commit writes the persistent configuration: there is no separate save.
   save: 'commit',
   errorPatterns: [

@@ -64,6 +64,11 @@ export interface Driver {
   /** Null when the platform has no commit: a job asking for one fails with COMMAND_ERROR. */
   readonly commit: CommitStep | null;
   /**
+   * True when leaving configuration mode without a commit discards the change (IOS-XR): a
+   * config job without `commit` (or `save_config`) is refused before touching the device.
+   */
+  readonly commitRequired?: boolean;
+  /**
    * How configuration is persisted: a save command, `commit` when the commit itself persists
    * (XR, Junos, PAN-OS), `auto` when the device writes on its own (FortiOS), or `none`.
    */

@@ -2,9 +2,9 @@ import type { Driver } from './driver.js';
 
 /**
  * FortiGate (FortiOS): `R1 #` prompt (`R1 $` for read-only admins), nested `config`/`edit`
- * blocks show as `R1 (interface) #`; no configuration mode (lines run at the prompt); paging
- * off through `config system console` / `set output standard` / `end`; each `end` writes the
- * configuration, so there is no save and no commit.
+ * blocks show as `R1 (interface) #`; no configuration mode (lines run at the prompt); paging is
+ * left on and answered page by page (turning it off is a configuration change); each `end`
+ * writes the configuration, so there is no save and no commit.
  */
 export const fortinet: Driver = {
   platform: 'fortinet',
@@ -21,7 +21,9 @@ export const fortinet: Driver = {
     return new RegExp(`^${b}(?: \\([^)\\n]*\\))? [#$]\\s*$`);
   },
   enable: null,
-  pagingOff: ['config system console', 'set output standard', 'end'],
+  // No paging-off command: `config system console / set output standard / end` would write the
+  // stored configuration on every session. The reader answers `--More--` instead.
+  pagingOff: [],
   config: {
     enter: null,
     exit: ['end'],
