@@ -107,6 +107,14 @@ export class JobStore {
     await this.js.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
       msgID: `${record.job_id}.${status}`,
     });
+    // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
+    if (record.batch_id) {
+      await this.js.publish(
+        Subjects.batchJobEvent(record.batch_id, status),
+        encodeJson({ ...event, batch_id: record.batch_id }),
+        { msgID: `${record.batch_id}.${record.job_id}.${status}` },
+      );
+    }
   }
 }
 

@@ -105,3 +105,14 @@ export type { ProcessHandle, ServiceDeps } from './service-main.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
 export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
+export {
+  BatchDevice,
+  BatchRequest,
+  BatchJobRef,
+  BatchCreated,
+  BatchState,
+  BatchRecord,
+  BatchCounts,
+  BatchSummary,
+  Rollout,
+} from './messages/batch.js';

@@ -44,6 +44,13 @@ export const Subjects = {
   jobEvents: (jobId: string) => `svc.events.job.${subjectToken(jobId)}.>`,
   jobEvent: (jobId: string, status: string) =>
     `svc.events.job.${subjectToken(jobId)}.${subjectToken(status)}`,
+  /** Events of batches: per-device `job.<status>` and the batch's own `finished`/`cancelled`. */
+  batchEventsAll: 'svc.events.batch.>',
+  batchEvents: (batchId: string) => `svc.events.batch.${subjectToken(batchId)}.>`,
+  batchJobEvent: (batchId: string, status: string) =>
+    `svc.events.batch.${subjectToken(batchId)}.job.${subjectToken(status)}`,
+  batchEvent: (batchId: string, name: string) =>
+    `svc.events.batch.${subjectToken(batchId)}.${subjectToken(name)}`,
   cancelAll: 'svc.control.cancel.>',
   cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
 } as const;
@@ -67,6 +74,8 @@ export const Buckets = {
   revoked: 'svc-revoked',
   rateLimit: 'svc-ratelimit',
   locks: 'svc-locks',
+  /** Batch records (key: batch id) and held envelopes of rollout waves (`<batch>.held.<job>`). */
+  batches: 'svc-batches',
 } as const;
 export type Bucket = (typeof Buckets)[keyof typeof Buckets];
 

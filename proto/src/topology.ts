@@ -83,7 +83,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
   await ensureStream(jsm, workQueue(Streams.actor, [Subjects.actorAll]));
   await ensureStream(jsm, {
     name: Streams.events,
-    subjects: [Subjects.eventsAll],
+    subjects: [Subjects.eventsAll, Subjects.batchEventsAll],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     num_replicas: replicas,
@@ -107,6 +107,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.revoked]: await make(Buckets.revoked),
     [Buckets.rateLimit]: await make(Buckets.rateLimit, 3600),
     [Buckets.locks]: await make(Buckets.locks),
+    [Buckets.batches]: await make(Buckets.batches, opts.jobTtlSeconds),
   };
   // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
   const failedStream = `KV_${Buckets.failed}`;
@@ -122,9 +123,20 @@ async function ensureStream(
   config: Partial<StreamConfig> & { name: string },
 ): Promise<void> {
   const name = config.name;
+  let existing;
   try {
-    await jsm.streams.info(name);
+    existing = await jsm.streams.info(name);
   } catch {
+    existing = null;
+  }
+  if (existing) {
+    // A stream made by an older release gains the subjects added since (never loses any).
+    const have = existing.config.subjects ?? [];
+    const missing = (config.subjects ?? []).filter((s) => !have.includes(s));
+    if (missing.length > 0) {
+      await jsm.streams.update(name, { ...existing.config, subjects: [...have, ...missing] });
+    }
+  } else {
     try {
       await jsm.streams.add(config);
     } catch (err) {

@@ -124,6 +124,8 @@ export const JobRecord = Type.Object(
     actor_host: NullableString,
     /** Key in `svc-dedup` held while the job is in flight, cleared when it ends. */
     dedup_key: NullableString,
+    /** The batch the job belongs to (POST /v2/batches); absent for single jobs. */
+    batch_id: Type.Optional(NullableString),
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -201,6 +203,8 @@ export const JobEvent = Type.Object(
     ended_at: Type.Optional(NullableString),
     /** Whether a warm session served the job (terminal events of the actor only). */
     pooled: Type.Optional(Type.Boolean()),
+    /** On `svc.events.batch.<id>.job.<status>` only: the batch of the job. */
+    batch_id: Type.Optional(Type.String()),
   },
   { $id: 'JobEvent' },
 );

@@ -83,6 +83,17 @@ export const GatewayConfig = Type.Object({
     minimum: 0,
     description: 'Accepted jobs per caller per device per minute; 0 = unlimited.',
   }),
+  BATCH_MAX_DEVICES: Type.Integer({
+    default: 1000,
+    minimum: 1,
+    description: 'Devices per batch (POST /v2/batches); more is a 422.',
+  }),
+  BATCH_SWEEP_INTERVAL: Type.Number({
+    default: 5,
+    minimum: 0.2,
+    description:
+      'Seconds between the sweeps in which every gateway drives running batches (waves, end); events drive them sooner.',
+  }),
   SSE_MAX_CONNECTIONS: Type.Integer({
     default: 100,
     minimum: 1,

@@ -17,6 +17,7 @@ import {
 } from '@svc/proto';
 import { ownerSecret, startApiKeys } from './api-keys.js';
 import { AuthLimits } from './auth-limits.js';
+import { Batches } from './batches.js';
 import { createAuthenticator } from './authenticate.js';
 import { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
@@ -27,6 +28,7 @@ import type { GatewayContext } from './gateway-context.js';
 import { QueueDepth } from './queue-depth.js';
 import { startGatewayMetrics } from './metrics.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
+import { registerBatchRoutes } from './routes/batches.js';
 import { registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
 import { registerOpenApiRoutes } from './routes/openapi.js';
@@ -131,6 +133,13 @@ export async function startGateway(
     onStoreError: (err: unknown) => log.error({ err }, 'store request failed'),
   };
 
+  const batchMirror = await KvMirror.start(stores[Buckets.batches]);
+  const batches = new Batches(nc, js, stores[Buckets.batches], batchMirror, jobs, intake, log, {
+    maxDevices: config.BATCH_MAX_DEVICES,
+    sweepIntervalMs: config.BATCH_SWEEP_INTERVAL * 1000,
+  });
+  batches.start();
+
   const metrics = await startGatewayMetrics(ctx);
   const register = (app: FastifyInstance) => {
     metrics.register(app);
@@ -140,6 +149,7 @@ export async function startGateway(
     registerStreamRoutes(app, ctx);
     registerReplayRoutes(app, ctx);
     registerApiKeyRoutes(app, ctx, apiKeys);
+    registerBatchRoutes(app, ctx, batches);
     registerV1Routes(app, ctx);
     registerOpenApiRoutes(app, ctx);
   };
@@ -166,6 +176,8 @@ export async function startGateway(
     async stop() {
       await Promise.all(servers.map((s) => s.close()));
       status.stop();
+      batches.stop();
+      batchMirror.stop();
       lockoutMirror.stop();
       authLimits.stop();
       await apiKeys.stop();

@@ -17,6 +17,7 @@ import {
   resolveHost,
   type AddressPolicy,
   type AuditLog,
+  type DeviceSecrets,
   type EnqueueResponse,
   type JobEnvelope,
   type JobKind,
@@ -89,8 +90,32 @@ export interface SubmitRequest {
   source?: string;
 }
 
+/** A submission that passed every check that takes nothing (see `JobIntake.prepare`). */
+export interface PreparedJob {
+  spec: JobSpec;
+  secrets: DeviceSecrets;
+  /** The device's address as resolved once at submission. */
+  address: string | null;
+  caller: Caller;
+}
+
+export interface AdmitOptions {
+  idempotencyKey?: string;
+  /** Source address of the request (audit). */
+  source?: string;
+  traceparent?: string;
+  /** The batch the job belongs to. */
+  batchId?: string;
+  /** Receives the envelope instead of publishing it (a rollout wave releases it later). */
+  hold?: (envelope: JobEnvelope) => Promise<void>;
+}
+
 /** Extra settings of one enqueue. */
 export interface EnqueueExtras {
+  /** The batch the job belongs to. */
+  batchId?: string;
+  /** Receives the envelope instead of publishing it. */
+  hold?: (envelope: JobEnvelope) => Promise<void>;
   /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
   dedupKey?: string | null;
   /** The device's address as resolved for this submission (resolved here when absent). */
@@ -125,6 +150,13 @@ export class JobIntake {
   private readonly dedup: KeyClaims | null;
   private readonly limiter: RateLimiter | null;
 
+  /** 403 unless the caller's role may submit jobs. */
+  static mustSubmit(caller: Caller): void {
+    if (!hasRole(caller, 'operator')) {
+      throw new HttpError(403, `role ${caller.role} may not submit jobs`);
+    }
+  }
+
   /** Validates X-Request-ID; returns the job id to use. */
   static jobIdFrom(requestId: string | undefined): string {
     if (requestId === undefined || requestId === '') return randomUUID();
@@ -141,14 +173,26 @@ export class JobIntake {
   }
 
   async submit(req: SubmitRequest): Promise<EnqueueResponse> {
-    const { caller, kind } = req;
-    if (!hasRole(req.caller, 'operator')) {
-      throw new HttpError(403, `role ${caller.role} may not submit jobs`);
-    }
+    JobIntake.mustSubmit(req.caller);
     const jobId = JobIntake.jobIdFrom(req.requestId);
-    const parsed = parseJsonBody(req.body);
+    const prepared = await this.prepare(req.kind, parseJsonBody(req.body), req.caller, req.schema);
+    return this.admit(prepared, jobId, req);
+  }
+
+  /**
+   * Every check of a submission that takes nothing: role, schema, normalization, context,
+   * address policy, lockout, webhook URL. Throws the HttpError to answer; queues nothing.
+   * Batches call it once per device before any device is admitted.
+   */
+  async prepare(
+    kind: JobKind,
+    parsed: unknown,
+    caller: Caller,
+    schema?: TSchema,
+  ): Promise<PreparedJob> {
+    JobIntake.mustSubmit(caller);
     const checked = check<SendConfigRequest & SendCommandStructuredRequest>(
-      req.schema ?? SCHEMAS[kind],
+      schema ?? SCHEMAS[kind],
       parsed,
       'body',
     );
@@ -178,13 +222,25 @@ export class JobIntake {
     const address = await resolveHost(spec.host);
     await this.checkLockout(caller, spec, secrets.username, address);
     this.checkWebhookUrl(spec.webhook_url);
+    return { spec, secrets, address, caller };
+  }
 
+  /**
+   * The guards that take something (idempotency key, dedup key, rate budget, queue capacity),
+   * then the record and the envelope. Each later refusal gives back what earlier steps took.
+   */
+  async admit(
+    prepared: PreparedJob,
+    jobId: string,
+    opts: AdmitOptions = {},
+  ): Promise<EnqueueResponse> {
+    const { spec, secrets, address, caller } = prepared;
     // Idempotency, then dedup, then budget, then capacity: each later refusal gives back what the
     // earlier steps took, so a refused request leaves no key behind and eats no budget.
     const idem = this.idem;
     const idemKey =
-      idem && req.idempotencyKey !== undefined && req.idempotencyKey !== ''
-        ? idempotencyKeyOf(caller, req.idempotencyKey)
+      idem && opts.idempotencyKey !== undefined && opts.idempotencyKey !== ''
+        ? idempotencyKeyOf(caller, opts.idempotencyKey)
         : null;
     if (idem && idemKey) {
       const claim = await idem.claim(idemKey, jobId);
@@ -210,8 +266,14 @@ export class JobIntake {
           secrets.username,
           this.sealer.seal(secrets),
           caller,
-          req.traceparent,
-          { dedupKey, address, ...(req.source !== undefined ? { source: req.source } : {}) },
+          opts.traceparent,
+          {
+            dedupKey,
+            address,
+            ...(opts.batchId !== undefined ? { batchId: opts.batchId } : {}),
+            ...(opts.hold !== undefined ? { hold: opts.hold } : {}),
+            ...(opts.source !== undefined ? { source: opts.source } : {}),
+          },
         );
       } catch (err) {
         if (dedupKey && this.dedup)
@@ -391,6 +453,7 @@ export class JobIntake {
       detected_platform: null,
       actor_host: null,
       dedup_key: extras.dedupKey ?? null,
+      ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
     };
     try {
       await Promise.all([this.jobs.create(record), aheadRead]);
@@ -412,13 +475,9 @@ export class JobIntake {
       enqueued_at: enqueuedAt,
       placement: 0,
     };
-    const h = natsHeaders();
-    injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
     try {
-      await this.js.publish(Subjects.jobs(spec.context), encodeJson(envelope), {
-        msgID: jobId,
-        headers: h,
-      });
+      if (extras.hold) await extras.hold(envelope);
+      else await this.publishEnvelope(envelope, traceparent);
     } catch (err) {
       // Not queued: drop the record so that no job is left that will never run.
       await this.jobs.kv.delete(jobId).catch(() => undefined);
@@ -449,6 +508,16 @@ export class JobIntake {
       deduplicated: false,
       idempotent: false,
     };
+  }
+
+  /** Queues an envelope on its context's stream; JetStream drops a repeat of the same job id. */
+  async publishEnvelope(envelope: JobEnvelope, traceparent?: string): Promise<void> {
+    const h = natsHeaders();
+    injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
+    await this.js.publish(Subjects.jobs(envelope.spec.context), encodeJson(envelope), {
+      msgID: envelope.job_id,
+      headers: h,
+    });
   }
 }
 

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
 import {
+  BatchCreated,
+  BatchRequest,
+  BatchSummary,
   EnqueueResponse,
   HealthRecord,
   JobEvent,
@@ -32,6 +35,9 @@ const COMPONENTS: Record<string, TSchema> = {
   V1SendCommandRequest,
   V1SendCommandStructuredRequest,
   EnqueueResponse,
+  BatchRequest,
+  BatchCreated,
+  BatchSummary,
   JobResult,
   JobSummary,
   Pagination,
@@ -73,6 +79,12 @@ const errors = (...codes: number[]): Record<string, Json> => {
 };
 const jobIdParam: Json = {
   name: 'job_id',
+  in: 'path',
+  required: true,
+  schema: { type: 'string' },
+};
+const batchIdParam: Json = {
+  name: 'batch_id',
   in: 'path',
   required: true,
   schema: { type: 'string' },
@@ -232,6 +244,86 @@ export function buildOpenApi(version: string): Record<string, Json> {
     '/v2/jobs/{job_id}/stream': { get: stream() },
     '/v2/send-command/{job_id}/stream': { get: stream() },
     '/v2/contexts': { get: contexts() },
+    '/v2/batches': {
+      post: {
+        summary: 'Run one job per device (command, config or structured), with rollout control',
+        security: secured,
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('BatchRequest') } },
+        },
+        responses: {
+          '202': json('BatchCreated', 'batch accepted: one job per device'),
+          ...errors(401, 403, 422, 429, 503),
+        },
+      },
+      get: {
+        summary: "The caller's batches, newest first",
+        security: secured,
+        responses: {
+          '200': {
+            description: '{ batches: [{ batch_id, kind, status, total, created_at, ended_at }] }',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
+          ...errors(401, 503),
+        },
+      },
+    },
+    '/v2/batches/{batch_id}': {
+      get: {
+        summary: 'A batch: status, counts per job status and per error code',
+        security: secured,
+        parameters: [batchIdParam],
+        responses: { '200': json('BatchSummary', 'the batch'), ...errors(401, 403, 404, 503) },
+      },
+      delete: {
+        summary: 'Cancel the jobs of a batch that have not started',
+        security: secured,
+        parameters: [batchIdParam],
+        responses: {
+          '200': json('BatchSummary', 'the batch after the cancellation'),
+          ...errors(401, 403, 404, 409, 503),
+        },
+      },
+    },
+    '/v2/batches/{batch_id}/jobs': {
+      get: {
+        summary: 'The jobs of a batch with their results, in device order',
+        security: secured,
+        parameters: [
+          batchIdParam,
+          { name: 'page', in: 'query', schema: { type: 'integer', minimum: 1, default: 1 } },
+          {
+            name: 'per_page',
+            in: 'query',
+            schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 },
+          },
+        ],
+        responses: {
+          '200': {
+            description: '{ batch_id, page, per_page, total, jobs: [JobResult + host, port] }',
+            content: { 'application/json': { schema: { type: 'object' } } },
+          },
+          ...errors(401, 403, 404, 422, 503),
+        },
+      },
+    },
+    '/v2/batches/{batch_id}/stream': {
+      get: {
+        summary: 'Server-Sent Events of a batch: one `job` per device event, then `summary`',
+        description:
+          'Events: `job` (data: job_id, host, status, error_code) for every status change of every device, from the start of the batch; `summary` (data: the GET body) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT.',
+        security: secured,
+        parameters: [batchIdParam],
+        responses: {
+          '200': {
+            description: 'event stream',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+          ...errors(401, 403, 404, 503),
+        },
+      },
+    },
     '/v1/send_command': {
       post: submit('Deprecated: use /v2/send-command', 'V1SendCommandRequest', true),
     },

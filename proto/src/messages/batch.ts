@@ -1,0 +1,156 @@
+import { Type, type Static } from 'typebox';
+import { JobKind } from './job.js';
+import { ConnectionFields, Tags } from './send-command.js';
+
+const NullableString = (description: string) =>
+  Type.Union([Type.String(), Type.Null()], { description });
+
+/** One device of a batch: where it is and what differs from the shared fields. */
+export const BatchDevice = Type.Object(
+  {
+    host: Type.String({ description: 'IPv4, IPv6 or RFC 1123 host name of the device.' }),
+    port: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 65535, description: 'SSH port. Default 22.' }),
+    ),
+    platform: Type.Optional(Type.String({ description: 'Overrides the shared platform.' })),
+    username: Type.Optional(NullableString('Overrides the shared username (Bearer only).')),
+    password: Type.Optional(NullableString('Overrides the shared password (Bearer only).')),
+    enable: Type.Optional(NullableString('Overrides the shared enable password.')),
+    tags: Type.Optional(Tags),
+  },
+  { additionalProperties: false },
+);
+export type BatchDevice = Static<typeof BatchDevice>;
+
+// host, ip and port are per device.
+const SharedFields = Object.fromEntries(
+  Object.entries(ConnectionFields).filter(([k]) => !['host', 'ip', 'port'].includes(k)),
+) as Omit<typeof ConnectionFields, 'host' | 'ip' | 'port'>;
+
+/** POST /v2/batches: shared job fields, a device list and, for config batches, rollout control. */
+export const BatchRequest = Type.Object(
+  {
+    kind: Type.Enum(Object.values(JobKind), {
+      description: 'Job kind of every device: command, config or structured.',
+    }),
+    ...SharedFields,
+    devices: Type.Array(BatchDevice, {
+      minItems: 1,
+      description: 'One job per device, in this order. At most BATCH_MAX_DEVICES.',
+    }),
+    save_config: Type.Optional(
+      Type.Boolean({ description: 'config batches: save. Default false.' }),
+    ),
+    commit: Type.Optional(Type.Boolean({ description: 'config batches: commit. Default false.' })),
+    textfsm_template: Type.Optional(NullableString('structured batches: TextFSM template.')),
+    ttp_template: Type.Optional(NullableString('structured batches: TTP template.')),
+    max_parallel: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description: 'config batches: at most this many jobs in flight.',
+      }),
+    ),
+    canary: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'config batches: run this many devices first; the rest start once they ended.',
+      }),
+    ),
+    stop_on_failure_ratio: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1,
+        description:
+          'config batches: when failed/ended exceeds this, jobs not yet started are cancelled. ' +
+          'Default 0 with a canary (any failure stops), otherwise never.',
+      }),
+    ),
+  },
+  { $id: 'BatchRequest', description: 'POST /v2/batches' },
+);
+export type BatchRequest = Static<typeof BatchRequest>;
+
+export const BatchJobRef = Type.Object({
+  job_id: Type.String(),
+  host: Type.String(),
+  port: Type.Integer(),
+});
+export type BatchJobRef = Static<typeof BatchJobRef>;
+
+/** 202 answer of POST /v2/batches. */
+export const BatchCreated = Type.Object(
+  {
+    batch_id: Type.String(),
+    jobs: Type.Array(BatchJobRef),
+    total: Type.Integer(),
+  },
+  { $id: 'BatchCreated' },
+);
+export type BatchCreated = Static<typeof BatchCreated>;
+
+export const BatchState = {
+  running: 'running',
+  finished: 'finished',
+  cancelled: 'cancelled',
+} as const;
+export type BatchState = (typeof BatchState)[keyof typeof BatchState];
+
+/** Rollout control of a batch as stored; null fields mean "no limit". */
+export const Rollout = Type.Object({
+  max_parallel: Type.Union([Type.Integer(), Type.Null()]),
+  canary: Type.Integer(),
+  stop_on_failure_ratio: Type.Union([Type.Number(), Type.Null()]),
+});
+export type Rollout = Static<typeof Rollout>;
+
+/** The batch record in `svc-batches` (key: batch id). Never holds credentials. */
+export const BatchRecord = Type.Object(
+  {
+    batch_id: Type.String(),
+    owner: Type.String(),
+    kind: Type.Enum(Object.values(JobKind)),
+    /** Routing context of every job (admin keys see batches of their contexts). */
+    context: Type.String(),
+    status: Type.Enum(Object.values(BatchState)),
+    total: Type.Integer(),
+    jobs: Type.Array(BatchJobRef),
+    created_at: Type.String(),
+    ended_at: Type.Union([Type.String(), Type.Null()]),
+    /** Null: every job was queued at creation. */
+    rollout: Type.Union([Rollout, Type.Null()]),
+    /** Jobs [0, released) have been let go (their envelopes published or being published). */
+    released: Type.Integer(),
+    /** Why jobs not yet started were cancelled: `cancelled by its submitter` or the ratio rule. */
+    stopped_reason: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'BatchRecord' },
+);
+export type BatchRecord = Static<typeof BatchRecord>;
+
+export const BatchCounts = Type.Object({
+  queued: Type.Integer(),
+  started: Type.Integer(),
+  finished: Type.Integer(),
+  failed: Type.Integer(),
+  cancelled: Type.Integer(),
+});
+export type BatchCounts = Static<typeof BatchCounts>;
+
+/** GET /v2/batches/{id}; also the final summary event of a batch. */
+export const BatchSummary = Type.Object(
+  {
+    batch_id: Type.String(),
+    kind: Type.String(),
+    status: Type.Enum(Object.values(BatchState)),
+    total: Type.Integer(),
+    counts: BatchCounts,
+    error_codes: Type.Record(Type.String(), Type.Integer(), {
+      description: 'error_code → number of jobs that ended with it',
+    }),
+    created_at: Type.String(),
+    ended_at: Type.Union([Type.String(), Type.Null()]),
+    stopped_reason: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'BatchSummary' },
+);
+export type BatchSummary = Static<typeof BatchSummary>;

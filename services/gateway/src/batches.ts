@@ -1,0 +1,502 @@
+import { randomUUID } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import {
+  BatchRequest,
+  Subjects,
+  check,
+  decodeJson,
+  encodeJson,
+  isTerminal,
+  isWrongRevision,
+  toJobResult,
+  type BatchCreated,
+  type BatchJobRef,
+  type BatchRecord,
+  type BatchSummary,
+  type JobEnvelope,
+  type JobEvent,
+  type JobRecord,
+  type JobResult,
+  type JobStore,
+  type KvMirror,
+  type Logger,
+  type Rollout,
+  type ValidationIssue,
+} from '@svc/proto';
+import { hasRole, mayAccessJob, type Caller } from './caller.js';
+import { HttpError } from './http-errors.js';
+import { JobIntake, parseJsonBody, type PreparedJob } from './job-intake.js';
+
+export interface BatchOptions {
+  /** BATCH_MAX_DEVICES */
+  maxDevices: number;
+  /** BATCH_SWEEP_INTERVAL, milliseconds. */
+  sweepIntervalMs: number;
+}
+
+/** Fields of a device entry that override the shared field of the same name. */
+const DEVICE_FIELDS = ['host', 'port', 'platform', 'username', 'password', 'enable', 'tags'];
+const ROLLOUT_FIELDS = ['max_parallel', 'canary', 'stop_on_failure_ratio'] as const;
+/** Job records read at once when a batch is counted. */
+const READ_CHUNK = 64;
+const CANCELLED_BY_SUBMITTER = 'cancelled by its submitter';
+
+interface HeldEnvelope {
+  envelope: JobEnvelope;
+  traceparent: string | null;
+}
+
+const heldKey = (batchId: string, jobId: string) => `${batchId}.held.${jobId}`;
+
+/**
+ * Batches: one ordinary job per device under a batch id, admitted through the same intake as a
+ * single job (ownership, guards, rate cost per device, dedup, lockout). The batch record and the
+ * envelopes of waves not yet released live in `svc-batches`, so any gateway can drive a batch:
+ * every gateway watches batch events and sweeps running batches, and every step is a
+ * compare-and-set on the record or idempotent (a release is a publish deduplicated by job id).
+ */
+export class Batches {
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+    private readonly kv: KV,
+    private readonly mirror: KvMirror,
+    private readonly jobs: JobStore,
+    private readonly intake: JobIntake,
+    private readonly log: Logger,
+    private readonly options: BatchOptions,
+  ) {}
+
+  private sub: Subscription | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private readonly pending = new Map<string, NodeJS.Timeout>();
+  private readonly running = new Set<string>();
+  private stopped = false;
+
+  /** Follows batch events and sweeps running batches until `stop`. */
+  start(): void {
+    this.sub = this.nc.subscribe(Subjects.batchEventsAll);
+    const sub = this.sub;
+    void (async () => {
+      for await (const m of sub) {
+        // svc.events.batch.<id>.job.<status>
+        const parts = m.subject.split('.');
+        if (parts[4] !== 'job' || !parts[3]) continue;
+        const status = parts[5] as JobEvent['status'];
+        if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
+      }
+    })();
+    this.sweepTimer = setInterval(() => this.sweep(), this.options.sweepIntervalMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.sub?.unsubscribe();
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    for (const t of this.pending.values()) clearTimeout(t);
+    this.pending.clear();
+  }
+
+  async create(
+    caller: Caller,
+    body: string | undefined,
+    traceparent: string | undefined,
+    source?: string,
+  ): Promise<BatchCreated> {
+    JobIntake.mustSubmit(caller);
+    const checked = check<BatchRequest>(BatchRequest, parseJsonBody(body), 'body');
+    if (!checked.ok) throw HttpError.validation(checked.issues);
+    const req = checked.value;
+    const issues: ValidationIssue[] = [];
+    if (req.devices.length > this.options.maxDevices) {
+      issues.push({
+        loc: ['body', 'devices'],
+        msg: `at most ${this.options.maxDevices} devices per batch (BATCH_MAX_DEVICES)`,
+        type: 'too_long',
+      });
+    }
+    for (const f of ROLLOUT_FIELDS) {
+      if (req[f] !== undefined && req.kind !== 'config') {
+        issues.push({
+          loc: ['body', f],
+          msg: `${f} applies to config batches only`,
+          type: 'value_error',
+        });
+      }
+    }
+    if (req.webhook_url != null || req.webhook_secret != null) {
+      issues.push({
+        loc: ['body', 'webhook_url'],
+        msg: 'batches do not take webhook_url yet; follow GET /v2/batches/{id}/stream',
+        type: 'value_error',
+      });
+    }
+    if (issues.length > 0) throw HttpError.validation(issues);
+
+    // Every device is checked before any is admitted: a bad device queues nothing.
+    const { kind, devices, max_parallel, canary, stop_on_failure_ratio, ...shared } = req;
+    const prepared: PreparedJob[] = [];
+    for (const [i, device] of devices.entries()) {
+      const jobBody: Record<string, unknown> = { ...shared, ...device };
+      if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
+      try {
+        prepared.push(await this.intake.prepare(kind, jobBody, caller));
+      } catch (err) {
+        if (!(err instanceof HttpError)) throw err;
+        if (!err.issues)
+          throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
+        for (const issue of err.issues) {
+          const field = issue.loc[1];
+          const perDevice =
+            typeof field === 'string' &&
+            DEVICE_FIELDS.includes(field) &&
+            (field in device || field === 'host');
+          const loc = perDevice ? ['body', 'devices', i, ...issue.loc.slice(1)] : issue.loc;
+          if (
+            !issues.some(
+              (x) => JSON.stringify(x.loc) === JSON.stringify(loc) && x.msg === issue.msg,
+            )
+          ) {
+            issues.push({ ...issue, loc });
+          }
+        }
+      }
+    }
+    if (issues.length > 0) throw HttpError.validation(issues);
+
+    const rollout: Rollout | null =
+      kind === 'config' &&
+      (max_parallel !== undefined || (canary ?? 0) > 0 || stop_on_failure_ratio !== undefined)
+        ? {
+            max_parallel: max_parallel ?? null,
+            canary: Math.min(canary ?? 0, devices.length),
+            stop_on_failure_ratio: stop_on_failure_ratio ?? ((canary ?? 0) > 0 ? 0 : null),
+          }
+        : null;
+    const total = prepared.length;
+    const firstWave = rollout
+      ? rollout.canary > 0
+        ? rollout.canary
+        : Math.min(rollout.max_parallel ?? total, total)
+      : total;
+
+    const batchId = randomUUID();
+    const refs: BatchJobRef[] = [];
+    try {
+      for (const [i, job] of prepared.entries()) {
+        const hold =
+          i < firstWave
+            ? undefined
+            : async (envelope: JobEnvelope) => {
+                const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
+                await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
+              };
+        const answer = await this.intake.admit(job, randomUUID(), {
+          batchId,
+          ...(source !== undefined ? { source } : {}),
+          ...(traceparent !== undefined ? { traceparent } : {}),
+          ...(hold ? { hold } : {}),
+        });
+        refs.push({ job_id: answer.job_id, host: job.spec.host, port: job.spec.port });
+      }
+    } catch (err) {
+      // A device refused at admission (budget, capacity): the batch is refused whole; what was
+      // already admitted and has not started is cancelled.
+      await this.cancelQueued(batchId, refs, `batch refused at ${refs.length}: ${String(err)}`);
+      if (err instanceof HttpError && !err.issues) {
+        throw new HttpError(err.status, `devices[${refs.length}]: ${err.message}`, err.headers);
+      }
+      throw err;
+    }
+    const record: BatchRecord = {
+      batch_id: batchId,
+      owner: caller.id,
+      kind,
+      context: prepared[0]!.spec.context,
+      status: 'running',
+      total,
+      jobs: refs,
+      created_at: new Date().toISOString(),
+      ended_at: null,
+      rollout,
+      released: firstWave,
+      stopped_reason: null,
+    };
+    await this.kv.create(batchId, encodeJson(record));
+    this.schedule(batchId);
+    return { batch_id: batchId, jobs: refs, total };
+  }
+
+  /** The caller's batch, or 404 / 403. */
+  async read(caller: Caller, batchId: string): Promise<BatchRecord> {
+    const stored = await this.get(batchId);
+    if (!stored) throw new HttpError(404, `batch ${batchId} not found`);
+    if (!mayAccessJob(caller, stored.record.owner, stored.record.context)) {
+      throw new HttpError(403, 'this batch belongs to another caller');
+    }
+    return stored.record;
+  }
+
+  async summary(caller: Caller, batchId: string): Promise<BatchSummary> {
+    const record = await this.read(caller, batchId);
+    return summarize(record, await this.jobRecords(record.jobs));
+  }
+
+  async page(
+    caller: Caller,
+    batchId: string,
+    page: number,
+    perPage: number,
+  ): Promise<{
+    batch_id: string;
+    page: number;
+    per_page: number;
+    total: number;
+    jobs: (JobResult & { host: string; port: number })[];
+  }> {
+    const record = await this.read(caller, batchId);
+    const refs = record.jobs.slice((page - 1) * perPage, page * perPage);
+    const records = await this.jobRecords(refs);
+    return {
+      batch_id: batchId,
+      page,
+      per_page: perPage,
+      total: record.total,
+      jobs: refs.map((ref) => {
+        const r = records.get(ref.job_id);
+        return r
+          ? { ...toJobResult(r), host: ref.host, port: ref.port }
+          : { job_id: ref.job_id, status: 'queued', host: ref.host, port: ref.port };
+      }),
+    };
+  }
+
+  /** The caller's batches, newest first (records only; counts are per batch). */
+  list(caller: Caller): Omit<BatchRecord, 'jobs' | 'rollout' | 'released' | 'owner' | 'context'>[] {
+    const out: BatchRecord[] = [];
+    for (const [key, entry] of this.mirror.entries()) {
+      if (key.includes('.')) continue;
+      const record = decodeJson<BatchRecord>(entry.value);
+      if (record.owner === caller.id) out.push(record);
+    }
+    out.sort((a, b) => b.created_at.localeCompare(a.created_at));
+    return out.map(({ batch_id, kind, status, total, created_at, ended_at, stopped_reason }) => ({
+      batch_id,
+      kind,
+      status,
+      total,
+      created_at,
+      ended_at,
+      stopped_reason,
+    }));
+  }
+
+  /** Cancels every job of the batch that has not started; started ones run to their end. */
+  async cancel(caller: Caller, batchId: string): Promise<BatchSummary> {
+    const record = await this.read(caller, batchId);
+    if (!hasRole(caller, 'operator'))
+      throw new HttpError(403, `role ${caller.role} may not cancel`);
+    if (record.status !== 'running') throw new HttpError(409, `batch already ${record.status}`);
+    await this.update(batchId, (r) =>
+      r.stopped_reason === null ? { ...r, stopped_reason: CANCELLED_BY_SUBMITTER } : null,
+    );
+    await this.cancelQueued(batchId, record.jobs, CANCELLED_BY_SUBMITTER);
+    await this.drive(batchId);
+    return this.summary(caller, batchId);
+  }
+
+  /** Drives a batch soon (events of one batch come in bursts: one drive per burst). */
+  private schedule(batchId: string, delayMs = 100): void {
+    if (this.stopped || this.pending.has(batchId)) return;
+    this.pending.set(
+      batchId,
+      setTimeout(() => {
+        this.pending.delete(batchId);
+        void this.drive(batchId).catch((err: unknown) =>
+          this.log.warn({ err, batch_id: batchId }, 'batch drive failed'),
+        );
+      }, delayMs),
+    );
+  }
+
+  private sweep(): void {
+    for (const [key, entry] of this.mirror.entries()) {
+      if (key.includes('.')) continue;
+      const record = decodeJson<BatchRecord>(entry.value);
+      if (record.status === 'running') this.schedule(key, 0);
+    }
+  }
+
+  /**
+   * One step of a running batch: the failure-ratio rule, the next wave, releases left undone by
+   * a gateway that died, and the end. Safe to run anywhere at any time.
+   */
+  async drive(batchId: string): Promise<void> {
+    if (this.running.has(batchId)) {
+      this.schedule(batchId, 200);
+      return;
+    }
+    this.running.add(batchId);
+    try {
+      await this.driveOnce(batchId);
+    } finally {
+      this.running.delete(batchId);
+    }
+  }
+
+  private async driveOnce(batchId: string): Promise<void> {
+    const stored = await this.get(batchId);
+    if (!stored || stored.record.status !== 'running') return;
+    let record = stored.record;
+    let records = await this.jobRecords(record.jobs);
+    const statusOf = (ref: BatchJobRef) => records.get(ref.job_id)?.status ?? 'queued';
+
+    const rollout = record.rollout;
+    if (rollout && record.stopped_reason === null && rollout.stop_on_failure_ratio !== null) {
+      const ended = record.jobs.filter((j) => ['finished', 'failed'].includes(statusOf(j)));
+      const failed = ended.filter((j) => statusOf(j) === 'failed').length;
+      if (ended.length > 0 && failed / ended.length > rollout.stop_on_failure_ratio) {
+        const reason = `stopped: ${failed} of ${ended.length} ended jobs failed (stop_on_failure_ratio ${rollout.stop_on_failure_ratio})`;
+        const next = await this.update(batchId, (r) =>
+          r.stopped_reason === null ? { ...r, stopped_reason: reason } : null,
+        );
+        if (next) record = next;
+      }
+    }
+    if (record.stopped_reason !== null) {
+      await this.cancelQueued(batchId, record.jobs, record.stopped_reason);
+      records = await this.jobRecords(record.jobs);
+    } else if (rollout && record.released < record.total) {
+      const inFlight = record.jobs
+        .slice(0, record.released)
+        .filter((j) => !isTerminal(statusOf(j))).length;
+      const limit = rollout.max_parallel ?? record.total;
+      const canaryRunning = rollout.canary > 0 && record.released <= rollout.canary && inFlight > 0;
+      const room = canaryRunning ? 0 : Math.min(limit - inFlight, record.total - record.released);
+      if (room > 0) {
+        const from = record.released;
+        const next = await this.update(batchId, (r) =>
+          r.released === from ? { ...r, released: from + room } : null,
+        );
+        if (next) record = next;
+      }
+    }
+    // Releases: idempotent, so a wave a dead gateway had decided is let go here.
+    for (const ref of record.jobs.slice(0, record.released)) {
+      const key = heldKey(batchId, ref.job_id);
+      if (!this.mirror.get(key)) continue;
+      const entry = await this.kv.get(key);
+      if (entry?.operation === 'PUT' && statusOf(ref) === 'queued') {
+        const held = decodeJson<HeldEnvelope>(entry.value);
+        await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
+      }
+      await this.kv.delete(key);
+    }
+
+    if (!record.jobs.every((j) => isTerminal(statusOf(j)))) return;
+    const endedAt =
+      [...records.values()]
+        .map((r) => r.ended_at)
+        .filter((t): t is string => t !== null)
+        .sort()
+        .at(-1) ?? new Date().toISOString();
+    const done = await this.update(batchId, (r) =>
+      r.status === 'running'
+        ? { ...r, status: r.stopped_reason === null ? 'finished' : 'cancelled', ended_at: endedAt }
+        : null,
+    );
+    if (!done) return;
+    const summary = summarize(done, records);
+    await this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
+      msgID: `${batchId}.end`,
+    });
+  }
+
+  /** Moves every queued job of the batch to cancelled and drops envelopes not yet released. */
+  private async cancelQueued(batchId: string, refs: BatchJobRef[], reason: string): Promise<void> {
+    for (let i = 0; i < refs.length; i += READ_CHUNK) {
+      await Promise.all(
+        refs.slice(i, i + READ_CHUNK).map(async (ref) => {
+          const updated = await this.jobs.transition(ref.job_id, (current) =>
+            current.status === 'queued'
+              ? {
+                  ...current,
+                  status: 'cancelled',
+                  ended_at: new Date().toISOString(),
+                  error: `job cancelled: batch ${reason}`,
+                  error_code: 'CANCELLED',
+                  error_retryable: false,
+                }
+              : null,
+          );
+          if (updated) await this.jobs.publishEvent(updated).catch(() => undefined);
+          if (this.mirror.get(heldKey(batchId, ref.job_id))) {
+            await this.kv.delete(heldKey(batchId, ref.job_id)).catch(() => undefined);
+          }
+        }),
+      );
+    }
+  }
+
+  private async get(batchId: string): Promise<{ record: BatchRecord; revision: number } | null> {
+    if (!/^[-\w]+$/.test(batchId)) return null;
+    const entry = await this.kv.get(batchId);
+    if (!entry || entry.operation !== 'PUT') return null;
+    return { record: decodeJson<BatchRecord>(entry.value), revision: entry.revision };
+  }
+
+  /** Compare-and-set on the batch record; null when `change` declined. */
+  private async update(
+    batchId: string,
+    change: (r: BatchRecord) => BatchRecord | null,
+  ): Promise<BatchRecord | null> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const stored = await this.get(batchId);
+      if (!stored) return null;
+      const next = change(stored.record);
+      if (!next) return null;
+      try {
+        await this.kv.update(batchId, encodeJson(next), stored.revision);
+        return next;
+      } catch (err) {
+        if (!isWrongRevision(err)) throw err;
+      }
+    }
+    throw new Error(`batch record ${batchId} kept changing`);
+  }
+
+  private async jobRecords(refs: BatchJobRef[]): Promise<Map<string, JobRecord>> {
+    const out = new Map<string, JobRecord>();
+    for (let i = 0; i < refs.length; i += READ_CHUNK) {
+      const got = await Promise.all(
+        refs.slice(i, i + READ_CHUNK).map((r) => this.jobs.get(r.job_id)),
+      );
+      for (const g of got) if (g) out.set(g.record.job_id, g.record);
+    }
+    return out;
+  }
+}
+
+/** Counts per status and per error code. A job whose record is gone counts as queued. */
+export function summarize(record: BatchRecord, records: Map<string, JobRecord>): BatchSummary {
+  const counts = { queued: 0, started: 0, finished: 0, failed: 0, cancelled: 0 };
+  const errorCodes: Record<string, number> = {};
+  for (const ref of record.jobs) {
+    const r = records.get(ref.job_id);
+    counts[r?.status ?? 'queued']++;
+    if (r?.error_code) errorCodes[r.error_code] = (errorCodes[r.error_code] ?? 0) + 1;
+  }
+  return {
+    batch_id: record.batch_id,
+    kind: record.kind,
+    status: record.status,
+    total: record.total,
+    counts,
+    error_codes: errorCodes,
+    created_at: record.created_at,
+    ended_at: record.ended_at,
+    stopped_reason: record.stopped_reason,
+  };
+}

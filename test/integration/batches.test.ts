@@ -1,0 +1,253 @@
+// Batches: one ordinary job per device under a batch id, rollout waves for config batches,
+// cancellation, ownership, and a batch that outlives the gateway that took it. Real nats-server,
+// real HTTP, SSH device simulators.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFleet, type SimulatedDevice } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  http,
+  startInProcessStack,
+  testEnv,
+  waitHealthy,
+  type HttpOptions,
+} from '../harness/mod.js';
+
+const auth = (d: SimulatedDevice): HttpOptions => ({
+  basic: { username: d.username, password: d.password },
+});
+const deviceOf = (d: SimulatedDevice) => ({ host: d.host, port: d.port });
+
+/** Polls the batch until it is no longer running (fails the test after `ms`). */
+async function waitBatch(url: string, id: string, opts: HttpOptions, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const a = await http('GET', `${url}/v2/batches/${id}`, opts);
+    assert.equal(a.status, 200, a.text);
+    if (a.json.status !== 'running') return a.json;
+    if (Date.now() > deadline) throw new Error(`batch still running: ${a.text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+test('when a show batch covers 200 devices, then 200 jobs finish with correct counts, paged results, a stream summary, and other callers get 403', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 200 });
+  const stack = await startInProcessStack(nats.url);
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  assert.equal(created.json.total, 200);
+  assert.equal(created.json.jobs.length, 200);
+  assert.deepEqual(
+    created.json.jobs.map((j: { host: string; port: number }) => j.port),
+    fleet.devices.map((d) => d.port),
+  );
+  const id = created.json.batch_id as string;
+
+  const stream = http('GET', `${stack.url}/v2/batches/${id}/stream`, me);
+  const end = await waitBatch(stack.url, id, me);
+  assert.equal(end.status, 'finished');
+  assert.deepEqual(end.error_codes, {});
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 200, failed: 0, cancelled: 0 });
+  assert.equal(typeof end.ended_at, 'string');
+  for (const d of fleet.devices) assert.equal(d.stats.handshakes, 1, d.hostname);
+
+  const page = await http('GET', `${stack.url}/v2/batches/${id}/jobs?page=2&per_page=150`, me);
+  assert.equal(page.status, 200);
+  assert.equal(page.json.jobs.length, 50);
+  assert.equal(page.json.jobs[0].job_id, created.json.jobs[150].job_id);
+  assert.match(page.json.jobs[0].results['show version'], /R151/);
+
+  const sse = await stream;
+  const jobEvents = sse.text.match(/^event: job$/gm) ?? [];
+  assert.ok(jobEvents.length >= 200, `per-device events: ${jobEvents.length}`);
+  const summary = /event: summary\ndata: (.*)\n/.exec(sse.text);
+  assert.ok(summary, sse.text.slice(-500));
+  assert.equal(JSON.parse(summary[1]!).counts.finished, 200);
+
+  const mine = await http('GET', `${stack.url}/v2/batches`, me);
+  assert.deepEqual(
+    mine.json.batches.map((b: { batch_id: string }) => b.batch_id),
+    [id],
+  );
+  const other: HttpOptions = { basic: { username: 'mallory', password: 'x' } };
+  assert.equal((await http('GET', `${stack.url}/v2/batches/${id}`, other)).status, 403);
+  assert.equal((await http('GET', `${stack.url}/v2/batches/${id}/jobs`, other)).status, 403);
+  assert.equal((await http('DELETE', `${stack.url}/v2/batches/${id}`, other)).status, 403);
+  assert.equal((await http('GET', `${stack.url}/v2/batches/${id}/stream`, other)).status, 403);
+  assert.deepEqual((await http('GET', `${stack.url}/v2/batches`, other)).json.batches, []);
+});
+
+test('when a batch request is bad, then 422 names the device and nothing is queued', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const stack = await startInProcessStack(nats.url, {
+    actors: 0,
+    env: { BATCH_MAX_DEVICES: '3' },
+  });
+  t.after(async () => {
+    await stack.stop();
+    await nats.stop();
+  });
+  const me: HttpOptions = { basic: { username: 'u', password: 'p' } };
+  const bad = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      devices: [{ host: '127.0.0.1' }, { host: 'bad host!' }],
+    },
+  });
+  assert.equal(bad.status, 422, bad.text);
+  assert.deepEqual(bad.json.validation_error.json[0].loc, ['body', 'devices', 1, 'host']);
+  const many = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      devices: Array.from({ length: 4 }, () => ({ host: '127.0.0.1' })),
+    },
+  });
+  assert.equal(many.status, 422);
+  assert.deepEqual(many.json.validation_error.json[0].loc, ['body', 'devices']);
+  const canaryOnShow = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      canary: 1,
+      devices: [{ host: '127.0.0.1' }],
+    },
+  });
+  assert.equal(canaryOnShow.status, 422);
+  assert.deepEqual(canaryOnShow.json.validation_error.json[0].loc, ['body', 'canary']);
+  const jobs = await http('GET', `${stack.url}/v2/jobs`, me);
+  assert.equal(jobs.json.jobs?.length ?? jobs.json.items?.length ?? 0, 0, jobs.text);
+});
+
+test('when a canary of a config batch fails, then the rest never start and the batch ends cancelled', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 15 });
+  const stack = await startInProcessStack(nats.url);
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const [first, ...others] = fleet.devices;
+  // The first canary device refuses connections: its job fails.
+  await first!.setFaults({ refuse: true });
+  const me = auth(others[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'config',
+      commands: ['interface Gi0/1', 'description batch'],
+      enable: others[0]!.enable,
+      canary: 5,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const end = await waitBatch(stack.url, created.json.batch_id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 4, failed: 1, cancelled: 10 });
+  assert.equal(end.error_codes['CANCELLED'], 10);
+  assert.match(end.stopped_reason, /1 of 5 ended jobs failed/);
+  for (const d of others.slice(4)) assert.equal(d.stats.handshakes, 0, `${d.hostname} untouched`);
+  for (const d of others.slice(0, 4))
+    assert.ok(d.stats.configLines > 0, `${d.hostname} configured`);
+});
+
+test('when a batch is cancelled, then its queued jobs are cancelled and started ones finish', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 6, commandLatencyMs: 1500 });
+  const stack = await startInProcessStack(nats.url, { env: { ACTOR_MAX_SESSIONS: '2' } });
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+  for (;;) {
+    const s = await http('GET', `${stack.url}/v2/batches/${id}`, me);
+    if (s.json.counts.started === 2) break;
+    assert.equal(s.json.counts.finished, 0, 'cancel must come while two jobs run');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const cancelled = await http('DELETE', `${stack.url}/v2/batches/${id}`, me);
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal(cancelled.json.counts.cancelled, 4);
+  const end = await waitBatch(stack.url, id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.error_codes, { CANCELLED: 4 });
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 2, failed: 0, cancelled: 4 });
+  assert.equal(fleet.devices.filter((d) => d.stats.handshakes > 0).length, 2);
+  const again = await http('DELETE', `${stack.url}/v2/batches/${id}`, me);
+  assert.equal(again.status, 409);
+});
+
+test('when the gateway that took a rollout batch is killed, then another gateway releases its waves and reads its end', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 4, commandLatencyMs: 300 });
+  const stack = await startInProcessStack(nats.url);
+  const first = ServiceProcess.start('gateway', testEnv(nats.url, { LOG_LEVEL: 'INFO' }));
+  t.after(async () => {
+    await first.kill();
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  const firstUrl = await first.httpUrl();
+  await waitHealthy(firstUrl);
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${firstUrl}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'config',
+      commands: ['interface Gi0/1', 'description wave'],
+      enable: fleet.devices[0]!.enable,
+      max_parallel: 1,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  await first.kill('SIGKILL');
+  const end = await waitBatch(stack.url, created.json.batch_id, me);
+  assert.equal(end.status, 'finished');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 4, failed: 0, cancelled: 0 });
+  // One at a time: no device's session overlapped another's.
+  const spans = fleet.devices.map((d) => d.stats.commands.map((c) => c.at));
+  spans.sort((a, b) => a[0]! - b[0]!);
+  for (let i = 1; i < spans.length; i++) {
+    assert.ok(spans[i]![0]! >= spans[i - 1]!.at(-1)!, 'waves of one device each');
+  }
+});
