@@ -437,6 +437,13 @@ for (const o of objects) {
   }
 }
 
+// The shipped NATS servers refuse clients without credentials (deploy/nats/accounts.conf).
+const NO_NATS_CREDENTIALS =
+  'no NATS credentials (NATS_USER and NATS_PASSWORD, NATS_CREDS_FILE, NATS_NKEY_SEED_FILE or NATS_TOKEN)';
+const hasNatsCredentials = (names) =>
+  (names.includes('NATS_USER') && names.includes('NATS_PASSWORD')) ||
+  ['NATS_CREDS_FILE', 'NATS_NKEY_SEED_FILE', 'NATS_TOKEN'].some((n) => names.includes(n));
+
 const configMaps = new Map(byKind('ConfigMap').map((o) => [o.obj.metadata.name, o.obj.data ?? {}]));
 const secrets = new Map(
   byKind('Secret').map((o) => [
@@ -523,6 +530,7 @@ for (const d of deployments) {
     checkEnvNames(cw, svc, new Set(names));
     if (!names.includes('NATS_URL')) fail(cw, 'NATS_URL is not set');
     if (!names.includes('SVC_ENCRYPTION_KEY')) fail(cw, 'SVC_ENCRYPTION_KEY is not set');
+    if (!hasNatsCredentials(names)) fail(cw, NO_NATS_CREDENTIALS);
   }
   for (const v of spec.template?.spec?.volumes ?? []) {
     if (v.configMap && !configMaps.has(v.configMap.name)) {
@@ -644,6 +652,7 @@ if (composeDoc.errors.length > 0) {
       const envObj = Array.isArray(s.environment) ? {} : (s.environment ?? {});
       if (!env.includes('NATS_URL')) fail(w, 'NATS_URL is not set');
       if (!env.includes('SVC_ENCRYPTION_KEY')) fail(w, 'SVC_ENCRYPTION_KEY is not set');
+      if (!hasNatsCredentials(env)) fail(w, NO_NATS_CREDENTIALS);
       for (const u of String(envObj.NATS_URL ?? '')
         .split(',')
         .filter(Boolean)) {

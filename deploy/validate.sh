@@ -46,16 +46,23 @@ export SITE_A_LEAF_PASSWORD=validate-only
 export HUB_LEAF_URL_1=tls://site-a:validate-only@127.0.0.1:7422
 export HUB_LEAF_URL_2=tls://site-a:validate-only@127.0.0.1:7423
 export HUB_LEAF_URL_3=tls://site-a:validate-only@127.0.0.1:7424
+for user in GATEWAY DISPATCHER ACTOR REAPER EVENTS; do export "NATS_${user}_PASSWORD=validate-only"; done
 
 say "nats-server: $("$nats_bin" --version 2>&1)"
 shopt -s nullglob
 confs=("$here"/nats/*.conf)
-[ "${#confs[@]}" -ge 5 ] || bad "expected n1..n3, leaf-hub and leaf-site-a under deploy/nats, found ${#confs[@]}"
+[ "${#confs[@]}" -ge 7 ] || bad "expected n1..n3, leaf-hub, leaf-site-a, accounts and permissions under deploy/nats, found ${#confs[@]}"
+# All files first: the node configs include accounts.conf and permissions.conf from their folder.
 for conf in "${confs[@]}"; do
   name="$(basename "$conf" .conf)"
   mkdir -p "$work/store/$name"
+  sed -e "s#/data/jetstream#$work/store/$name#g" -e "s#/etc/nats/tls#$tls#g" "$conf" >"$work/$name.conf"
+done
+for conf in "${confs[@]}"; do
+  name="$(basename "$conf" .conf)"
+  # Included files are checked through the configs that include them.
+  case "$name" in accounts | permissions) continue ;; esac
   out="$work/$name.conf"
-  sed -e "s#/data/jetstream#$work/store/$name#g" -e "s#/etc/nats/tls#$tls#g" "$conf" >"$out"
   if msg="$("$nats_bin" -t -c "$out" 2>&1)"; then
     say "ok   nats-server -t deploy/nats/$name.conf"
   else
@@ -75,6 +82,15 @@ names="$(grep -h '^server_name:' "$here"/nats/n[123].conf | sort -u | wc -l)"
 for f in leaf-hub leaf-site-a; do
   grep -q '^default_js_domain' "$here/nats/$f.conf" || bad "deploy/nats/$f.conf lacks default_js_domain"
 done
+# Every server a client reaches has users: none runs without authentication.
+for f in n1 n2 n3 leaf-hub; do
+  grep -q '^include ./accounts.conf' "$here/nats/$f.conf" || bad "deploy/nats/$f.conf does not include accounts.conf"
+done
+grep -q '^accounts' "$here/nats/leaf-site-a.conf" || bad "deploy/nats/leaf-site-a.conf has no accounts"
+# The site's actor user is a copy of the cluster's (nats-server -t refuses an unused include).
+actor_block() { awk '/^ACTOR_PERMISSIONS = \{/,/^\}/' "$1"; }
+[ "$(actor_block "$here/nats/permissions.conf")" = "$(actor_block "$here/nats/leaf-site-a.conf")" ] ||
+  bad "ACTOR_PERMISSIONS differ between deploy/nats/permissions.conf and leaf-site-a.conf"
 if grep -q '^jetstream' "$here/nats/leaf-site-a.conf"; then
   bad "deploy/nats/leaf-site-a.conf must not enable JetStream (the hub serves it)"
 fi

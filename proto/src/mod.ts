@@ -60,7 +60,13 @@ export { createLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';
 export { loadConfig, ConfigError } from './config-loader.js';
 export { SharedSettings, topologyFrom } from './shared-config.js';
-export { connectNats, compareVersions, MIN_SERVER_VERSION } from './nats-connection.js';
+export {
+  connectNats,
+  compareVersions,
+  natsAuthOptions,
+  MIN_SERVER_VERSION,
+} from './nats-connection.js';
+export type { NatsCredentials } from './nats-connection.js';
 export { AuditLog, AuditEvent } from './audit.js';
 export type { AuditFields } from './audit.js';
 export { JobLifecycle, failure, retryTransient } from './job-lifecycle.js';

@@ -1,7 +1,7 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ConfigError } from './config-loader.js';
 import { createLogger, type Logger } from './logging.js';
-import { connectNats } from './nats-connection.js';
+import { connectNats, type NatsCredentials } from './nats-connection.js';
 import { Sealer } from './sealing.js';
 import { startTracing, type TracingSettings } from './tracing.js';
 
@@ -24,7 +24,7 @@ export interface ServiceDeps {
  * start tracing, connect to NATS, start, and on SIGTERM/SIGINT stop, drain NATS and exit 0.
  */
 export async function runServiceMain<
-  C extends TracingSettings & { NATS_URL: string; SVC_ENCRYPTION_KEY: string },
+  C extends TracingSettings & NatsCredentials & { NATS_URL: string; SVC_ENCRYPTION_KEY: string },
 >(
   proc: ProcessHandle,
   options: {
@@ -41,7 +41,7 @@ export async function runServiceMain<
       throw new ConfigError(['SVC_ENCRYPTION_KEY: required']);
     }
     const tracing = await startTracing(config, options.service);
-    const nc = await connectNats(config.NATS_URL, `svc-${options.service}`);
+    const nc = await connectNats(config.NATS_URL, `svc-${options.service}`, config);
     const sealer = options.needsSealer ? Sealer.fromSetting(config.SVC_ENCRYPTION_KEY) : null;
     const running = await options.start(config, { nc, log, sealer });
     stopOnSignals(proc, log, async () => {

@@ -10,6 +10,40 @@ export const SharedSettings = {
     default: 'nats://127.0.0.1:4222',
     description: 'NATS server URL(s), comma-separated for a cluster.',
   }),
+  NATS_CREDS_FILE: Type.String({
+    default: '',
+    description:
+      'Path of a NATS .creds file (user JWT and nkey seed; decentralized auth). Empty: not used.',
+  }),
+  NATS_NKEY_SEED_FILE: Type.String({
+    default: '',
+    description: 'Path of a file holding the NATS user nkey seed (SU...). Empty: not used.',
+  }),
+  NATS_USER: Type.String({
+    default: '',
+    description: 'NATS user name (with NATS_PASSWORD). Empty: not used.',
+  }),
+  NATS_PASSWORD: Type.String({
+    default: '',
+    description: 'Password of NATS_USER. Secret: never logged.',
+  }),
+  NATS_TOKEN: Type.String({
+    default: '',
+    description: 'NATS authorization token (instead of a user). Secret: never logged.',
+  }),
+  NATS_TLS_CA: Type.String({
+    default: '',
+    description:
+      'Path of the CA certificate (PEM) that signed the NATS servers; set it to require TLS.',
+  }),
+  NATS_TLS_CERT: Type.String({
+    default: '',
+    description: 'Path of the client certificate (PEM) for NATS mutual TLS (with NATS_TLS_KEY).',
+  }),
+  NATS_TLS_KEY: Type.String({
+    default: '',
+    description: 'Path of the private key (PEM) of NATS_TLS_CERT.',
+  }),
   NATS_REPLICAS: Type.Integer({
     default: 1,
     minimum: 1,

@@ -11,3 +11,5 @@ export {
   TEST_ENCRYPTION_KEY,
 } from './stack.js';
 export type { InProcessStack } from './stack.js';
+export { ShippedNatsCluster, NATS_USERS } from './shipped-nats.js';
+export type { NatsUser } from './shipped-nats.js';

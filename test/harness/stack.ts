@@ -9,7 +9,14 @@ import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
 import { pino } from 'pino';
-import { AuditLog, Sealer, connectNats, createLogger, type Logger } from '@svc/proto';
+import {
+  AuditLog,
+  Sealer,
+  connectNats,
+  createLogger,
+  type Logger,
+  type NatsCredentials,
+} from '@svc/proto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { http } from './http-client.js';
 
@@ -72,12 +79,19 @@ export interface InProcessStack {
 
 export async function startInProcessStack(
   natsUrl: string,
-  options: { env?: Record<string, string>; actors?: number; reaper?: boolean } = {},
+  options: {
+    env?: Record<string, string>;
+    actors?: number;
+    reaper?: boolean;
+    /** Each service's NATS credentials (an authenticated server); none when absent. */
+    credentials?: Partial<Record<'gateway' | 'dispatcher' | 'actor' | 'reaper', NatsCredentials>>;
+  } = {},
 ): Promise<InProcessStack> {
   const env = testEnv(natsUrl, options.env);
   const connections: NatsConnection[] = [];
   const nc = async (name: string) => {
-    const c = await connectNats(natsUrl, name);
+    const role = name.startsWith('actor') ? 'actor' : (name as 'gateway');
+    const c = await connectNats(natsUrl, name, options.credentials?.[role] ?? {});
     connections.push(c);
     return c;
   };

@@ -65,6 +65,13 @@ export interface NatsServerOptions {
    * runs without one.
    */
   jetstream?: boolean;
+  /**
+   * A complete config file (e.g. a shipped deploy/nats file rewritten for loopback) instead of
+   * the generated one; needs `port`. Its includes are resolved from `dataDir`.
+   */
+  configText?: string;
+  /** Extra environment of the server process (passwords a config reads as $NAME). */
+  env?: Record<string, string>;
 }
 
 /** A running nats-server child process. */
@@ -101,18 +108,20 @@ export class NatsServerProcess {
     await rm(portsDir, { recursive: true, force: true });
     await mkdir(portsDir, { recursive: true });
     const port = options.port ?? (await freePort());
-    const lines = [
-      `server_name: ${JSON.stringify(name)}`,
-      `host: 127.0.0.1`,
-      `port: ${port}`,
-      `ports_file_dir: ${JSON.stringify(portsDir)}`,
-    ];
-    if (options.jetstream !== false) {
+    const lines = options.configText
+      ? [options.configText, `ports_file_dir: ${JSON.stringify(portsDir)}`]
+      : [
+          `server_name: ${JSON.stringify(name)}`,
+          `host: 127.0.0.1`,
+          `port: ${port}`,
+          `ports_file_dir: ${JSON.stringify(portsDir)}`,
+        ];
+    if (!options.configText && options.jetstream !== false) {
       lines.push(
         `jetstream { store_dir: ${JSON.stringify(storeDir)}, max_memory_store: 268435456, max_file_store: 4294967296 }`,
       );
     }
-    if (options.cluster) {
+    if (!options.configText && options.cluster) {
       const c = options.cluster;
       lines.push(
         `cluster { name: ${JSON.stringify(c.name)}, listen: "127.0.0.1:${c.routePort}", routes: [${c.routes
@@ -126,7 +135,10 @@ export class NatsServerProcess {
     if (options.extraConfig) lines.push(options.extraConfig);
     const configFile = join(dataDir, `${name}.conf`);
     await writeFile(configFile, lines.join('\n') + '\n');
-    const child = spawn(bin, ['-c', configFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(bin, ['-c', configFile], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, ...options.env },
+    });
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => {
       if (stderr.length < 8192) stderr += d.toString();

@@ -1,0 +1,193 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { Buckets, Streams, Subjects, connectNats } from '@svc/proto';
+import { findNatsServer } from '@svc/launcher';
+import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  ShippedNatsCluster,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  type InProcessStack,
+  type NatsUser,
+} from '../harness/mod.js';
+
+// The shipped cluster configuration (deploy/nats/n1..n3.conf, accounts.conf, permissions.conf),
+// only moved onto loopback ports: who may connect, and what each service's user may do.
+const natsServer = findNatsServer(process.env);
+const skip = natsServer ? false : 'nats-server not found on PATH (set NATS_SERVER_BIN)';
+
+let cluster: ShippedNatsCluster;
+let stack: InProcessStack;
+let device: SimulatedDevice;
+const open: NatsConnection[] = [];
+
+before(async () => {
+  if (skip) return;
+  cluster = await ShippedNatsCluster.start();
+  device = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
+  stack = await startInProcessStack(cluster.url, {
+    env: { NATS_REPLICAS: '3' },
+    credentials: {
+      gateway: cluster.credentials('gateway'),
+      dispatcher: cluster.credentials('dispatcher'),
+      actor: cluster.credentials('actor'),
+      reaper: cluster.credentials('reaper'),
+    },
+  });
+  await waitHealthy(stack.url, 60_000);
+});
+
+after(async () => {
+  for (const nc of open) await nc.close().catch(() => undefined);
+  await stack?.stop();
+  await device?.stop();
+  await cluster?.stop();
+});
+
+async function as(user: NatsUser): Promise<NatsConnection> {
+  const nc = await connectNats(cluster.url, `test-${user}`, cluster.credentials(user));
+  open.push(nc);
+  return nc;
+}
+
+/** A JetStream publish the server must refuse (a permission violation, never a stored message). */
+async function refusedPublish(nc: NatsConnection, subject: string): Promise<void> {
+  await assert.rejects(
+    jetstream(nc).publish(subject, 'x', { timeout: 5000 }),
+    (err: Error) => /permission/i.test(err.message),
+    `publish to ${subject} was not refused`,
+  );
+}
+
+async function refusedPut(nc: NatsConnection, bucket: string): Promise<void> {
+  const kv = await new Kvm(jetstream(nc)).open(bucket);
+  await assert.rejects(
+    kv.put('intruder', 'x'),
+    (err: Error) => /permission/i.test(err.message),
+    `put to ${bucket} was not refused`,
+  );
+}
+
+test(
+  'when a client connects without credentials, then the shipped cluster refuses it',
+  { skip },
+  async () => {
+    for (const node of cluster.nodes) {
+      await assert.rejects(
+        connect({ servers: node.url, maxReconnectAttempts: 0, timeout: 5000 }),
+        (err: Error) => /authoriz/i.test(err.message),
+      );
+    }
+    await assert.rejects(
+      connect({
+        servers: cluster.nodes[0]!.url,
+        user: 'gateway',
+        pass: 'wrong',
+        maxReconnectAttempts: 0,
+      }),
+      (err: Error) => /authoriz/i.test(err.message),
+    );
+  },
+);
+
+test(
+  'when the services run with their own users, then a job runs end to end',
+  { skip },
+  async () => {
+    const events = await as('events');
+    const seen: string[] = [];
+    const sub = events.subscribe(Subjects.eventsAll, {
+      callback: (_e, m) => void seen.push(m.subject),
+    });
+    await events.flush();
+    const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+      basic: { username: device.username, password: device.password },
+      body: {
+        host: '127.0.0.1',
+        port: device.port,
+        platform: 'cisco_ios',
+        commands: ['show version'],
+      },
+    });
+    assert.equal(submitted.status, 202, submitted.text);
+    const jobId = submitted.json.job_id as string;
+    const done = await waitForJob(stack.url, jobId, {
+      basic: { username: device.username, password: device.password },
+    });
+    assert.equal(done.json.status, 'finished', done.text);
+    // The event subscriber saw the job's events with nothing but its read-only user.
+    for (let i = 0; i < 100 && !seen.includes(Subjects.jobEvent(jobId, 'finished')); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    sub.unsubscribe();
+    assert.ok(seen.includes(Subjects.jobEvent(jobId, 'finished')), seen.join(', '));
+  },
+);
+
+test(
+  'when the gateway user writes an actor subject or a heartbeat, then NATS refuses it',
+  { skip },
+  async () => {
+    const nc = await as('gateway');
+    await refusedPublish(nc, Subjects.actor('host-1'));
+    await refusedPut(nc, Buckets.workers);
+    await refusedPut(nc, Buckets.locks);
+    // A consumer on the actors' work queue would take their jobs away.
+    const jsm = await jetstreamManager(nc);
+    await assert.rejects(
+      jsm.consumers.add(Streams.actor, { durable_name: 'intruder' }),
+      (err: Error) => /permission|timeout/i.test(err.message),
+    );
+    await assert.rejects(jsm.streams.delete(Streams.jobs), (err: Error) =>
+      /permission|timeout/i.test(err.message),
+    );
+  },
+);
+
+test(
+  'when an actor host user writes API keys or revocations, then NATS refuses it',
+  { skip },
+  async () => {
+    const nc = await as('actor');
+    await refusedPut(nc, Buckets.apiKeys);
+    await refusedPut(nc, Buckets.revoked);
+    await refusedPublish(nc, Subjects.actor('host-1'));
+    const jsm = await jetstreamManager(nc);
+    await assert.rejects(jsm.streams.purge(`KV_${Buckets.apiKeys}`), (err: Error) =>
+      /permission|timeout/i.test(err.message),
+    );
+  },
+);
+
+test(
+  'when the dispatcher or reaper user writes outside its part, then NATS refuses it',
+  { skip },
+  async () => {
+    const dispatcher = await as('dispatcher');
+    await refusedPut(dispatcher, Buckets.apiKeys);
+    await refusedPut(dispatcher, Buckets.jobs);
+    await refusedPublish(dispatcher, Subjects.jobs('default'));
+    const reaper = await as('reaper');
+    await refusedPut(reaper, Buckets.apiKeys);
+    await refusedPut(reaper, Buckets.revoked);
+    await refusedPublish(reaper, Subjects.actor('host-1'));
+  },
+);
+
+test(
+  'when the event subscriber publishes or reads beyond events, then NATS refuses it',
+  { skip },
+  async () => {
+    const nc = await as('events');
+    await refusedPublish(nc, Subjects.jobEvent('00000000-0000-4000-8000-000000000000', 'finished'));
+    await refusedPublish(nc, '$JS.API.INFO');
+    const sub = nc.subscribe(Subjects.jobsAll);
+    const closed = await sub.closed;
+    assert.ok(closed instanceof Error && /permission/i.test(closed.message), String(closed));
+  },
+);
