@@ -72,14 +72,26 @@ function objectKeys(src, open) {
   return keys;
 }
 
+/** Names of an exported settings object of proto (`export const <name> = {`), wherever it is. */
+function protoSettingNames(name) {
+  const dir = join(root, 'proto/src');
+  const pattern = new RegExp(`export const ${name}\\s*=\\s*\\{`);
+  for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    const src = readFileSync(join(dir, f), 'utf8');
+    const m = pattern.exec(src);
+    if (m) {
+      return objectKeys(src, m.index + m[0].length - 1)
+        .map((k) => k.name)
+        .filter(Boolean);
+    }
+  }
+  return null;
+}
+
 function sharedSettingNames() {
-  const file = join(root, 'proto/src/shared-config.ts');
-  const src = readFileSync(file, 'utf8');
-  const m = /export const SharedSettings\s*=\s*\{/.exec(src);
-  if (!m) throw new Error(`${rel(file)}: no "export const SharedSettings = {"`);
-  return objectKeys(src, m.index + m[0].length - 1)
-    .map((k) => k.name)
-    .filter(Boolean);
+  const names = protoSettingNames('SharedSettings');
+  if (!names) throw new Error('proto/src: no "export const SharedSettings = {"');
+  return names;
 }
 
 function serviceSettingNames(file) {
@@ -89,8 +101,11 @@ function serviceSettingNames(file) {
   const names = new Set();
   for (const k of objectKeys(src, m.index + m[0].length - 1)) {
     if (k.name) names.add(k.name);
-    else if (k.spread === 'SharedSettings') for (const n of sharedSettingNames()) names.add(n);
-    else throw new Error(`${file}: cannot follow spread ...${k.spread}`);
+    else {
+      const spread = protoSettingNames(k.spread);
+      if (!spread) throw new Error(`${file}: cannot follow spread ...${k.spread}`);
+      for (const n of spread) names.add(n);
+    }
   }
   return names;
 }
