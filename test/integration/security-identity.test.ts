@@ -4,6 +4,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
@@ -41,7 +46,12 @@ const auditLines: Record<string, unknown>[] = [];
 
 before(async () => {
   nats = await NatsServerProcess.start();
-  device = await startDevice({ platform: 'cisco_ios', hostname: 'ID1', enable: 'svc-demo' });
+  device = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'ID1',
+    enable: 'svc-demo',
+    faults: { hang: '^show clock$' },
+  });
   stack = await startInProcessStack(nats.url, { env: ENV });
   await waitHealthy(stack.url);
   gatewayNc = await connectNats(nats.url, 'gateway-audited');
@@ -316,6 +326,108 @@ test('a short SVC_ADMIN_SECRET refuses to start', async () => {
   } finally {
     await nc.close();
   }
+});
+
+/** Starts a gateway with extra settings on the shared NATS; `use` runs while it listens. */
+async function withGateway(
+  extra: Record<string, string>,
+  use: (g: RunningGateway) => Promise<void>,
+): Promise<void> {
+  const nc = await connectNats(nats.url, 'gateway-extra');
+  const env = { ...testEnv(nats.url, ENV), ...extra };
+  const g = await startGateway(loadGatewayConfig(env), {
+    nc,
+    sealer: Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!),
+    log: silentLogger('gateway-extra'),
+  });
+  try {
+    await use(g);
+  } finally {
+    await g.stop();
+    await nc.close();
+  }
+}
+
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/** The certificate the HTTPS listener presents (DER, base64). */
+function servedCertificate(url: string): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(
+      { host: u.hostname, port: Number(u.port), rejectUnauthorized: false },
+      () => {
+        const cert = socket.getPeerCertificate().raw.toString('base64');
+        socket.destroy();
+        resolve(cert);
+      },
+    );
+    socket.on('error', reject);
+  });
+}
+
+test('the plain-HTTP listener binds 127.0.0.1 unless SVC_BIND says otherwise', async () => {
+  await withGateway({ SVC_BIND: '' }, async (g) => {
+    const port = Number(new URL(g.httpUrl!).port);
+    assert.equal(await accepts('127.0.0.1', port), true);
+    assert.equal(await accepts('127.0.0.2', port), false);
+  });
+  await withGateway({ SVC_BIND: '0.0.0.0' }, async (g) => {
+    assert.equal(await accepts('127.0.0.2', Number(new URL(g.httpUrl!).port)), true);
+  });
+});
+
+test('the generated certificate and key persist in SVC_DATA_DIR and are reused', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-tls-'));
+  try {
+    let first = '';
+    await withGateway({ SVC_DATA_DIR: dir }, async (g) => {
+      first = await servedCertificate(g.httpsUrl);
+    });
+    assert.equal(((await stat(join(dir, 'tls', 'key.pem'))).mode & 0o077).toString(8), '0');
+    await withGateway({ SVC_DATA_DIR: dir }, async (g) => {
+      assert.equal(await servedCertificate(g.httpsUrl), first);
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a replay passes the same guards as a submission (MAX_QUEUE_DEPTH)', async () => {
+  const wrong = basic('wrong-device-password-replay');
+  const owner = basic(device.password);
+  const failedId = await submit(wrong);
+  assert.equal((await waitForJob(G, failedId, wrong)).json.status, 'failed');
+  await withGateway({ MAX_QUEUE_DEPTH: '1' }, async (g) => {
+    const url = g.httpUrl!;
+    // `show clock` hangs on the simulator: this job holds the only place of the queue.
+    const holder = await http('POST', `${url}/v2/send-command`, {
+      ...owner,
+      body: body({ commands: ['show clock'] }),
+    });
+    assert.equal(holder.status, 202, holder.text);
+    const holderId = holder.json.job_id as string;
+    try {
+      const full = await http('POST', `${url}/v2/send-command`, {
+        ...wrong,
+        body: body({ commands: ['show users'] }),
+      });
+      assert.equal(full.status, 503, full.text);
+      const replay = await http('POST', `${url}/v2/jobs/${failedId}/replay`, wrong);
+      assert.equal(replay.status, 503, replay.text);
+    } finally {
+      await http('DELETE', `${url}/v2/send-command/${holderId}`, owner);
+    }
+  });
 });
 
 // Runs last: it locks the user name `admin` for the rest of the minute.

@@ -18,7 +18,16 @@ export const GatewayConfig = Type.Object({
     maximum: 65535,
     description: 'Plain-HTTP port; -1 (default) serves no plain HTTP.',
   }),
-  SVC_BIND: Type.String({ default: '0.0.0.0', description: 'Address the HTTP servers bind.' }),
+  SVC_BIND: Type.String({
+    default: '',
+    description:
+      'Address both listeners bind; empty: HTTPS on 0.0.0.0, plain HTTP on 127.0.0.1 only.',
+  }),
+  SVC_DATA_DIR: Type.String({
+    default: '.svc-data',
+    description:
+      'Directory of local state: the generated self-signed certificate and key (tls/), reused across starts.',
+  }),
   SVC_TLS_CERT: Type.String({
     default: '',
     description: 'PEM certificate file; self-signed when empty.',

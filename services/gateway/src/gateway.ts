@@ -64,7 +64,8 @@ export async function startGateway(
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const jobs = new JobStore(stores[Buckets.jobs], js, 2000);
-  const depth = new QueueDepth(jsm);
+  // Hosts come from the cluster status below (called only once requests are served).
+  const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers());
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
   const intake = new JobIntake(
     js,
@@ -96,7 +97,7 @@ export async function startGateway(
     },
   );
   const control = new JobControl(nc, jobs, audit);
-  const status = new ClusterStatus(nc, jsm, stores, depth, {
+  const status: ClusterStatus = new ClusterStatus(nc, jsm, stores, depth, {
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
   });
@@ -154,19 +155,20 @@ export async function startGateway(
     registerOpenApiRoutes(app, ctx);
   };
 
-  const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY);
+  const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log);
   const servers: FastifyInstance[] = [];
   const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT });
   register(https);
   servers.push(https);
-  await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND });
+  await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND || '0.0.0.0' });
   const httpsUrl = urlOf(https, 'https');
   let httpUrl: string | null = null;
   if (config.SVC_HTTP_PORT >= 0) {
     const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
     register(http);
     servers.push(http);
-    await http.listen({ port: config.SVC_HTTP_PORT, host: config.SVC_BIND });
+    // Plain HTTP carries credentials in clear: loopback only unless SVC_BIND says otherwise.
+    await http.listen({ port: config.SVC_HTTP_PORT, host: config.SVC_BIND || '127.0.0.1' });
     httpUrl = urlOf(http, 'http');
   }
   log.info({ https: httpsUrl, http: httpUrl, self_signed: tls.selfSigned }, 'gateway listening');

@@ -1,36 +1,44 @@
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { Streams, Subjects } from '@svc/proto';
+import { Streams, Subjects, type WorkerHeartbeat } from '@svc/proto';
+
+/** The actor hosts the gateway knows of (their heartbeats). */
+export type HostsSource = () => Promise<readonly Pick<WorkerHeartbeat, 'host_id' | 'contexts'>[]>;
 
 /**
- * Backlog of a context: jobs accepted but not yet placed (its subject in SVC_JOBS) plus jobs
- * placed on actor hosts and not yet finished (SVC_ACTOR, shared by all contexts, read at most
- * four times a second). Approximate by nature, as the specification allows.
+ * Backlog of a context: jobs of the context accepted but not yet placed (its subject in
+ * SVC_JOBS) plus jobs placed on the actor hosts that serve the context and not yet finished
+ * (their subjects in SVC_ACTOR). Read fresh on every call, so back-to-back submissions see each
+ * other. A host serving several contexts counts its whole backlog for each of them (its
+ * placement subject does not say which context a job came from).
  */
 export class QueueDepth {
-  #actorBacklog = 0;
-  #actorReadAt = 0;
-
-  constructor(private readonly jsm: JetStreamManager) {}
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly hosts: HostsSource,
+  ) {}
 
   async forContext(context: string): Promise<number> {
     const subject = Subjects.jobs(context);
-    const info = await this.jsm.streams.info(Streams.jobs, { subjects_filter: subject });
-    const waiting = info.state.subjects?.[subject] ?? 0;
-    return waiting + (await this.actorBacklog());
+    const [jobs, actor, hosts] = await Promise.all([
+      this.jsm.streams.info(Streams.jobs, { subjects_filter: subject }),
+      this.jsm.streams.info(Streams.actor, { subjects_filter: Subjects.actorAll }),
+      this.hosts(),
+    ]);
+    const waiting = jobs.state.subjects?.[subject] ?? 0;
+    const placed = actor.state.subjects ?? {};
+    let running = 0;
+    for (const h of hosts) {
+      if (h.contexts.includes(context)) running += placed[Subjects.actor(h.host_id)] ?? 0;
+    }
+    return waiting + running;
   }
 
   /** Every job not yet finished, all contexts. */
   async total(): Promise<number> {
-    const info = await this.jsm.streams.info(Streams.jobs);
-    return info.state.messages + (await this.actorBacklog());
-  }
-
-  private async actorBacklog(): Promise<number> {
-    if (Date.now() - this.#actorReadAt > 250) {
-      const info = await this.jsm.streams.info(Streams.actor);
-      this.#actorBacklog = info.state.messages;
-      this.#actorReadAt = Date.now();
-    }
-    return this.#actorBacklog;
+    const [jobs, actor] = await Promise.all([
+      this.jsm.streams.info(Streams.jobs),
+      this.jsm.streams.info(Streams.actor),
+    ]);
+    return jobs.state.messages + actor.state.messages;
   }
 }
