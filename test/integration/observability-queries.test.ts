@@ -169,14 +169,18 @@ test('when a job failed, then /v2/jobs/failed lists it for its owner only, witho
   assert.ok(v1.headers['deprecation']);
 
   // Replay through v1, delegated to the v2 replay route: a new job with the caller's credentials.
-  // Same device username, so the same owner as the failed job (Basic callers are their username).
-  const replay = await http('POST', `${stack.url}/v1/jobs/${id}/replay`, auth);
+  // A Basic caller is its whole credential (docs/security.md): the right password is another
+  // caller, so only the failing credential may replay, and the re-run fails the same way.
+  const stranger = await http('POST', `${stack.url}/v1/jobs/${id}/replay`, auth);
+  assert.equal(stranger.status, 403, stranger.text);
+  const replay = await http('POST', `${stack.url}/v1/jobs/${id}/replay`, wrong);
   assert.ok(v1.headers['sunset']);
   assert.equal(replay.status, 202, replay.text);
   assert.notEqual(replay.json.job_id, id);
   assert.ok(replay.headers['deprecation'] && replay.headers['sunset']);
-  const rerun = await waitForJob(stack.url, replay.json.job_id, auth);
-  assert.equal(rerun.json.status, 'finished');
+  const rerun = await waitForJob(stack.url, replay.json.job_id, wrong);
+  assert.equal(rerun.json.status, 'failed');
+  assert.equal(rerun.json.error_code, 'AUTH_FAILED');
 });
 
 test('when contexts are listed, then each has its live workers and queue depth, on v1 and v2', async () => {
