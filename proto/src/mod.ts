@@ -49,7 +49,27 @@ export {
 } from './messages/http.js';
 export { ajv, check, validatorFor, toIssues } from './validate.js';
 export type { Checked } from './validate.js';
-export { normalizeSubmission, isDeviceHost, SubmissionDefaults } from './submission.js';
+export {
+  normalizeSubmission,
+  isDeviceHost,
+  SubmissionDefaults,
+  basicCredentialIssues,
+} from './submission.js';
+export {
+  DEVICE_TEXT_PATTERN,
+  DEFAULT_DEVICE_INPUT_LIMITS,
+  MAX_SECRET_LENGTH,
+  MAX_PATTERN_LENGTH,
+  DeviceText,
+  NullableDeviceText,
+  forbiddenCharIn,
+  isDeviceText,
+  codePointName,
+  deviceTextMessage,
+} from './device-input.js';
+export type { DeviceInputLimits } from './device-input.js';
+export { UserPattern, PatternError, MAX_PATTERN_PROGRAM } from './user-pattern.js';
+export type { PatternMatch } from './user-pattern.js';
 export type { CallerCredentials, NormalizeOptions, Normalized } from './submission.js';
 export { Sealer } from './sealing.js';
 export { ensureTopology, DefaultTopology } from './topology.js';

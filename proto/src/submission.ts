@@ -7,6 +7,13 @@ import type {
   SendConfigRequest,
 } from './messages/send-command.js';
 import { AUTODETECT, DEFAULT_PLATFORM, PLATFORMS, isPlatform } from './platforms.js';
+import {
+  DEFAULT_DEVICE_INPUT_LIMITS,
+  deviceTextMessage,
+  forbiddenCharIn,
+  type DeviceInputLimits,
+} from './device-input.js';
+import { UserPattern } from './user-pattern.js';
 
 /** Defaults of the submission fields the specification gives. */
 export const SubmissionDefaults = {
@@ -45,6 +52,28 @@ export interface NormalizeOptions {
   basic: CallerCredentials | null;
   /** Valid routing contexts (SVC_CONTEXTS). */
   contexts: readonly string[];
+  /** Command limits (SVC_MAX_COMMANDS, SVC_MAX_COMMAND_LENGTH). Default the documented ones. */
+  limits?: DeviceInputLimits;
+}
+
+/**
+ * Problems of Basic credentials that would reach a device: the Basic pair is the device login,
+ * so it obeys the rules of every device-bound field (no line breaks or control characters).
+ * The location is the header; the message never holds the value.
+ */
+export function basicCredentialIssues(basic: CallerCredentials): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  for (const part of ['username', 'password'] as const) {
+    const found = forbiddenCharIn(basic[part]);
+    if (found !== null) {
+      issues.push({
+        loc: ['header', 'Authorization'],
+        msg: `Basic ${part}: ${deviceTextMessage(found)}`,
+        type: 'control_character',
+      });
+    }
+  }
+  return issues;
 }
 
 export type Normalized =
@@ -89,6 +118,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
 
   let username = body.username ?? null;
   let password = body.password ?? null;
+  if (opts.basic) issues.push(...basicCredentialIssues(opts.basic));
   if (opts.basic) {
     // With Basic auth the caller's own credentials are the device credentials.
     username = opts.basic.username;
@@ -107,19 +137,26 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
     issue('webhook_secret', 'webhook_secret needs webhook_url');
   }
   if (body.expect_string != null) {
-    try {
-      new RegExp(body.expect_string);
-    } catch {
-      issue('expect_string', 'value is not a valid regular expression');
-    }
+    const problem = UserPattern.problem(body.expect_string);
+    if (problem !== null) issue('expect_string', problem);
   }
-  for (const [n, c] of body.commands.entries()) {
-    if (c.includes('\n') || c.includes('\r')) {
-      issues.push({
-        loc: ['body', 'commands', n],
-        msg: 'a command may not contain a line break',
-        type: 'value_error',
-      });
+  const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;
+  if (body.commands.length > limits.maxCommands) {
+    issues.push({
+      loc: ['body', 'commands'],
+      msg: `ensure this list has at most ${limits.maxCommands} items (SVC_MAX_COMMANDS)`,
+      type: 'too_long',
+    });
+  } else {
+    for (const [n, c] of body.commands.entries()) {
+      // The schema already refused line breaks and control characters in every command.
+      if (c.length > limits.maxCommandLength) {
+        issues.push({
+          loc: ['body', 'commands', n],
+          msg: `ensure this value has at most ${limits.maxCommandLength} characters (SVC_MAX_COMMAND_LENGTH)`,
+          type: 'string_too_long',
+        });
+      }
     }
   }
 

@@ -1,13 +1,14 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from 'typebox';
+import { DEVICE_TEXT_PATTERN, deviceTextMessage, forbiddenCharIn } from './device-input.js';
 import type { ValidationIssue } from './messages/http.js';
 
 // ajv-formats is CommonJS with a default export; under NodeNext its default import is the module.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 /** The one Ajv instance of a process: strict, all errors, standard formats, no coercion. */
-export const ajv = new Ajv({ strict: false, allErrors: true, coerceTypes: false });
+export const ajv = new Ajv({ strict: false, allErrors: true, coerceTypes: false, verbose: true });
 addFormats(ajv);
 
 const compiled = new WeakMap<TSchema, ValidateFunction>();
@@ -121,12 +122,18 @@ function issueFor(e: ErrorObject, loc: (string | number)[]): ValidationIssue {
         msg: `ensure this value has at most ${String(p['limit'])} characters`,
         type: 'string_too_long',
       };
-    case 'pattern':
+    case 'pattern': {
+      const found = typeof e.data === 'string' ? forbiddenCharIn(e.data) : null;
+      if (p['pattern'] === DEVICE_TEXT_PATTERN && found !== null) {
+        // The message names the character and its position, never the value (it may be a secret).
+        return { loc, msg: deviceTextMessage(found), type: 'control_character' };
+      }
       return {
         loc,
         msg: `string does not match pattern ${String(p['pattern'])}`,
         type: 'string_pattern_mismatch',
       };
+    }
     case 'additionalProperties':
       return { loc, msg: 'extra fields not permitted', type: 'extra_forbidden' };
     case 'enum':

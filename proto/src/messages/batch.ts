@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { JobKind } from './job.js';
 import { ConnectionFields, Tags } from './send-command.js';
+import { MAX_SECRET_LENGTH, NullableDeviceText } from '../device-input.js';
 
 const NullableString = (description: string) =>
   Type.Union([Type.String(), Type.Null()], { description });
@@ -13,9 +14,15 @@ export const BatchDevice = Type.Object(
       Type.Integer({ minimum: 1, maximum: 65535, description: 'SSH port. Default 22.' }),
     ),
     platform: Type.Optional(Type.String({ description: 'Overrides the shared platform.' })),
-    username: Type.Optional(NullableString('Overrides the shared username (Bearer only).')),
-    password: Type.Optional(NullableString('Overrides the shared password (Bearer only).')),
-    enable: Type.Optional(NullableString('Overrides the shared enable password.')),
+    username: Type.Optional(
+      NullableDeviceText('Overrides the shared username (Bearer only).', MAX_SECRET_LENGTH),
+    ),
+    password: Type.Optional(
+      NullableDeviceText('Overrides the shared password (Bearer only).', MAX_SECRET_LENGTH),
+    ),
+    enable: Type.Optional(
+      NullableDeviceText('Overrides the shared enable password.', MAX_SECRET_LENGTH),
+    ),
     tags: Type.Optional(Tags),
   },
   { additionalProperties: false },

@@ -1,4 +1,10 @@
 import { Type, type Static } from 'typebox';
+import {
+  DeviceText,
+  MAX_PATTERN_LENGTH,
+  MAX_SECRET_LENGTH,
+  NullableDeviceText,
+} from '../device-input.js';
 
 /** Tag keys and values: alphanumeric plus hyphen, underscore and colon, 1 to 64 characters. */
 export const TAG_PATTERN = '^[A-Za-z0-9_:-]{1,64}$';
@@ -24,10 +30,14 @@ export const Tags = Type.Union(
  * `normalizeSubmission`, so that their messages can be precise.
  */
 export const ConnectionFields = {
-  commands: Type.Array(Type.String(), {
-    minItems: 1,
-    description: 'Commands to run, in order. At least one.',
-  }),
+  commands: Type.Array(
+    DeviceText('One command or configuration line: no line breaks or control characters.'),
+    {
+      minItems: 1,
+      description:
+        'Commands to run, in order. At least one; at most SVC_MAX_COMMANDS, each at most SVC_MAX_COMMAND_LENGTH characters.',
+    },
+  ),
   host: Type.Optional(NullableString('IPv4, IPv6 or RFC 1123 host name of the device.')),
   ip: Type.Optional(NullableString('Deprecated alias of host.')),
   platform: Type.Optional(
@@ -37,9 +47,15 @@ export const ConnectionFields = {
   port: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 65535, description: 'SSH port. Default 22.' }),
   ),
-  username: Type.Optional(NullableString('Device username; required with Bearer auth.')),
-  password: Type.Optional(NullableString('Device password; required with Bearer auth.')),
-  enable: Type.Optional(NullableString('Enable password; defaults to password.')),
+  username: Type.Optional(
+    NullableDeviceText('Device username; required with Bearer auth.', MAX_SECRET_LENGTH),
+  ),
+  password: Type.Optional(
+    NullableDeviceText('Device password; required with Bearer auth.', MAX_SECRET_LENGTH),
+  ),
+  enable: Type.Optional(
+    NullableDeviceText('Enable password; defaults to password.', MAX_SECRET_LENGTH),
+  ),
   context: Type.Optional(Type.String({ description: 'Routing context. Default "default".' })),
   conn_timeout: Type.Optional(
     Type.Number({ minimum: 1, description: 'TCP connection timeout, seconds. Default 10.' }),
@@ -48,7 +64,10 @@ export const ConnectionFields = {
     Type.Number({ minimum: 1, description: 'Wait for device output, seconds. Default 30.' }),
   ),
   expect_string: Type.Optional(
-    NullableString('Regex matched in device output; overrides prompt detection.'),
+    NullableDeviceText(
+      'Regex (RE2 syntax: no backreferences or lookaround) matched in device output; overrides prompt detection.',
+      MAX_PATTERN_LENGTH,
+    ),
   ),
   tags: Type.Optional(Tags),
   webhook_url: Type.Optional(NullableString('HTTPS URL notified on completion.')),

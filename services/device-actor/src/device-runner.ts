@@ -1,4 +1,11 @@
-import { AUTODETECT, SvcError, ErrorCode, type CommandStatus } from '@svc/proto';
+import {
+  AUTODETECT,
+  SvcError,
+  ErrorCode,
+  UserPattern,
+  PatternError,
+  type CommandStatus,
+} from '@svc/proto';
 import { redactValues } from './redaction.js';
 import {
   CommandsRejected,
@@ -74,15 +81,14 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         );
       }
     }
-    let expect: RegExp | null = null;
+    let expect: UserPattern | null = null;
     if (job.expectString !== null && job.kind !== 'config') {
       try {
-        expect = new RegExp(job.expectString);
-      } catch {
-        throw new SvcError(
-          ErrorCode.COMMAND_ERROR,
-          'expect_string is not a valid regular expression',
-        );
+        expect = UserPattern.compile(job.expectString);
+      } catch (err) {
+        // The gateway refuses such a pattern; a job queued before that rule still fails cleanly.
+        const why = err instanceof PatternError ? `: ${err.message}` : '';
+        throw new SvcError(ErrorCode.COMMAND_ERROR, `expect_string cannot be used${why}`);
       }
     }
     const poolable =

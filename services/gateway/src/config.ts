@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  DEFAULT_DEVICE_INPUT_LIMITS,
   ReachabilitySettings,
   SharedSettings,
   deviceNetworkPolicy,
@@ -111,7 +112,17 @@ export const GatewayConfig = Type.Object({
   SVC_BODY_LIMIT: Type.Integer({
     default: 1_048_576,
     minimum: 1024,
-    description: 'Largest request body, bytes.',
+    description: 'Largest request body, bytes; a larger one is refused with 413 before it is read.',
+  }),
+  SVC_MAX_COMMANDS: Type.Integer({
+    default: DEFAULT_DEVICE_INPUT_LIMITS.maxCommands,
+    minimum: 1,
+    description: 'Most commands (or configuration lines) in one job; more is a 422.',
+  }),
+  SVC_MAX_COMMAND_LENGTH: Type.Integer({
+    default: DEFAULT_DEVICE_INPUT_LIMITS.maxCommandLength,
+    minimum: 1,
+    description: 'Most characters in one command or configuration line; longer is a 422.',
   }),
   SVC_JOB_INDEX_MAX: Type.Integer({
     default: 200_000,

@@ -78,6 +78,10 @@ export async function startGateway(
       jobTimeoutSeconds: config.JOB_TIMEOUT,
       maxQueueDepth: config.MAX_QUEUE_DEPTH,
       webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
+      limits: {
+        maxCommands: config.SVC_MAX_COMMANDS,
+        maxCommandLength: config.SVC_MAX_COMMAND_LENGTH,
+      },
       dedupEnabled: config.JOB_DEDUP_ENABLED,
       ratePerMinute: config.RATE_LIMIT_PER_MINUTE,
       deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,

@@ -17,6 +17,7 @@ import {
   resolveHost,
   type AddressPolicy,
   type AuditLog,
+  type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
   type JobEnvelope,
@@ -49,6 +50,8 @@ export interface IntakeOptions {
   contexts: readonly string[];
   jobTimeoutSeconds: number;
   maxQueueDepth: number;
+  /** SVC_MAX_COMMANDS and SVC_MAX_COMMAND_LENGTH. Default the documented ones. */
+  limits?: DeviceInputLimits;
   /** WEBHOOK_ALLOW_HTTP: accept http:// webhook URLs. Default false (HTTPS only). */
   webhookAllowHttp?: boolean;
   /** JOB_DEDUP_ENABLED. Default false here; the gateway passes its setting. */
@@ -201,6 +204,7 @@ export class JobIntake {
       kind,
       basic: caller.basic,
       contexts: this.options.contexts,
+      ...(this.options.limits ? { limits: this.options.limits } : {}),
     });
     if (!normalized.ok) throw HttpError.validation(normalized.issues);
     const { spec, secrets } = normalized;

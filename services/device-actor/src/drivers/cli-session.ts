@@ -1,4 +1,11 @@
-import { SvcError, ErrorCode, type CommandStatus } from '@svc/proto';
+import {
+  SvcError,
+  ErrorCode,
+  codePointName,
+  forbiddenCharIn,
+  type CommandStatus,
+  type UserPattern,
+} from '@svc/proto';
 import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
 import { escapeRegExp, stripContextLines, type Confirmation, type Driver } from './driver.js';
 
@@ -11,8 +18,8 @@ import { escapeRegExp, stripContextLines, type Confirmation, type Driver } from 
 export interface CommandOptions {
   /** Longest wait for the end of the output (ms). */
   timeoutMs: number;
-  /** Ends the output instead of the prompt (the job's expect_string). */
-  expect?: RegExp | null;
+  /** Ends the output instead of the prompt (the job's expect_string, matched in linear time). */
+  expect?: UserPattern | null;
   /** Questions answered while this command runs (only driver-issued commands get any). */
   confirmations?: readonly Confirmation[];
 }
@@ -134,7 +141,7 @@ export class CliSession {
     const en = this.driver.enable;
     if (en === null || en.isEnabled(this.prompt)) return;
     this.ssh.clear();
-    this.ssh.write(`${en.command}\n`);
+    this.writeLine(en.command, 'the enable command');
     let userLine = -2; // -1 is a real line position (no newline yet)
     let passLine: number | null = null;
     await this.ssh.waitFor(
@@ -147,11 +154,11 @@ export class CliSession {
         }
         if (en.usernamePrompt?.test(tail) === true && userLine !== nl) {
           userLine = nl;
-          this.ssh.write(`${username}\n`);
+          this.writeLine(username, 'the username');
         } else if (en.passwordPrompt.test(tail)) {
           if (passLine === null) {
             passLine = nl;
-            this.ssh.write(`${secret}\n`);
+            this.writeLine(secret, 'the enable secret');
           } else if (passLine !== nl) {
             throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
           }
@@ -179,7 +186,7 @@ export class CliSession {
     let echoSeen = wanted.length === 0;
     let answeredLine = -2; // -1 is a real line position (no newline yet)
     ssh.clear();
-    ssh.write(`${cmd}\n`);
+    this.writeLine(cmd, 'a command');
     const output = await ssh.waitFor<string>(
       (current) => {
         let text = current;
@@ -215,9 +222,9 @@ export class CliSession {
           }
         }
         if (expect !== null) {
-          const m = expect.exec(text);
+          const m = expect.find(text);
           if (m === null) return undefined;
-          let out = text.slice(0, m.index + m[0].length);
+          let out = text.slice(0, m.end);
           const lastNl = out.lastIndexOf('\n');
           if (this.promptRe.test(out.slice(lastNl + 1))) {
             this.prompt = out.slice(lastNl + 1).trim();
@@ -240,6 +247,23 @@ export class CliSession {
     return output;
   }
 
+  /**
+   * Types one line and presses Enter. The second wall behind the gateway's validation: a line
+   * break inside `line` would make the device run a second line nobody asked for, and other
+   * control characters edit or interrupt what was typed, so such a line is never written. The
+   * error names the character's position, never the text (it may be a secret).
+   */
+  writeLine(line: string, what: string): void {
+    const found = forbiddenCharIn(line);
+    if (found !== null) {
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `refused to send ${what}: it holds ${codePointName(found.codePoint)} at position ${found.index} (no line breaks or control characters reach a device)`,
+      );
+    }
+    this.ssh.write(`${line}\n`);
+  }
+
   /** A quick check that the device still answers at its prompt (pool reuse). */
   async isAlive(timeoutMs: number): Promise<boolean> {
     if (!this.reusable) return false;
@@ -258,7 +282,7 @@ export class CliSession {
    */
   async show(
     commands: readonly string[],
-    options: { timeoutMs: number; expect: RegExp | null; stopOnError?: boolean },
+    options: { timeoutMs: number; expect: UserPattern | null; stopOnError?: boolean },
   ): Promise<ShowOutcome> {
     const results: Record<string, string> = {};
     const status: CommandStatus[] = [];

@@ -1,6 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { AuditEvent, check, type DeviceSecrets, type ValidationIssue } from '@svc/proto';
+import {
+  AuditEvent,
+  MAX_SECRET_LENGTH,
+  NullableDeviceText,
+  basicCredentialIssues,
+  check,
+  type DeviceSecrets,
+  type ValidationIssue,
+} from '@svc/proto';
 import { hasRole, mayUseContext } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
@@ -18,9 +26,9 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
  */
 const ReplayRequest = Type.Object(
   {
-    username: Type.Optional(NullableString),
-    password: Type.Optional(NullableString),
-    enable: Type.Optional(NullableString),
+    username: Type.Optional(NullableDeviceText('Device username.', MAX_SECRET_LENGTH)),
+    password: Type.Optional(NullableDeviceText('Device password.', MAX_SECRET_LENGTH)),
+    enable: Type.Optional(NullableDeviceText('Enable password.', MAX_SECRET_LENGTH)),
     webhook_secret: Type.Optional(NullableString),
   },
   { $id: 'ReplayRequest', additionalProperties: false },
@@ -63,6 +71,7 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
       let username: string | null | undefined = body.username;
       let password: string | null | undefined = body.password;
       if (caller.basic) {
+        issues.push(...basicCredentialIssues(caller.basic));
         ({ username, password } = caller.basic);
       } else {
         if (!username)
