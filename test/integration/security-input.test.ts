@@ -77,6 +77,19 @@ test('when enable carries injected lines, then every route answers 422 at enable
     assert.match(issue.msg, /U\+000A/);
     assert.ok(!a.text.includes(dev.enable), 'the secret is not echoed');
   }
+  // A batch: the shared enable and a per-device enable obey the same rule.
+  for (const body of [
+    { kind: 'command', commands: ['show version'], enable, devices: [base()] },
+    { kind: 'config', commands: ['hostname R1'], devices: [{ ...base(), enable }] },
+  ]) {
+    const a = await http('POST', `${stack.url}/v2/batches`, { ...auth(), body });
+    assert.equal(a.status, 422, a.text);
+    const loc =
+      'devices' in body && body.enable === undefined
+        ? ['body', 'devices', 0, 'enable']
+        : ['body', 'enable'];
+    assert.ok(issueAt(a, loc), a.text);
+  }
   assert.deepEqual(await queued(), before);
 
   // The same job with a clean enable runs; the device's log shows only what was asked.
