@@ -28,7 +28,7 @@ export interface TtpRequest {
   /** Template text. */
   template: string;
   input: string;
-  options?: { templatesDir?: string };
+  options?: { templatesDir?: string; templatesDirSetting?: string };
 }
 
 export type ParseRequest = TextFsmRequest | TextFsmIndexRequest | TtpRequest;

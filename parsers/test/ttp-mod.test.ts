@@ -94,6 +94,19 @@ test('when no templates directory is configured, then a ttp:// reference fails c
   );
 });
 
+test('when the caller names its setting, then the missing-directory error names it', () => {
+  assert.throws(
+    () =>
+      parseTtp('<extend template="ttp://platform/x.txt"/>', '', {
+        templatesDirSetting: 'SVC_TTP_TEMPLATES_DIR',
+      }),
+    isTemplateError(
+      TtpErrorCode.TemplatesDirNotConfigured,
+      /cannot load 'ttp:\/\/platform\/x.txt': no templates directory is configured \(set SVC_TTP_TEMPLATES_DIR\)/,
+    ),
+  );
+});
+
 test('when a ttp:// file does not exist, then the error names it', (t) => {
   const dir = withTemplatesDir(t);
   assert.throws(

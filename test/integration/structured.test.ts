@@ -100,6 +100,13 @@ test('when a template is broken, then the job fails with TEMPLATE_ERROR', async 
   assert.equal(r.error_code, 'TEMPLATE_ERROR');
 });
 
+test('when a ttp:// template is given and no collection directory is configured, then TEMPLATE_ERROR names the setting', async () => {
+  const r = await run({ commands: ['show version'], ttp_template: 'ttp://platform/x.txt' });
+  assert.equal(r.status, 'failed');
+  assert.equal(r.error_code, 'TEMPLATE_ERROR');
+  assert.match(r.error, /no templates directory is configured \(set SVC_TTP_TEMPLATES_DIR\)/);
+});
+
 test('when both templates are given, then 422 and nothing is queued', async () => {
   const a = await http('POST', `${stack.url}/v2/send-command-structured`, {
     ...auth,

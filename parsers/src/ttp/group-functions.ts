@@ -29,7 +29,8 @@ function toNumber(v: unknown): number | undefined {
   return undefined;
 }
 
-function lookupData(
+/** The table a `lookup` reads: a `<lookup>` (`name=`), a template's or a group's results. */
+export function lookupData(
   ctx: RunContext,
   kwargs: Record<string, unknown>,
 ): { data: unknown; path: string[] } | null {

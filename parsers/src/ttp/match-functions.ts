@@ -1,6 +1,7 @@
 // Match variable functions: run on each matched value in template order. Each
 // returns the new value and a flag: false invalidates the whole line match,
 // an object adds fields (`new_field`), anything else continues.
+import { lookupData } from './group-functions.js';
 import { IpValue, parseIp, type IpKind } from './ip-value.js';
 import { pyReEscape, pyRegexToJs } from './patterns.js';
 import { pyStr, type CallSpec } from './py-literal.js';
@@ -209,6 +210,61 @@ function stringBuiltin(
   }
 }
 
+function walkTable(data: unknown, path: readonly string[]): unknown {
+  let table = data;
+  for (const p of path) table = isPlainObject(table) && hasOwn(table, p) ? table[p] : {};
+  return table;
+}
+
+/** A `<lookup>` table by its dotted name (`locations.cities`). */
+function namedTable(ctx: RunContext, name: unknown): unknown {
+  if (typeof name !== 'string') return undefined;
+  return walkTable(
+    ctx.lookups,
+    name.split('.').map((s) => s.trim()),
+  );
+}
+
+/** The match becomes the found value, or the value goes to a new field (`add_field`). */
+function foundValue(data: unknown, found: unknown, addField: unknown): [unknown, MatchFlag] {
+  if (addField === undefined || addField === false) return [found, undefined];
+  return [data, { new_field: { [pyStr(addField)]: found } }];
+}
+
+/**
+ * Python's `fnmatch` on POSIX (case-sensitive): `*`, `?`, `[seq]`, `[!seq]`; a `[` without
+ * its `]` is literal; the whole value must match.
+ */
+export function fnmatch(name: string, pattern: string): boolean {
+  let re = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i] as string;
+    if (c === '*') re += '[\\s\\S]*';
+    else if (c === '?') re += '[\\s\\S]';
+    else if (c === '[') {
+      let j = i + 1;
+      if (pattern[j] === '!') j++;
+      if (pattern[j] === ']') j++;
+      while (j < pattern.length && pattern[j] !== ']') j++;
+      if (j >= pattern.length) {
+        re += '\\[';
+        continue;
+      }
+      let body = pattern.slice(i + 1, j);
+      const negate = body.startsWith('!');
+      if (negate) body = body.slice(1);
+      const escaped = [...body].map((ch) => (ch === '-' ? '-' : escapeClassChar(ch))).join('');
+      re += `[${negate ? '^' : ''}${escaped}]`;
+      i = j;
+    } else re += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  }
+  return new RegExp(`^(?:${re})$`, 'u').test(name);
+}
+
+function escapeClassChar(ch: string): string {
+  return /[\]\\^[]/.test(ch) ? `\\${ch}` : ch;
+}
+
 export function runMatchFunction(
   fn: CallSpec,
   data: unknown,
@@ -413,15 +469,48 @@ export function runMatchFunction(
       return [data, undefined];
     }
     case 'lookup': {
-      const name = pyStr(kw['name'] ?? args[0]);
-      const addField = kw['add_field'] ?? args[1];
-      let table: unknown = ctx.lookups;
-      for (const p of name.split('.'))
-        table = isPlainObject(table) && hasOwn(table, p) ? table[p] : undefined;
+      // TTP's signature: lookup(name=None, template=None, group=None, add_field=False)
+      const source = lookupData(ctx, {
+        name: kw['name'] ?? args[0],
+        template: kw['template'] ?? args[1],
+        group: kw['group'] ?? args[2],
+      });
+      if (source === null) return [data, undefined];
+      const table = walkTable(source.data, source.path);
       if (!isPlainObject(table) || !hasOwn(table, str)) return [data, undefined];
-      if (typeof addField === 'string' && addField)
-        return [data, { new_field: { [addField]: table[str] } }];
-      return [table[str], undefined];
+      return foundValue(data, table[str], kw['add_field'] ?? args[3]);
+    }
+    case 'rlookup': {
+      // the value of the first key (in table order) that occurs in the match
+      const table = namedTable(ctx, kw['name'] ?? args[0]);
+      if (!isPlainObject(table)) return [data, undefined];
+      const key = Object.keys(table).find((k) => str.includes(k));
+      const found = key === undefined ? undefined : table[key];
+      if (found === undefined || found === null) return [data, undefined];
+      return foundValue(data, found, kw['add_field'] ?? args[1]);
+    }
+    case 'gpvlookup': {
+      // table: key -> list of glob patterns; the result lists the keys whose patterns match
+      const table = namedTable(ctx, kw['name'] ?? args[0]);
+      if (!isPlainObject(table)) return [data, undefined];
+      const multimatch = (kw['multimatch'] ?? args[3]) === true;
+      const found: string[] = [];
+      for (const [key, patterns] of Object.entries(table)) {
+        const list = Array.isArray(patterns) ? patterns : [];
+        if (multimatch) {
+          for (const p of list) if (fnmatch(str, pyStr(p))) found.push(key);
+        } else if (list.some((p) => fnmatch(str, pyStr(p)))) {
+          found.push(key);
+          break;
+        }
+      }
+      const record = kw['record'] ?? args[2];
+      if (record !== undefined && record !== false) {
+        ctx.vars[pyStr(record)] = found;
+        ctx.globalVars[pyStr(record)] = found;
+      }
+      if (found.length === 0) return [data, undefined];
+      return foundValue(data, found, kw['add_field'] ?? args[1]);
     }
     default: {
       if (data instanceof IpValue) {

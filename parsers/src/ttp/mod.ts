@@ -10,6 +10,11 @@ export { TtpTemplateError, TtpErrorCode } from './errors.js';
 export interface TtpOptions {
   /** Directory that `ttp://path` references resolve under. No default: references fail without it. */
   templatesDir?: string;
+  /**
+   * The name under which the caller configures `templatesDir` (a service setting), named in
+   * the error when a ttp:// reference meets no directory.
+   */
+  templatesDirSetting?: string;
 }
 
 const TTP_SCHEME = 'ttp://';
@@ -21,7 +26,7 @@ function loadTtpReference(ref: string, options: TtpOptions): string {
   if (!dir) {
     throw new TtpTemplateError(
       TtpErrorCode.TemplatesDirNotConfigured,
-      `cannot load '${ref}': no templates directory is configured`,
+      `cannot load '${ref}': no templates directory is configured (set ${options.templatesDirSetting ?? 'options.templatesDir'})`,
     );
   }
   const rel = ref.startsWith(TTP_SCHEME) ? ref.slice(TTP_SCHEME.length) : ref;

@@ -1,8 +1,9 @@
 // Compiles a TTP template (XML-ish text) into groups of line regexes, the way
 // TTP's _template_class, _group_class and _variable_class do.
 import { TtpErrorCode, TtpTemplateError } from './errors.js';
+import { loadStruct } from './loaders.js';
 import { getPattern, pyReEscape, pyRegexToJs } from './patterns.js';
-import { parseAssignments, parseCallArgs, parseChain, pyStr, type CallSpec } from './py-literal.js';
+import { parseCallArgs, parseChain, pyStr, type CallSpec } from './py-literal.js';
 import { getAttr, parseXmlDocument, XmlSyntaxError, type XmlElement } from './xml-lite.js';
 
 export type Dict = Record<string, unknown>;
@@ -500,18 +501,6 @@ export interface OutputDef {
   text: string;
 }
 
-/** Loads `<vars>`/`<lookup>` bodies; only the Python and JSON loaders are supported. */
-export function loadStruct(text: string, load: string): Dict {
-  const body = text.trim();
-  if (!body) return {};
-  if (load === 'json') {
-    const parsed: unknown = JSON.parse(body);
-    return isPlainObject(parsed) ? parsed : {};
-  }
-  if (load === 'python') return parseAssignments(text);
-  throw new TtpTemplateError(TtpErrorCode.InvalidTemplate, `unsupported loader '${load}'`);
-}
-
 export class Template {
   pathchar = '.';
   vars: Dict = {};
@@ -621,7 +610,7 @@ export class Template {
     for (const l of tags['lookups'] ?? []) {
       const name = getAttr(l, 'name');
       if (name === undefined) continue;
-      this.lookups[name] = loadStruct(l.text, getAttr(l, 'load') ?? 'python');
+      this.lookups[name] = loadStruct(l.text, getAttr(l, 'load') ?? 'python', getAttr(l, 'key'));
     }
     (tags['groups'] ?? []).forEach((g, i) =>
       this.groups.push(new Group(g, this.vars, i, true, [], this.pathchar, null)),

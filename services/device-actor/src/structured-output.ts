@@ -48,7 +48,11 @@ export function createStructuredParser(options: StructuredParserOptions) {
         kind: 'ttp',
         template: ttp,
         input: text,
-        ...(options.ttpDir ? { options: { templatesDir: options.ttpDir } } : {}),
+        options: {
+          ...(options.ttpDir ? { templatesDir: options.ttpDir } : {}),
+          // the actor's setting, so a ttp:// reference without it says what to configure
+          templatesDirSetting: 'SVC_TTP_TEMPLATES_DIR',
+        },
       };
     } else {
       if (!options.textfsmDir) return text;
