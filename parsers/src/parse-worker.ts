@@ -16,3 +16,5 @@ port.on('message', (message: { id: number; request: ParseRequest }) => {
   }
   port.postMessage(reply);
 });
+// Modules are loaded: from here on the pool counts a parse's budget.
+port.postMessage({ ready: true } satisfies WorkerReply);

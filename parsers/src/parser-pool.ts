@@ -15,9 +15,11 @@ export interface ParserPoolOptions {
   timeoutMs?: number;
 }
 
-/** @internal Message from a worker. */
+/** @internal Message from a worker: a parse's answer, or `ready` once its modules are loaded. */
 export type WorkerReply =
-  { id: number; ok: true; result: unknown } | { id: number; ok: false; error: ErrorData };
+  | { id: number; ok: true; result: unknown }
+  | { id: number; ok: false; error: ErrorData }
+  | { ready: true };
 
 interface Job {
   id: number;
@@ -30,6 +32,8 @@ interface Slot {
   worker: Worker;
   job: Job | undefined;
   timer: NodeJS.Timeout | undefined;
+  /** The worker has loaded its modules; a job's budget starts only then. */
+  ready: boolean;
 }
 
 const WORKER_URL = new URL('./parse-worker.js', import.meta.url);
@@ -95,6 +99,12 @@ export class ParserPool {
 
   #start(slot: Slot, job: Job): void {
     slot.job = job;
+    // The worker queues the message until it has booted; the budget is the parse's own.
+    slot.worker.postMessage({ id: job.id, request: job.request });
+    if (slot.ready) this.#arm(slot, job);
+  }
+
+  #arm(slot: Slot, job: Job): void {
     slot.timer = setTimeout(() => {
       this.#replace(slot);
       job.reject(
@@ -106,15 +116,19 @@ export class ParserPool {
         ),
       );
     }, this.timeoutMs);
-    slot.worker.postMessage({ id: job.id, request: job.request });
   }
 
   #spawn(): Slot {
     // Idle workers must not keep the process alive; a running job's timer does.
     const worker = new Worker(WORKER_URL);
     worker.unref();
-    const slot: Slot = { worker, job: undefined, timer: undefined };
+    const slot: Slot = { worker, job: undefined, timer: undefined, ready: false };
     worker.on('message', (reply: WorkerReply) => {
+      if ('ready' in reply) {
+        slot.ready = true;
+        if (slot.job !== undefined) this.#arm(slot, slot.job);
+        return;
+      }
       const job = slot.job;
       if (job === undefined || job.id !== reply.id) return;
       clearTimeout(slot.timer);
