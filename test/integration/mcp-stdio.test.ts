@@ -145,11 +145,15 @@ test('when listing, then every tool, resource and prompt of the specification is
   const { tools } = await operator.listTools();
   const byName = new Map(tools.map((t) => [t.name, t]));
   assert.deepEqual([...byName.keys()].sort(), [
+    'cancel_batch',
     'cancel_job',
     'create_api_key',
+    'get_batch',
     'get_job_result',
+    'list_batches',
     'list_jobs',
     'revoke_api_key',
+    'run_batch',
     'send_command',
     'send_command_structured',
     'send_config',
@@ -222,6 +226,34 @@ test('when listing, then every tool, resource and prompt of the specification is
     config_push: ['commands', 'host', 'platform', 'save'],
     troubleshoot_device: ['host', 'platform'],
   });
+});
+
+test('when run_batch is called, then get_batch follows it to the end with counts and per-device results, and list_batches shows it', async (t) => {
+  if (!needKeys(t)) return;
+  const { isError, out } = await call(operator, 'run_batch', {
+    kind: 'command',
+    commands: ['show version'],
+    devices: [{ host: device.host, port: device.port }],
+    username: device.username,
+    password: device.password,
+    enable: device.enable,
+  });
+  assert.equal(isError, false, JSON.stringify(out));
+  assert.equal(out.total, 1);
+  let status: Out = out;
+  for (let i = 0; i < 600; i++) {
+    status = (await call(operator, 'get_batch', { batch_id: out.batch_id, page: 1 })).out;
+    if (status.status !== 'running') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(status.status, 'finished', JSON.stringify(status));
+  assert.equal(status.counts.finished, 1);
+  assert.match(status.jobs[0].results['show version'], /Cisco IOS/);
+  const listed = (await call(operator, 'list_batches', {})).out;
+  assert.ok(listed.batches.some((b: Out) => b.batch_id === out.batch_id));
+  const again = await call(operator, 'cancel_batch', { batch_id: out.batch_id });
+  assert.equal(again.isError, true);
+  assert.equal(again.out.http_status, 409);
 });
 
 test('when a prompt is fetched, then it tells the assistant which tool to call with the split commands', async () => {

@@ -351,6 +351,132 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       }),
   );
 
+  const batchIdShape = {
+    batch_id: z.string().min(1).describe('Batch identifier returned by run_batch.'),
+  };
+
+  server.registerTool(
+    'run_batch',
+    {
+      title: 'Run one job per device',
+      description:
+        'Submit a batch: the same commands on many devices, one job per device (kind command, ' +
+        'config or structured). Returns batch_id, jobs (job_id, host, port) and total at once; ' +
+        'follow it with get_batch. Config batches take canary, max_parallel and ' +
+        'stop_on_failure_ratio.',
+      inputSchema: {
+        kind: z.enum(['command', 'config', 'structured']).describe('Job kind of every device.'),
+        commands: z.array(z.string().min(1)).min(1).describe('Commands, in order.'),
+        devices: z
+          .array(
+            z.object({
+              host: z.string().min(1),
+              port: z.number().int().min(1).max(65535).optional(),
+              platform: z.string().min(1).optional(),
+            }),
+          )
+          .min(1)
+          .describe('Devices: host, optional port and platform.'),
+        platform: z
+          .string()
+          .min(1)
+          .optional()
+          .describe('Platform of every device (default cisco_ios).'),
+        username: z.string().min(1).describe('Device username, passed to the devices.'),
+        password: z.string().min(1).describe('Device password; never logged.'),
+        enable: z.string().optional().describe('Enable password; defaults to password.'),
+        context: z.string().optional().describe('Routing context.'),
+        canary: z.number().int().min(0).optional().describe('config: devices run first.'),
+        max_parallel: z.number().int().min(1).optional().describe('config: jobs at once.'),
+        stop_on_failure_ratio: z
+          .number()
+          .min(0)
+          .max(1)
+          .optional()
+          .describe('config: failed/ended ratio above which jobs not started are cancelled.'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, openWorldHint: true },
+    },
+    (args, extra) =>
+      guarded('run_batch', async () => {
+        const body = Object.fromEntries(Object.entries(args).filter(([, v]) => v !== undefined));
+        const answer = await api.post('/v2/batches', body, { signal: extra.signal });
+        const created = asObject(answer.body, 'POST /v2/batches');
+        log.info({ tool: 'run_batch', batch_id: created['batch_id'] }, 'batch submitted');
+        return dataResult(created);
+      }),
+  );
+
+  server.registerTool(
+    'get_batch',
+    {
+      title: 'Get a batch',
+      description:
+        'Status of a batch (running, finished, cancelled), counts per job status and per error ' +
+        'code; with page, also the jobs of that page with their results.',
+      inputSchema: {
+        ...batchIdShape,
+        page: z.number().int().min(1).optional().describe('Also return this page of jobs.'),
+        per_page: z.number().int().min(1).max(500).default(50).describe('Jobs per page.'),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('get_batch', async () => {
+        const id = encodeURIComponent(args.batch_id);
+        const summary = asObject(
+          (await api.get(`/v2/batches/${id}`, { signal: extra.signal })).body,
+          'GET /v2/batches',
+        );
+        if (args.page === undefined) return dataResult(summary);
+        const page = asObject(
+          (
+            await api.get(`/v2/batches/${id}/jobs`, {
+              query: { page: args.page, per_page: args.per_page },
+              signal: extra.signal,
+            })
+          ).body,
+          'GET /v2/batches/jobs',
+        );
+        return dataResult({ ...summary, jobs: page['jobs'], page: args.page });
+      }),
+  );
+
+  server.registerTool(
+    'cancel_batch',
+    {
+      title: 'Cancel a batch',
+      description: 'Cancel every job of a batch that has not started; started ones run to the end.',
+      inputSchema: batchIdShape,
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false },
+    },
+    (args, extra) =>
+      guarded('cancel_batch', async () => {
+        const id = encodeURIComponent(args.batch_id);
+        const answer = await api.delete(`/v2/batches/${id}`, { signal: extra.signal });
+        return dataResult(asObject(answer.body, 'DELETE /v2/batches'));
+      }),
+  );
+
+  server.registerTool(
+    'list_batches',
+    {
+      title: 'List batches',
+      description: 'Batches submitted with this API key, newest first.',
+      inputSchema: {},
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (_args, extra) =>
+      guarded('list_batches', async () =>
+        dataResult(
+          asObject(
+            (await api.get('/v2/batches', { signal: extra.signal })).body,
+            'GET /v2/batches',
+          ),
+        ),
+      ),
+  );
+
   server.registerTool(
     'create_api_key',
     {
