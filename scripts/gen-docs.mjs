@@ -31,6 +31,11 @@ const REMEDY = {
   WORKER_LOST: 'The actor host died mid-job; check whether the commands ran before retrying.',
   CANCELLED: 'The submitter cancelled the job.',
   TEMPLATE_ERROR: 'Fix the TextFSM/TTP template; the error text names the problem.',
+  ADDRESS_NOT_ALLOWED:
+    'The device address is refused by DEVICE_NETWORKS_ALLOW/DENY of the context (see security.md).',
+  HOST_KEY_MISMATCH:
+    'Verify the device key out of band; if it really changed, an admin forgets or reloads it (DELETE/PUT /v2/host-keys/...).',
+  HOST_KEY_UNKNOWN: 'An admin loads the device key (PUT /v2/host-keys/...) for this context.',
   INTERNAL: 'A service fault; retry, and report it if it persists.',
 };
 

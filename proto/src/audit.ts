@@ -15,6 +15,8 @@ export const AuditEvent = {
   keyCreated: 'apikey.created',
   keyRotated: 'apikey.rotated',
   keyRevoked: 'apikey.revoked',
+  hostKeyLoaded: 'host_key.loaded',
+  hostKeyForgotten: 'host_key.forgotten',
 } as const;
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 

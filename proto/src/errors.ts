@@ -19,6 +19,8 @@ export const ErrorCode = {
   CANCELLED: 'CANCELLED',
   TEMPLATE_ERROR: 'TEMPLATE_ERROR',
   ADDRESS_NOT_ALLOWED: 'ADDRESS_NOT_ALLOWED',
+  HOST_KEY_MISMATCH: 'HOST_KEY_MISMATCH',
+  HOST_KEY_UNKNOWN: 'HOST_KEY_UNKNOWN',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -48,6 +50,14 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   ADDRESS_NOT_ALLOWED: {
     retryable: false,
     meaning: "the device's resolved address is outside the context's reachability policy",
+  },
+  HOST_KEY_MISMATCH: {
+    retryable: false,
+    meaning: 'the device presented a host key other than the pinned one (possible interception)',
+  },
+  HOST_KEY_UNKNOWN: {
+    retryable: false,
+    meaning: 'no host key is loaded for the device and its context trusts only loaded keys',
   },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };

@@ -105,6 +105,15 @@ export {
   WEBHOOK_REFUSED_RANGES,
 } from './network-policy.js';
 export type { Reachability } from './network-policy.js';
+export {
+  HostKeySettings,
+  HostKeyStore,
+  fingerprintOf,
+  hostKeyModes,
+  keyTypeOf,
+  parseOpenSshPublicKey,
+} from './host-keys.js';
+export type { HostKeyMode, PinnedHostKey } from './host-keys.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,

@@ -76,6 +76,8 @@ export const Buckets = {
   locks: 'svc-locks',
   /** Batch records (key: batch id) and held envelopes of rollout waves (`<batch>.held.<job>`). */
   batches: 'svc-batches',
+  /** Pinned SSH host keys per device (context|address|port), shared cluster-wide. */
+  hostKeys: 'svc-hostkeys',
 } as const;
 export type Bucket = (typeof Buckets)[keyof typeof Buckets];
 

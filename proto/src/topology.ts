@@ -108,6 +108,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.rateLimit]: await make(Buckets.rateLimit, 3600),
     [Buckets.locks]: await make(Buckets.locks),
     [Buckets.batches]: await make(Buckets.batches, opts.jobTtlSeconds),
+    [Buckets.hostKeys]: await make(Buckets.hostKeys),
   };
   // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
   const failedStream = `KV_${Buckets.failed}`;

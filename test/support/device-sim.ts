@@ -74,7 +74,7 @@ export interface StartDeviceOptions {
   faults?: Faults;
   /** Replaces the platform's login banner. */
   banner?: string;
-  /** Shared host key (a fleet uses one); generated when absent. */
+  /** Host key (OpenSSH private key); absent: one key shared by the devices of this process. */
   hostKey?: string;
   /** Login methods offered. Default password and keyboard-interactive. */
   authMethods?: ('password' | 'keyboard-interactive')[];
@@ -102,6 +102,8 @@ export interface SimulatedDevice {
   readonly stats: DeviceStats;
   /** Current mode of the most recent shell: `user`, `enable` or `config`. */
   readonly lastMode: string | null;
+  /** The host key's public half as an OpenSSH line (`ssh-ed25519 AAAA…`). */
+  readonly hostPublicKey: string;
   /** Replaces the faults; resolves once a `refuse` change took effect on the listener. */
   setFaults(faults: Faults): Promise<void>;
   resetStats(): void;
@@ -146,6 +148,12 @@ interface DeviceState {
   lastMode: string | null;
 }
 
+/**
+ * One host key for every simulated device of this process unless a test asks for its own: a
+ * port the OS hands out again to another device then still shows the key the service pinned.
+ */
+let processHostKey: string | undefined;
+
 export async function startDevice(options: StartDeviceOptions): Promise<SimulatedDevice> {
   const data = loadPlatform(options.platform);
   const state: DeviceState = {
@@ -164,7 +172,11 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     state.faults.commandLatencyMs = options.commandLatencyMs;
   const host = options.host ?? '127.0.0.1';
   const clients = new Set<Connection>();
-  const server = new ssh2.Server({ hostKeys: [options.hostKey ?? generateHostKey()] }, (conn) => {
+  const hostKey = options.hostKey ?? (processHostKey ??= generateHostKey());
+  const parsedKey = ssh2.utils.parseKey(hostKey);
+  if (parsedKey instanceof Error) throw parsedKey;
+  const hostPublicKey = `${parsedKey.type} ${parsedKey.getPublicSSH().toString('base64')}`;
+  const server = new ssh2.Server({ hostKeys: [hostKey] }, (conn) => {
     clients.add(conn);
     // Nagle + delayed ACK would add ~40 ms per command (STACK.md §3). The server-side client
     // object has setNoDelay at runtime; @types/ssh2 only declares it on the Client class.
@@ -259,6 +271,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     get lastMode() {
       return state.lastMode;
     },
+    hostPublicKey,
     setFaults(faults: Faults) {
       state.faults = { ...faults };
       const refuse = faults.refuse === true;

@@ -28,8 +28,10 @@ import {
   SvcError,
   decodeJson,
   deviceKeyOf,
+  HostKeyStore,
   deviceNetworkPolicy,
   drainHost,
+  hostKeyModes,
   encodeJson,
   resolveHost,
   ensureTopology,
@@ -47,6 +49,7 @@ import {
 } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
 import { CommandsRejected, type DeviceJob, type RunDeviceJob } from './device-job.js';
+import { hostKeyVerifier } from './host-key-trust.js';
 import { Mailbox, Semaphore } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 
@@ -115,6 +118,12 @@ export async function startActorHost(
     lockoutMirror,
   );
   const reachable = deviceNetworkPolicy(config);
+  const hostKeys = new HostKeyStore(stores[Buckets.hostKeys]);
+  const hostKeyMode = hostKeyModes(config.HOST_KEY_POLICY);
+  for (const context of config.WORKER_CONTEXTS) {
+    if (hostKeyMode(context) === 'off')
+      log.warn({ context }, 'host keys are not checked in this context (HOST_KEY_POLICY off)');
+  }
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   // The server's message size limit, less room for the rest of the record.
   const maxResultBytes = (nc.info?.max_payload ?? 1_048_576) - 32 * 1024;
@@ -311,6 +320,14 @@ export async function startActorHost(
         reached = true;
       },
     };
+    if (address !== null) {
+      job.verifyHostKey = hostKeyVerifier(
+        hostKeys,
+        hostKeyMode(spec.context),
+        { context: spec.context, host: spec.host, address, port: spec.port },
+        jlog,
+      );
+    }
     let ended: JobRecord | null;
     const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
     try {

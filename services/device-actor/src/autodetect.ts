@@ -79,6 +79,7 @@ export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
       connTimeoutMs: job.connTimeoutMs,
       readTimeoutMs: job.readTimeoutMs,
       ...(job.onReached ? { onHandshake: job.onReached } : {}),
+      ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
     },
     job.signal,
   );

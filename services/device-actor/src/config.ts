@@ -1,8 +1,10 @@
 import { Type, type Static } from 'typebox';
 import {
+  HostKeySettings,
   ReachabilitySettings,
   SharedSettings,
   deviceNetworkPolicy,
+  hostKeyModes,
   loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
@@ -10,6 +12,7 @@ import {
 export const DeviceActorConfig = Type.Object({
   ...SharedSettings,
   ...ReachabilitySettings,
+  ...HostKeySettings,
   WORKER_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,
@@ -96,5 +99,6 @@ export function loadDeviceActorConfig(
   // The network policies parse their entries: a bad one stops the start, every one reported.
   deviceNetworkPolicy(config);
   webhookNetworkPolicy(config);
+  hostKeyModes(config.HOST_KEY_POLICY);
   return config;
 }

@@ -1,4 +1,5 @@
 import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
+import type { VerifyHostKey } from './host-key-trust.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -40,6 +41,8 @@ export interface DeviceJob {
    * after that do not say the device is unreachable and must not trip its breaker.
    */
   onReached?: () => void;
+  /** The host-key check of this job's context (absent: any key is accepted). */
+  verifyHostKey?: VerifyHostKey;
 }
 
 export interface DeviceOutcome {

@@ -126,6 +126,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         connTimeoutMs: job.connTimeoutMs,
         readTimeoutMs: job.readTimeoutMs,
         ...(job.onReached ? { onHandshake: job.onReached } : {}),
+        ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
       },
       job.signal,
     );

@@ -1,6 +1,7 @@
 // ssh2 is CommonJS; Node only finds some of its names as ESM named exports, so use the default.
 import ssh2, { type Client, type ClientChannel, type ConnectConfig } from 'ssh2';
 import { SvcError, ErrorCode } from '@svc/proto';
+import type { VerifyHostKey } from './host-key-trust.js';
 import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
 
 /**
@@ -26,6 +27,8 @@ export interface SshSessionOptions {
   rows?: number;
   /** Called once the SSH handshake completed: later failures are not "unreachable". */
   onHandshake?: () => void;
+  /** Host-key check during the handshake (before authentication); none accepts any key. */
+  verifyHostKey?: VerifyHostKey;
 }
 
 /** Matches one complete escape sequence at the current position (sticky). */
@@ -232,16 +235,20 @@ export class SshSession {
         answer(keyboardAnswers(prompts, options.password));
       });
       let attempted = false;
+      // A refused host key ends the handshake; its own error says why, not the library's.
+      let hostKeyError: SvcError | null = null;
+      const verify = options.verifyHostKey;
       client.on('error', (err: Error & { level?: string; code?: string }) => {
         if (err.level === 'client-authentication') authFailed = true;
-        finish(connectError(err, options, authFailed));
+        finish(hostKeyError ?? connectError(err, options, authFailed));
       });
       client.on('close', () => {
         finish(
-          new SvcError(
-            ErrorCode.SESSION_DROPPED,
-            `the device ${options.host}:${options.port} closed the connection during login`,
-          ),
+          hostKeyError ??
+            new SvcError(
+              ErrorCode.SESSION_DROPPED,
+              `the device ${options.host}:${options.port} closed the connection during login`,
+            ),
         );
       });
       client.on('ready', () => {
@@ -267,6 +274,22 @@ export class SshSession {
         username: options.username,
         password: options.password,
         tryKeyboard: true,
+        ...(verify
+          ? {
+              hostVerifier: (key: Buffer, accept: (ok: boolean) => void) => {
+                verify(key).then(
+                  (refusal) => {
+                    hostKeyError = refusal;
+                    accept(refusal === null);
+                  },
+                  (err: unknown) => {
+                    hostKeyError = SvcError.from(err);
+                    accept(false);
+                  },
+                );
+              },
+            }
+          : {}),
         authHandler: (methodsLeft) => {
           const step = nextAuthStep(methodsLeft ?? null, attempted);
           if (step === 'password' || step === 'keyboard-interactive') attempted = true;

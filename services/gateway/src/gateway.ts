@@ -29,6 +29,7 @@ import { QueueDepth } from './queue-depth.js';
 import { startGatewayMetrics } from './metrics.js';
 import { registerApiKeyRoutes } from './routes/api-keys.js';
 import { registerBatchRoutes } from './routes/batches.js';
+import { registerHostKeyRoutes } from './routes/host-keys.js';
 import { registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
 import { registerOpenApiRoutes } from './routes/openapi.js';
@@ -155,6 +156,7 @@ export async function startGateway(
     registerReplayRoutes(app, ctx);
     registerApiKeyRoutes(app, ctx, apiKeys);
     registerBatchRoutes(app, ctx, batches);
+    registerHostKeyRoutes(app, ctx, apiKeys);
     registerV1Routes(app, ctx);
     registerOpenApiRoutes(app, ctx);
   };

@@ -35,7 +35,7 @@ type KeyParams = { Params: { key_id: string } };
  * role and contexts: it creates keys no wider than itself (expiring no later), and lists,
  * rotates and revokes only keys whose contexts are all its own.
  */
-type KeyActor = { kind: 'secret' } | { kind: 'key'; caller: Caller };
+export type KeyActor = { kind: 'secret' } | { kind: 'key'; caller: Caller };
 
 /** Whether `actor` may see and manage a key with these contexts. */
 function covers(actor: KeyActor, contexts: readonly string[]): boolean {
@@ -82,41 +82,7 @@ export function registerApiKeyRoutes(
 
   const authorize = async (req: FastifyRequest): Promise<KeyActor> => {
     if (!keys.enabled) throw new HttpError(403, 'API keys are disabled: no signing secret');
-    if (!config.SVC_ADMIN_SECRET && !keys.hasAdminKey()) {
-      throw new HttpError(
-        403,
-        'key management is disabled: SVC_ADMIN_SECRET is unset and no admin key exists',
-      );
-    }
-    const header = req.headers.authorization;
-    const basic = parseBasic(header);
-    if (basic) {
-      const attempt = attemptOf(req, basic.username);
-      await limits.check(attempt.source, basic.username, attempt);
-      if (keys.isAdminSecret(basic.username, basic.password)) return { kind: 'secret' };
-      await limits.fail({ ...attempt, reason: 'wrong admin secret' });
-      throw new HttpError(401, 'invalid admin credentials', {
-        'WWW-Authenticate': 'Basic realm="svc"',
-      });
-    }
-    const token = parseBearer(header);
-    if (token) {
-      const attempt = attemptOf(req, null);
-      await limits.check(attempt.source, null, attempt);
-      const caller = await keys.resolve(token);
-      if (!caller) {
-        await limits.fail({ ...attempt, reason: 'invalid, expired or revoked API key' });
-        throw new HttpError(401, 'invalid, expired or revoked API key', {
-          'WWW-Authenticate': 'Bearer',
-        });
-      }
-      if (caller.role !== Role.admin)
-        throw new HttpError(403, `role ${caller.role} may not manage keys`);
-      return { kind: 'key', caller };
-    }
-    throw new HttpError(401, 'authentication required (Basic admin or an admin API key)', {
-      'WWW-Authenticate': 'Basic realm="svc", Bearer',
-    });
+    return authorizeAdmin(ctx, keys, req);
   };
 
   /** The key a route acts on: 404 when unknown, 403 when wider than the acting key. */
@@ -228,4 +194,51 @@ export function registerApiKeyRoutes(
       return reply.code(200).header('Cache-Control', 'no-store').send(rotated);
     }, onStoreError),
   );
+}
+
+/**
+ * The administrator behind a request (key and host-key management): the admin secret, or a
+ * Bearer key of role admin. Every attempt passes the brute-force limits. 401/403 otherwise.
+ */
+export async function authorizeAdmin(
+  ctx: GatewayContext,
+  keys: ApiKeys,
+  req: FastifyRequest,
+): Promise<KeyActor> {
+  const { config, authLimits: limits } = ctx;
+  if (!config.SVC_ADMIN_SECRET && !keys.hasAdminKey()) {
+    throw new HttpError(
+      403,
+      'key management is disabled: SVC_ADMIN_SECRET is unset and no admin key exists',
+    );
+  }
+  const header = req.headers.authorization;
+  const basic = parseBasic(header);
+  if (basic) {
+    const attempt = attemptOf(req, basic.username);
+    await limits.check(attempt.source, basic.username, attempt);
+    if (keys.isAdminSecret(basic.username, basic.password)) return { kind: 'secret' };
+    await limits.fail({ ...attempt, reason: 'wrong admin secret' });
+    throw new HttpError(401, 'invalid admin credentials', {
+      'WWW-Authenticate': 'Basic realm="svc"',
+    });
+  }
+  const token = parseBearer(header);
+  if (token) {
+    const attempt = attemptOf(req, null);
+    await limits.check(attempt.source, null, attempt);
+    const caller = await keys.resolve(token);
+    if (!caller) {
+      await limits.fail({ ...attempt, reason: 'invalid, expired or revoked API key' });
+      throw new HttpError(401, 'invalid, expired or revoked API key', {
+        'WWW-Authenticate': 'Bearer',
+      });
+    }
+    if (caller.role !== Role.admin)
+      throw new HttpError(403, `role ${caller.role} may not manage keys`);
+    return { kind: 'key', caller };
+  }
+  throw new HttpError(401, 'authentication required (Basic admin or an admin API key)', {
+    'WWW-Authenticate': 'Basic realm="svc", Bearer',
+  });
 }

@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import type { KV } from '@nats-io/kv';
+import { Type } from 'typebox';
+import { ConfigError } from './config-loader.js';
+import { canonicalHost } from './device-address.js';
+import { deviceKeyOf } from './device-guards.js';
+import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import { encodeToken } from './subjects.js';
+
+/**
+ * Host-key trust: which SSH host key the service accepts for a device (context + canonical
+ * address + port). Pinned keys live in the `svc-hostkeys` bucket, shared by every actor host;
+ * the check runs during the SSH handshake, before any credential is sent.
+ */
+
+export type HostKeyMode = 'tofu' | 'strict' | 'off';
+const MODES: readonly HostKeyMode[] = ['tofu', 'strict', 'off'];
+
+export const HostKeySettings = {
+  HOST_KEY_POLICY: Type.Array(Type.String(), {
+    default: ['tofu'],
+    description:
+      'Host-key trust per context, comma-separated `[context=]mode`: `tofu` (pin the first key seen, refuse a changed one), `strict` (only keys an admin loaded) or `off` (no check, logged). An entry without a context is the default.',
+  }),
+};
+
+/** A pinned key as stored and as the admin API shows it. */
+export interface PinnedHostKey {
+  context: string;
+  host: string;
+  port: number;
+  /** e.g. `ssh-ed25519`. */
+  key_type: string;
+  /** The public key blob, base64 (as in an OpenSSH known_hosts line). */
+  public_key: string;
+  /** `SHA256:<base64>` as OpenSSH prints it. */
+  fingerprint: string;
+  /** `tofu`: pinned on first use; `admin`: loaded by an administrator. */
+  source: 'tofu' | 'admin';
+  pinned_at: string;
+}
+
+/** The OpenSSH fingerprint of a public key blob: `SHA256:` and unpadded base64. */
+export function fingerprintOf(blob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The key type named inside a public key blob (its first SSH string). */
+export function keyTypeOf(blob: Buffer): string | null {
+  if (blob.length < 4) return null;
+  const n = blob.readUInt32BE(0);
+  if (n === 0 || n > 64 || 4 + n > blob.length) return null;
+  const type = blob.subarray(4, 4 + n).toString('latin1');
+  return /^[a-z0-9@.-]+$/.test(type) ? type : null;
+}
+
+/**
+ * Reads an OpenSSH public key line (`ssh-ed25519 AAAA… [comment]`, as in `*.pub` files and
+ * `ssh-keyscan` output without the host). Null when it is not one.
+ */
+export function parseOpenSshPublicKey(line: string): { type: string; blob: Buffer } | null {
+  const parts = line.trim().split(/\s+/);
+  if (parts.length < 2) return null;
+  const [type, b64] = parts as [string, string];
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) return null;
+  const blob = Buffer.from(b64, 'base64');
+  return keyTypeOf(blob) === type ? { type, blob } : null;
+}
+
+/** The mode of each context from HOST_KEY_POLICY; throws ConfigError listing bad entries. */
+export function hostKeyModes(entries: readonly string[]): (context: string) => HostKeyMode {
+  const problems: string[] = [];
+  const byContext = new Map<string, HostKeyMode>();
+  let fallback: HostKeyMode = 'tofu';
+  for (const raw of entries) {
+    const m = /^(?:([A-Za-z0-9_-]+)=)?([a-z]+)$/.exec(raw.trim());
+    const mode = m?.[2] as HostKeyMode | undefined;
+    if (!m || mode === undefined || !MODES.includes(mode)) {
+      problems.push(`HOST_KEY_POLICY: ${JSON.stringify(raw)} is not [context=]tofu|strict|off`);
+      continue;
+    }
+    if (m[1] !== undefined) byContext.set(m[1], mode);
+    else fallback = mode;
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return (context) => byContext.get(context) ?? fallback;
+}
+
+/** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
+export class HostKeyStore {
+  constructor(readonly kv: KV) {}
+
+  static keyOf(context: string, host: string, port: number): string {
+    return encodeToken(deviceKeyOf(context, host, port));
+  }
+
+  async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {
+    const entry = await this.kv.get(HostKeyStore.keyOf(context, host, port));
+    return entry && entry.operation === 'PUT' ? decodeJson<PinnedHostKey>(entry.value) : null;
+  }
+
+  /**
+   * Pins `blob` unless a key is pinned already; returns the key that is pinned afterwards (the
+   * other one when another host pinned first).
+   */
+  async pinFirst(
+    context: string,
+    host: string,
+    port: number,
+    blob: Buffer,
+  ): Promise<PinnedHostKey> {
+    const pin = this.record(context, host, port, blob, 'tofu');
+    try {
+      await this.kv.create(HostKeyStore.keyOf(context, host, port), encodeJson(pin));
+      return pin;
+    } catch (err) {
+      if (!isWrongRevision(err) && !/exists/i.test(String(err))) throw err;
+      return (await this.get(context, host, port)) ?? pin;
+    }
+  }
+
+  /** Loads (or replaces) the key of a device: an administrator's decision. */
+  async put(context: string, host: string, port: number, blob: Buffer): Promise<PinnedHostKey> {
+    const pin = this.record(context, host, port, blob, 'admin');
+    await this.kv.put(HostKeyStore.keyOf(context, host, port), encodeJson(pin));
+    return pin;
+  }
+
+  /** Forgets a pinned key; false when none was pinned. */
+  async delete(context: string, host: string, port: number): Promise<boolean> {
+    if ((await this.get(context, host, port)) === null) return false;
+    await this.kv.delete(HostKeyStore.keyOf(context, host, port));
+    return true;
+  }
+
+  async list(): Promise<PinnedHostKey[]> {
+    const out: PinnedHostKey[] = [];
+    for await (const key of await this.kv.keys()) {
+      const entry = await this.kv.get(key);
+      if (entry && entry.operation === 'PUT') out.push(decodeJson<PinnedHostKey>(entry.value));
+    }
+    return out.sort(
+      (a, b) =>
+        a.context.localeCompare(b.context) || a.host.localeCompare(b.host) || a.port - b.port,
+    );
+  }
+
+  private record(
+    context: string,
+    host: string,
+    port: number,
+    blob: Buffer,
+    source: PinnedHostKey['source'],
+  ): PinnedHostKey {
+    return {
+      context,
+      host: canonicalHost(host),
+      port,
+      key_type: keyTypeOf(blob) ?? 'unknown',
+      public_key: blob.toString('base64'),
+      fingerprint: fingerprintOf(blob),
+      source,
+      pinned_at: new Date().toISOString(),
+    };
+  }
+}

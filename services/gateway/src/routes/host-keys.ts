@@ -1,0 +1,136 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import {
+  AuditEvent,
+  Buckets,
+  HostKeyStore,
+  canonicalHost,
+  check,
+  parseOpenSshPublicKey,
+  type PinnedHostKey,
+} from '@svc/proto';
+import type { ApiKeys } from '../api-keys.js';
+import { attemptOf } from '../authenticate.js';
+import { mayUseContext } from '../caller.js';
+import type { GatewayContext } from '../gateway-context.js';
+import { HttpError } from '../http-errors.js';
+import { parseJsonBody } from '../job-intake.js';
+import { authorizeAdmin, type KeyActor } from './api-keys.js';
+import { guarded } from './context.js';
+
+const LoadHostKeyRequest = Type.Object(
+  {
+    public_key: Type.String({
+      minLength: 1,
+      maxLength: 16_384,
+      description: 'OpenSSH public key line: `<type> <base64> [comment]`.',
+    }),
+  },
+  { $id: 'LoadHostKeyRequest', additionalProperties: false },
+);
+type LoadHostKeyRequest = Static<typeof LoadHostKeyRequest>;
+
+type DeviceParams = { Params: { context: string; host: string; port: string } };
+
+/**
+ * Pinned SSH host keys (`svc-hostkeys`): list, load (pre-load for `strict`, or replace after a
+ * verified key change) and forget. Admins only, each within its own contexts.
+ */
+export function registerHostKeyRoutes(
+  app: FastifyInstance,
+  ctx: GatewayContext,
+  keys: ApiKeys,
+): void {
+  const { config, onStoreError, audit } = ctx;
+  const store = new HostKeyStore(ctx.stores[Buckets.hostKeys]);
+  const mayAdminister = (who: KeyActor, context: string) =>
+    who.kind === 'secret' || mayUseContext(who.caller, context);
+  const nameOf = (who: KeyActor) => (who.kind === 'secret' ? 'admin' : who.caller.id);
+
+  const device = async (req: FastifyRequest<DeviceParams>) => {
+    const who = await authorizeAdmin(ctx, keys, req);
+    const { context, host } = req.params;
+    if (!config.SVC_CONTEXTS.includes(context)) {
+      throw new HttpError(404, `unknown context ${context}`);
+    }
+    if (!mayAdminister(who, context)) {
+      throw new HttpError(403, `this key may not administer context ${context}`);
+    }
+    const port = Number(req.params.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw HttpError.validation([
+        { loc: ['path', 'port'], msg: 'port must be 1-65535', type: 'value_error' },
+      ]);
+    }
+    return { who, context, host: canonicalHost(host), port };
+  };
+
+  app.get(
+    '/v2/host-keys',
+    guarded(async (req, reply) => {
+      const who = await authorizeAdmin(ctx, keys, req);
+      const all = await store.list();
+      const host_keys: PinnedHostKey[] = all.filter((k) => mayAdminister(who, k.context));
+      return reply.code(200).send({ host_keys });
+    }, onStoreError),
+  );
+
+  app.put<DeviceParams>(
+    '/v2/host-keys/:context/:host/:port',
+    guarded<FastifyRequest<DeviceParams>>(async (req, reply) => {
+      const { who, context, host, port } = await device(req);
+      const checked = check<LoadHostKeyRequest>(
+        LoadHostKeyRequest,
+        parseJsonBody(req.body as string | undefined),
+        'body',
+      );
+      if (!checked.ok) throw HttpError.validation(checked.issues);
+      const parsed = parseOpenSshPublicKey(checked.value.public_key);
+      if (parsed === null) {
+        throw HttpError.validation([
+          {
+            loc: ['body', 'public_key'],
+            msg: 'not an OpenSSH public key line (`ssh-ed25519 AAAA… [comment]`)',
+            type: 'value_error',
+          },
+        ]);
+      }
+      const pin = await store.put(context, host, port, parsed.blob);
+      audit.emit(AuditEvent.hostKeyLoaded, {
+        request_id: attemptOf(req, null).requestId,
+        username: '',
+        caller: nameOf(who),
+        source_ip: req.ip,
+        device_ip: `${host}:${port}`,
+        platform: '',
+        status: 'loaded',
+        duration_ms: 0,
+        context,
+        fingerprint: pin.fingerprint,
+      });
+      return reply.code(200).send(pin);
+    }, onStoreError),
+  );
+
+  app.delete<DeviceParams>(
+    '/v2/host-keys/:context/:host/:port',
+    guarded<FastifyRequest<DeviceParams>>(async (req, reply) => {
+      const { who, context, host, port } = await device(req);
+      if (!(await store.delete(context, host, port))) {
+        throw new HttpError(404, `no host key pinned for ${host}:${port} in context ${context}`);
+      }
+      audit.emit(AuditEvent.hostKeyForgotten, {
+        request_id: attemptOf(req, null).requestId,
+        username: '',
+        caller: nameOf(who),
+        source_ip: req.ip,
+        device_ip: `${host}:${port}`,
+        platform: '',
+        status: 'forgotten',
+        duration_ms: 0,
+        context,
+      });
+      return reply.code(204).send();
+    }, onStoreError),
+  );
+}
