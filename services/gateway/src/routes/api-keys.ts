@@ -56,7 +56,7 @@ export function registerApiKeyRoutes(
   ctx: GatewayContext,
   keys: ApiKeys,
 ): void {
-  const { config, onStoreError, authLimits: limits } = ctx;
+  const { config, onStoreError } = ctx;
 
   const audit = (
     req: FastifyRequest,
