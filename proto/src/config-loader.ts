@@ -9,6 +9,13 @@ export class ConfigError extends Error {
 }
 
 /**
+ * A check of settings that a schema cannot say (parsed lists, files that must exist). It runs
+ * on the values read so far, even when some variables were bad, so that one start reports every
+ * problem: it returns (or throws as a ConfigError) problems, each naming its variable.
+ */
+export type ConfigCheck<T> = (values: Readonly<Partial<T>>) => readonly string[] | void;
+
+/**
  * Reads a service's settings from environment variables named as the schema's properties.
  * Text is converted by the property's type (integers, numbers, booleans `true`/`false`, string
  * arrays as comma-separated lists); unset variables take the schema default. Every bad variable
@@ -17,6 +24,7 @@ export class ConfigError extends Error {
 export function loadConfig<S extends TObject>(
   schema: S,
   env: Readonly<Record<string, string | undefined>>,
+  checks: readonly ConfigCheck<Static<S>>[] = [],
 ): Readonly<Static<S>> {
   const problems: string[] = [];
   const out: Record<string, unknown> = {};
@@ -35,7 +43,20 @@ export function loadConfig<S extends TObject>(
   // Checked even after a conversion problem, so that every bad variable is reported at once.
   const result = check<Static<S>>(schema, out, 'env');
   if (!result.ok) {
-    for (const i of result.issues) problems.push(`${i.loc.slice(1).join('.')}: ${i.msg}`);
+    for (const i of result.issues) {
+      const name = String(i.loc[1]);
+      // A variable that could not be read is reported once, not again as missing.
+      if (problems.some((p) => p.startsWith(`${name}: cannot read`))) continue;
+      problems.push(`${i.loc.slice(1).join('.')}: ${i.msg}`);
+    }
+  }
+  for (const checkValues of checks) {
+    try {
+      problems.push(...(checkValues(out as Partial<Static<S>>) ?? []));
+    } catch (err) {
+      if (err instanceof ConfigError) problems.push(...err.problems);
+      else problems.push(err instanceof Error ? err.message : String(err));
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Readonly<Static<S>>;

@@ -79,6 +79,7 @@ export type { StoredRecord } from './job-store.js';
 export { createLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';
 export { loadConfig, ConfigError } from './config-loader.js';
+export type { ConfigCheck } from './config-loader.js';
 export { SharedSettings, topologyFrom } from './shared-config.js';
 export {
   connectNats,
@@ -135,7 +136,12 @@ export type {
   TraceContext,
   SpanAttributes,
 } from './tracing.js';
-export { exitOnStartFailure, runServiceMain, stopOnSignals } from './service-main.js';
+export {
+  exitOnStartFailure,
+  readServiceSettings,
+  runServiceMain,
+  stopOnSignals,
+} from './service-main.js';
 export type { ProcessHandle, ServiceDeps } from './service-main.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';

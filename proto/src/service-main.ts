@@ -36,13 +36,9 @@ export async function runServiceMain<
 ): Promise<void> {
   const log = createLogger(options.service, proc.env['LOG_LEVEL']);
   try {
-    const config = options.loadConfig(proc.env);
-    if (options.needsSealer && !config.SVC_ENCRYPTION_KEY) {
-      throw new ConfigError(['SVC_ENCRYPTION_KEY: required']);
-    }
+    const { config, sealer } = readServiceSettings(proc.env, options);
     const tracing = await startTracing(config, options.service);
     const nc = await connectNats(config.NATS_URL, `svc-${options.service}`, config);
-    const sealer = options.needsSealer ? Sealer.fromSetting(config.SVC_ENCRYPTION_KEY) : null;
     const running = await options.start(config, { nc, log, sealer });
     stopOnSignals(proc, log, async () => {
       await running.stop();
@@ -63,6 +59,43 @@ export function stopOnSignals(proc: ProcessHandle, log: Logger, stop: () => Prom
   };
   proc.once('SIGTERM', () => void shutdown('SIGTERM'));
   proc.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Reads a service's settings and, when it handles device secrets, its encryption keyring. Every
+ * problem is reported in one ConfigError: a missing or malformed SVC_ENCRYPTION_KEY together
+ * with every bad variable, so that one start shows everything to fix.
+ */
+export function readServiceSettings<C>(
+  env: Readonly<Record<string, string | undefined>>,
+  options: {
+    loadConfig: (env: Readonly<Record<string, string | undefined>>) => C;
+    needsSealer: boolean;
+  },
+): { config: C; sealer: Sealer | null } {
+  const problems: string[] = [];
+  let config: C | null = null;
+  try {
+    config = options.loadConfig(env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  let sealer: Sealer | null = null;
+  if (options.needsSealer) {
+    const key = env['SVC_ENCRYPTION_KEY'] ?? '';
+    if (key === '') problems.push('SVC_ENCRYPTION_KEY: required');
+    else {
+      try {
+        sealer = Sealer.fromSetting(key);
+      } catch (err) {
+        // The keyring's messages describe its shape, never the key.
+        problems.push(`SVC_ENCRYPTION_KEY: ${err instanceof Error ? err.message : 'malformed'}`);
+      }
+    }
+  }
+  if (problems.length > 0 || config === null) throw new ConfigError(problems);
+  return { config, sealer };
 }
 
 /** A start that failed: bad settings are listed one by one, anything else logged; exit 1. */

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { HealthRecord, check } from '@svc/proto';
 import { startDevice } from '@svc/test/support';
 import { NatsServerProcess, http, startInProcessStack, waitHealthy } from '../harness/mod.js';
 
@@ -59,6 +60,14 @@ test('when NATS is unreachable, then submissions get 503 with Retry-After 10 and
   assert.equal(h.status, 503);
   assert.equal(h.json.status, 'degraded');
   assert.equal(h.json.components.redis.status, 'unhealthy');
+  // Only the statuses SPEC lists (its Health record): never `unknown`.
+  assert.ok(['healthy', 'unhealthy'].includes(h.json.components.queue.status), h.text);
+  assert.ok(
+    ['healthy', 'unhealthy', 'no_workers'].includes(h.json.components.workers.status),
+    h.text,
+  );
+  const shape = check(HealthRecord, h.json, 'body');
+  assert.ok(shape.ok, JSON.stringify(shape.ok ? null : shape.issues));
   // Back up: the service recovers without a restart.
   restarted = await NatsServerProcess.start({ dataDir, port: nats.port });
   await waitHealthy(stack.url, 20_000);

@@ -37,10 +37,11 @@ export const HealthRecord = Type.Object(
     version: Type.String(),
     uptime_seconds: Type.Integer(),
     components: Type.Object({
-      redis: Type.Object({ status: Type.String() }),
-      queue: Type.Object({ status: Type.String(), depth: Type.Integer() }),
+      // Only the component statuses SPEC's Health record lists.
+      redis: Type.Object({ status: Type.Enum(['healthy', 'unhealthy']) }),
+      queue: Type.Object({ status: Type.Enum(['healthy', 'unhealthy']), depth: Type.Integer() }),
       workers: Type.Object({
-        status: Type.String(),
+        status: Type.Enum(['healthy', 'unhealthy', 'no_workers']),
         count: Type.Integer(),
         active_jobs: Type.Integer(),
       }),

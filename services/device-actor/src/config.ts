@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import {
   HostKeySettings,
@@ -8,6 +9,7 @@ import {
   loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
+import { loadTemplateIndex } from '@svc/parsers';
 
 export const DeviceActorConfig = Type.Object({
   ...SharedSettings,
@@ -95,10 +97,52 @@ export type DeviceActorConfig = Static<typeof DeviceActorConfig>;
 export function loadDeviceActorConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): DeviceActorConfig {
-  const config = loadConfig(DeviceActorConfig, env);
-  // The network policies parse their entries: a bad one stops the start, every one reported.
-  deviceNetworkPolicy(config);
-  webhookNetworkPolicy(config);
-  hostKeyModes(config.HOST_KEY_POLICY);
-  return config;
+  // Every problem of a start is reported at once: schema, network entries, template folders.
+  return loadConfig(DeviceActorConfig, env, [
+    (c) => {
+      deviceNetworkPolicy({
+        DEVICE_NETWORKS_ALLOW: c.DEVICE_NETWORKS_ALLOW ?? [],
+        DEVICE_NETWORKS_DENY: c.DEVICE_NETWORKS_DENY ?? [],
+      });
+    },
+    (c) => {
+      webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
+    },
+    (c) => {
+      hostKeyModes(c.HOST_KEY_POLICY ?? []);
+    },
+    (c) => textfsmDirProblems(c.SVC_TEXTFSM_DIR),
+    (c) => directoryProblems('SVC_TTP_TEMPLATES_DIR', c.SVC_TTP_TEMPLATES_DIR),
+  ]);
+}
+
+/**
+ * A wrong SVC_TEXTFSM_DIR would otherwise surface only in jobs, one failed parse at a time;
+ * it is checked at start instead: a folder with a readable ntc-templates `index`.
+ */
+function textfsmDirProblems(dir: string | undefined): string[] {
+  if (!dir) return [];
+  const problems = directoryProblems('SVC_TEXTFSM_DIR', dir);
+  if (problems.length > 0) return problems;
+  try {
+    loadTemplateIndex(dir);
+    return [];
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.message : '');
+    return [
+      `SVC_TEXTFSM_DIR: ${JSON.stringify(dir)} has no readable TextFSM index file (${why}); expected the ntc-templates layout (an index file and *.textfsm files)`,
+    ];
+  }
+}
+
+function directoryProblems(setting: string, dir: string | undefined): string[] {
+  if (!dir) return [];
+  try {
+    if (statSync(dir).isDirectory()) return [];
+    return [`${setting}: ${JSON.stringify(dir)} is not a directory`];
+  } catch (err) {
+    return [
+      `${setting}: ${JSON.stringify(dir)} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    ];
+  }
 }

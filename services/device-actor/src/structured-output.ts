@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ErrorCode, SvcError, type JobRecord } from '@svc/proto';
 import { ParserPool, findTemplates, type ParseRequest } from '@svc/parsers';
 
@@ -57,7 +57,12 @@ export function createStructuredParser(options: StructuredParserOptions) {
     } else {
       if (!options.textfsmDir) return text;
       const dir = options.textfsmDir;
-      const names = findTemplates(dir, platform, command);
+      let names: string[] | undefined;
+      try {
+        names = findTemplates(dir, platform, command);
+      } catch (err) {
+        throw templateError(command, err);
+      }
       if (!names || names.length === 0) return text;
       request = { kind: 'textfsm', templatePaths: names.map((n) => join(dir, n)), input: text };
     }
@@ -70,11 +75,29 @@ export function createStructuredParser(options: StructuredParserOptions) {
       }
       return result;
     } catch (err) {
-      throw new SvcError(
-        ErrorCode.TEMPLATE_ERROR,
-        `template failed on ${JSON.stringify(command)}: ${err instanceof Error ? err.message : String(err)}`,
-      );
+      throw templateError(command, err);
     }
+  }
+
+  /**
+   * The job's TEMPLATE_ERROR. Parser messages may quote the files they read; the template
+   * folders are server paths the caller has no business seeing, so they are named by their
+   * setting instead (`$SVC_TEXTFSM_DIR/cisco_ios_show_clock.textfsm`).
+   */
+  function templateError(command: string, err: unknown): SvcError {
+    let message = err instanceof Error ? err.message : String(err);
+    for (const [setting, dir] of [
+      ['$SVC_TEXTFSM_DIR', options.textfsmDir],
+      ['$SVC_TTP_TEMPLATES_DIR', options.ttpDir],
+    ] as const) {
+      if (dir) message = message.split(resolve(dir)).join(setting).split(dir).join(setting);
+    }
+    // Anything else that looks like an absolute path (a parser's own files) is cut as well.
+    message = message.replace(/(?<![\w:/])\/(?:[^\s'"/]+\/)+[^\s'"/]+/g, '<path>');
+    return new SvcError(
+      ErrorCode.TEMPLATE_ERROR,
+      `template failed on ${JSON.stringify(command)}: ${message}`,
+    );
   }
 
   return {

@@ -62,8 +62,8 @@ export class ClusterStatus {
         status: HealthStatus.degraded,
         components: {
           redis: { status: 'unhealthy' },
-          queue: { status: 'unknown', depth: 0 },
-          workers: { status: 'unknown', count: 0, active_jobs: 0 },
+          queue: { status: 'unhealthy', depth: 0 },
+          workers: { status: 'unhealthy', count: 0, active_jobs: 0 },
           failed_jobs: 0,
         },
       };

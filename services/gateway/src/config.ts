@@ -144,9 +144,16 @@ export type GatewayConfig = Static<typeof GatewayConfig>;
 export function loadGatewayConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): GatewayConfig {
-  const config = loadConfig(GatewayConfig, env);
-  // The network policies parse their entries: a bad one stops the start, every one reported.
-  deviceNetworkPolicy(config);
-  webhookNetworkPolicy(config);
-  return config;
+  // Every problem of a start is reported at once: schema and network entries.
+  return loadConfig(GatewayConfig, env, [
+    (c) => {
+      deviceNetworkPolicy({
+        DEVICE_NETWORKS_ALLOW: c.DEVICE_NETWORKS_ALLOW ?? [],
+        DEVICE_NETWORKS_DENY: c.DEVICE_NETWORKS_DENY ?? [],
+      });
+    },
+    (c) => {
+      webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
+    },
+  ]);
 }
