@@ -40,7 +40,7 @@ export class ShippedNatsCluster {
       await copyFile(join(DEPLOY_NATS, f), join(dir, f));
     }
     const passwords = Object.fromEntries(
-      NATS_USERS.map((u) => [u, randomBytes(18).toString('base64url')]),
+      NATS_USERS.map((u) => [u, `p${randomBytes(18).toString('hex')}`]),
     ) as Record<NatsUser, string>;
     const env = Object.fromEntries(
       NATS_USERS.map((u) => [`NATS_${u.toUpperCase()}_PASSWORD`, passwords[u]]),

@@ -169,7 +169,8 @@ test('when a canary of a config batch fails, then the rest never start and the b
   assert.equal(end.status, 'cancelled');
   assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 4, failed: 1, cancelled: 10 });
   assert.equal(end.error_codes['CANCELLED'], 10);
-  assert.match(end.stopped_reason, /1 of 5 ended jobs failed/);
+  // The ratio is judged as each canary ends, so the stop may come before all five have ended.
+  assert.match(end.stopped_reason, /^stopped: 1 of [1-5] ended jobs failed/);
   for (const d of others.slice(4)) assert.equal(d.stats.handshakes, 0, `${d.hostname} untouched`);
   for (const d of others.slice(0, 4))
     assert.ok(d.stats.configLines > 0, `${d.hostname} configured`);

@@ -173,8 +173,19 @@ function needKeys(t: { skip(message: string): void }): boolean {
 test('when a client connects over streamable HTTP, then it gets a session and the full catalogue', async () => {
   const client = await connect(operator);
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 8);
-  assert.ok(tools.some((t) => t.name === 'send_command_structured'));
+  // The same catalogue as over stdio: job, batch and key tools.
+  assert.equal(tools.length, 12);
+  for (const name of [
+    'send_command_structured',
+    'run_batch',
+    'get_batch',
+    'cancel_batch',
+    'list_batches',
+  ])
+    assert.ok(
+      tools.some((t) => t.name === name),
+      name,
+    );
   const { resources } = await client.listResources();
   assert.equal(resources.length, 4);
   const { prompts } = await client.listPrompts();
@@ -222,7 +233,7 @@ test('when SVC_MCP_HTTP_AUTH_TOKEN is set, then only clients sending it get in',
     /401|Unauthorized|bearer/i,
   );
   const client = await connect(guarded, { authorization: `Bearer ${HTTP_TOKEN}` });
-  assert.equal((await client.listTools()).tools.length, 8);
+  assert.equal((await client.listTools()).tools.length, 12);
 });
 
 test('when send_command runs over HTTP, then the tool waits for the job and returns its results', async (t) => {
