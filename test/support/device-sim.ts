@@ -89,6 +89,17 @@ export interface StartDeviceOptions {
    * before the `[edit]` banner on the same line, as Junos prints `{master:0}[edit]`.
    */
   contextLine?: string;
+  /**
+   * Catalog commands answered only in privileged mode on this device (some images and the
+   * third-party simulators refuse `show version` at the `>` prompt).
+   */
+  privilegedOnly?: readonly string[];
+  /**
+   * Writes the banner line by line and, after a line ending in `#` or `>` (which looks like a
+   * prompt while its newline has not arrived), pauses this long before the newline: a slow
+   * link splitting the banner where a prompt could be read.
+   */
+  bannerPauseMs?: number;
 }
 
 export interface SimulatedDevice {
@@ -143,6 +154,8 @@ interface DeviceState {
   enable: string;
   banner: string | undefined;
   contextLine: string | undefined;
+  privilegedOnly: ReadonlySet<string>;
+  bannerPauseMs: number;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -164,6 +177,8 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     enable: options.enable ?? DEFAULT_ENABLE,
     banner: options.banner,
     contextLine: options.contextLine,
+    privilegedOnly: new Set(options.privilegedOnly ?? []),
+    bannerPauseMs: options.bannerPauseMs ?? 0,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -470,7 +485,15 @@ class Shell {
 
   async run(): Promise<void> {
     const banner = this.dev.banner ?? textOf(this.data.banner);
-    if (banner !== '') this.write(this.fill(banner).split('\n').join('\r\n') + '\r\n');
+    if (banner !== '' && this.dev.bannerPauseMs > 0) {
+      for (const line of this.fill(banner).split('\n')) {
+        this.write(line);
+        if (/[#>]\s*$/.test(line)) await sleep(this.dev.bannerPauseMs);
+        this.write('\r\n');
+      }
+    } else if (banner !== '') {
+      this.write(this.fill(banner).split('\n').join('\r\n') + '\r\n');
+    }
     if (this.data.pressAnyKey === true) {
       this.write('Press any key to continue');
       if ((await this.nextChar()) === null) return;
@@ -569,7 +592,8 @@ class Shell {
     for (const e of this.data.commands) {
       const groups = matchEntry(e, cmd);
       if (groups === null) continue;
-      if (e.privileged === true && this.mode === 'user') return undefined;
+      const privileged = e.privileged === true || this.dev.privilegedOnly.has(cmd);
+      if (privileged && this.mode === 'user') return undefined;
       return this.fill(textOf(e.output), groups);
     }
     return undefined;

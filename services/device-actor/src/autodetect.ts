@@ -1,6 +1,6 @@
 import { SvcError, ErrorCode, type Platform } from '@svc/proto';
 import { CliSession } from './drivers/cli-session.js';
-import { keepOutput, type Driver } from './drivers/driver.js';
+import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
 import type { DeviceJob } from './device-job.js';
 
 /**
@@ -39,6 +39,32 @@ export function probesFor(prompt: string): readonly string[] {
   if (/\$$/.test(p)) return ['uname -a', 'show version'];
   return ['show version', 'show system info', 'get system status', 'display version', 'uname -a'];
 }
+
+/**
+ * An answer that says the command was refused rather than unknown to this vendor: devices in
+ * user-exec mode answer privileged commands this way (`% Invalid input`, ProCurve `Invalid
+ * input: version`, `% Permission denied`, `Command authorization failed`).
+ */
+const REFUSAL =
+  /^\s*(?:%|Invalid input|Unknown command|Unrecognized command|ERROR:|Error:)|not authori[sz]ed|authorization failed|permission denied|privilege/im;
+
+/** True when `out` (the first lines of a probe's answer) is a refusal. */
+export function isRefusal(out: string): boolean {
+  const head = out
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .slice(0, 4)
+    .join('\n');
+  return head === '' || REFUSAL.test(head);
+}
+
+/** The enable of the CLIs that log in at `>` (IOS, ASA, EOS, ProCurve asks a user name too). */
+const probeEnable: EnableMode = {
+  command: 'enable',
+  isEnabled: ciscoLike.isEnabled,
+  passwordPrompt: /[Pp]assword:\s*$/,
+  usernamePrompt: /Username:\s*$/i,
+};
 
 /** A permissive driver: any prompt, no modes. Only used to run the probes. */
 const probeDriver: Driver = {
@@ -86,10 +112,9 @@ export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
   const unbind = cli.bindSignal(job.signal);
   try {
     const seen: string[] = [];
-    for (const probe of probesFor(cli.prompt)) {
-      let out: string;
+    const ask = async (probe: string): Promise<string> => {
       try {
-        out = await cli.command(probe, { timeoutMs: job.readTimeoutMs });
+        return await cli.command(probe, { timeoutMs: job.readTimeoutMs });
       } catch (err) {
         if (job.signal.aborted) throw err;
         throw new SvcError(
@@ -97,9 +122,25 @@ export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
           `platform autodetect failed: no answer to "${probe}" (${err instanceof Error ? err.message : String(err)})`,
         );
       }
+    };
+    let enabled = false;
+    for (const probe of probesFor(cli.prompt)) {
+      let out = await ask(probe);
       seen.push(probe);
-      const found = matchFingerprint(out);
+      let found = matchFingerprint(out);
       if (found !== undefined) return found;
+      // At a user-exec `>` prompt some images refuse `show version` until enable: enter it
+      // with the job's secret, as the job itself will, and ask again.
+      if (!enabled && isRefusal(out) && /^[\w./:-]+>$/.test(cli.prompt.trim())) {
+        enabled = true;
+        await cli.enable(job.username, job.enable ?? job.password, job.readTimeoutMs, probeEnable);
+        if (probeEnable.isEnabled(cli.prompt)) {
+          out = await ask(probe);
+          seen.push(`${probe} (after enable)`);
+          found = matchFingerprint(out);
+          if (found !== undefined) return found;
+        }
+      }
     }
     throw new SvcError(
       ErrorCode.PLATFORM_AUTODETECT_FAILED,

@@ -7,7 +7,13 @@ import {
   type UserPattern,
 } from '@svc/proto';
 import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
-import { escapeRegExp, stripContextLines, type Confirmation, type Driver } from './driver.js';
+import {
+  escapeRegExp,
+  stripContextLines,
+  type Confirmation,
+  type Driver,
+  type EnableMode,
+} from './driver.js';
 
 /**
  * A device CLI session: an {@link SshSession} driven by a platform {@link Driver}. It knows the
@@ -137,18 +143,34 @@ export class CliSession {
     this.prepared = true;
   }
 
-  private async enable(username: string, secret: string, timeoutMs: number): Promise<void> {
-    const en = this.driver.enable;
+  /**
+   * Enters privileged mode with `en` (the driver's enable by default; autodetect passes one
+   * when a probe was refused in user-exec mode). AUTH_FAILED when the secret is refused.
+   */
+  async enable(
+    username: string,
+    secret: string,
+    timeoutMs: number,
+    en: EnableMode | null = this.driver.enable,
+  ): Promise<void> {
     if (en === null || en.isEnabled(this.prompt)) return;
-    this.ssh.clear();
+    const ssh = this.ssh;
+    ssh.clear();
     this.writeLine(en.command, 'the enable command');
     let userLine = -2; // -1 is a real line position (no newline yet)
     let passLine: number | null = null;
-    await this.ssh.waitFor(
-      (text) => {
+    await ssh.waitFor(
+      (current) => {
+        let text = current;
+        const stale = this.staleLength(text);
+        if (stale > 0) {
+          ssh.consume(stale);
+          text = ssh.text;
+        }
         const nl = text.lastIndexOf('\n');
         const tail = text.slice(nl + 1);
-        if (this.promptRe.test(tail)) {
+        // A prompt with nothing before it is one the device printed before reading `enable`.
+        if (this.promptRe.test(tail) && text.slice(0, Math.max(nl, 0)).trim() !== '') {
           this.prompt = tail.trim();
           return true;
         }
@@ -191,6 +213,11 @@ export class CliSession {
       (current) => {
         let text = current;
         if (!echoSeen) {
+          const stale = this.staleLength(text);
+          if (stale > 0) {
+            ssh.consume(stale);
+            text = ssh.text;
+          }
           const end = findEcho(text, wanted);
           if (end >= 0) {
             ssh.consume(end);
@@ -205,7 +232,11 @@ export class CliSession {
           // Typed input may still be echoing; only a prompt after a full line means the device
           // does not echo at all.
           if (!atPrompt || nl < 0 || expect !== null) return undefined;
-          return dropEchoLike(text.slice(0, nl), wanted);
+          const before = text.slice(0, nl);
+          // Only blank lines before a prompt: a prompt printed before the device read the
+          // command (a late login prompt); its answer is still to come.
+          if (before.trim() === '') return undefined;
+          return dropEchoLike(before, wanted);
         }
         if (!atPrompt) {
           const pager = matchPager(tail);
@@ -245,6 +276,24 @@ export class CliSession {
     );
     ssh.clear();
     return output;
+  }
+
+  /**
+   * How many leading characters of `text` are whole lines that are blank or a bare prompt:
+   * prompts the device printed before it read the line just sent (a prompt that arrived after
+   * the session took its prompt, a second prompt after login). They belong to no command.
+   */
+  private staleLength(text: string): number {
+    let at = 0;
+    for (;;) {
+      const nl = text.indexOf('\n', at);
+      if (nl < 0) return at;
+      const line = text.slice(at, nl);
+      const bare = line.trim();
+      const context = this.driver.contextLines?.some((p) => p.test(bare)) === true;
+      if (bare !== '' && !context && !this.promptRe.test(line)) return at;
+      at = nl + 1;
+    }
   }
 
   /**
