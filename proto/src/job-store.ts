@@ -1,7 +1,9 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { JobEvent, JobRecord, JobStatus } from './messages/job.js';
-import { Subjects } from './subjects.js';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { Headers, Subjects } from './subjects.js';
+import { injectTraceContext } from './tracing.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -83,7 +85,11 @@ export class JobStore {
     }
   }
 
-  /** Publishes the event of a status change for SSE, webhooks and outside subscribers. */
+  /**
+   * Publishes the event of a status change for SSE, webhooks and outside subscribers. With
+   * tracing on, the message carries the W3C `traceparent` (and `tracestate`) of the span that
+   * made the change (gateway route, actor job run), so a subscriber can continue the trace.
+   */
   async publishEvent(
     record: JobRecord,
     status: JobStatus = record.status,
@@ -104,15 +110,19 @@ export class JobStore {
       started_at: record.started_at,
       ended_at: record.ended_at,
     };
+    const h = natsHeaders();
+    injectTraceContext(h);
+    const headers = h.get(Headers.traceparent) ? { headers: h } : {};
     await this.js.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
       msgID: `${record.job_id}.${status}`,
+      ...headers,
     });
     // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
     if (record.batch_id) {
       await this.js.publish(
         Subjects.batchJobEvent(record.batch_id, status),
         encodeJson({ ...event, batch_id: record.batch_id }),
-        { msgID: `${record.batch_id}.${record.job_id}.${status}` },
+        { msgID: `${record.batch_id}.${record.job_id}.${status}`, ...headers },
       );
     }
   }

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { activeTraceIds } from './tracing.js';
 
 /**
  * Paths pino removes from every log line. Secrets must never be logged; this is the last line
@@ -30,7 +31,8 @@ const LEVELS: Record<string, string> = {
 
 /**
  * The root logger of a process: JSON lines with timestamp, level (INFO, DEBUG, WARNING, ERROR as
- * the specification names them), logger and message.
+ * the specification names them), logger and message. A line written while a span is active (a
+ * request, a job) carries its `trace_id` and `span_id`, so logs and traces join up.
  */
 export function createLogger(
   service: string,
@@ -47,6 +49,7 @@ export function createLogger(
       level: (label) => ({ level: label === 'warn' ? 'WARNING' : label.toUpperCase() }),
     },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
+    mixin: activeTraceIds,
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -118,6 +118,9 @@ export type { HostKeyMode, PinnedHostKey } from './host-keys.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,
+  tracingPlan,
+  parseResourceAttributes,
+  activeTraceIds,
   tracer,
   injectTraceContext,
   extractTraceContext,
@@ -130,6 +133,7 @@ export {
 } from './tracing.js';
 export type {
   TracingSettings,
+  TracingPlan,
   RunningTracing,
   HeaderCarrier,
   Span,

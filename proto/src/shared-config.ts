@@ -92,12 +92,50 @@ export const SharedSettings = {
     minimum: 1,
     description: 'Sliding window of the device lockout, seconds.',
   }),
-  OTEL_ENABLED: Type.Boolean({ default: false, description: 'Export OpenTelemetry traces.' }),
+  OTEL_SDK_DISABLED: Type.Boolean({
+    default: false,
+    description: 'true: no OpenTelemetry at all, whatever the other OTEL_* variables say.',
+  }),
+  OTEL_TRACES_EXPORTER: Type.String({
+    default: '',
+    pattern: '^((otlp|console|none)(,(otlp|console|none))*)?$',
+    description:
+      'Where spans go: otlp, console or none (comma-separated for several). Empty: otlp when OTEL_ENABLED=true, else none (tracing off, as the specification defaults).',
+  }),
+  OTEL_ENABLED: Type.Boolean({
+    default: false,
+    description:
+      'Deprecated (the specification names it): true means OTEL_TRACES_EXPORTER=otlp when that is empty.',
+  }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.String({
     default: 'http://localhost:4317',
-    description: 'OTLP gRPC endpoint of the trace collector.',
+    description:
+      'OTLP base endpoint of the collector; with http/protobuf, /v1/traces is appended for traces.',
   }),
-  OTEL_SERVICE_NAME: Type.String({ default: 'svc', description: 'service.name of the spans.' }),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.String({
+    default: '',
+    description:
+      'OTLP endpoint for traces, used as given (http/protobuf: the full URL, e.g. http://collector:4318/v1/traces). Empty: from OTEL_EXPORTER_OTLP_ENDPOINT.',
+  }),
+  OTEL_EXPORTER_OTLP_PROTOCOL: Type.String({
+    default: 'grpc',
+    pattern: '^(grpc|http/protobuf)$',
+    description: 'OTLP transport: grpc (the specification default) or http/protobuf.',
+  }),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.String({
+    default: '',
+    pattern: '^(grpc|http/protobuf)?$',
+    description: 'OTLP transport for traces. Empty: OTEL_EXPORTER_OTLP_PROTOCOL.',
+  }),
+  OTEL_RESOURCE_ATTRIBUTES: Type.String({
+    default: '',
+    description:
+      'Extra resource attributes, key=value pairs separated by commas (values percent-encoded), e.g. deployment.environment=prod.',
+  }),
+  OTEL_SERVICE_NAME: Type.String({
+    default: 'svc',
+    description: 'service.name of the spans (wins over service.name in OTEL_RESOURCE_ATTRIBUTES).',
+  }),
   SSE_TIMEOUT: Type.Integer({
     default: 300,
     minimum: 1,

@@ -2,6 +2,7 @@ import {
   SpanKind,
   SpanStatusCode,
   context,
+  isSpanContextValid,
   propagation,
   trace,
   type Attributes,
@@ -10,12 +11,19 @@ import {
   type TextMapGetter,
   type TextMapSetter,
 } from '@opentelemetry/api';
+import type { tracing as SdkTracing } from '@opentelemetry/sdk-node';
 import { Headers } from './subjects.js';
 
-/** The tracing settings of SharedSettings (OTEL_*). */
+/** The tracing settings of SharedSettings (the standard OTEL_* variables, plus OTEL_ENABLED). */
 export interface TracingSettings {
+  OTEL_SDK_DISABLED: boolean;
+  OTEL_TRACES_EXPORTER: string;
   OTEL_ENABLED: boolean;
   OTEL_EXPORTER_OTLP_ENDPOINT: string;
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: string;
+  OTEL_EXPORTER_OTLP_PROTOCOL: string;
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: string;
+  OTEL_RESOURCE_ATTRIBUTES: string;
   OTEL_SERVICE_NAME: string;
 }
 
@@ -26,11 +34,77 @@ export interface RunningTracing {
   stop(): Promise<void>;
 }
 
+/** What the OTEL_* settings ask for, resolved once (exported for tests and the docs). */
+export interface TracingPlan {
+  exporters: ('otlp' | 'console')[];
+  protocol: 'grpc' | 'http/protobuf';
+  /** The URL the OTLP exporter posts to (empty when no OTLP exporter). */
+  url: string;
+  attributes: Record<string, string>;
+}
+
 /**
- * Starts OpenTelemetry for this process: OTLP/gRPC export to OTEL_EXPORTER_OTLP_ENDPOINT, W3C
- * trace context propagation. With OTEL_ENABLED=false (the default) nothing is registered, so
- * the API's no-op tracer makes every span below free. Only `main.ts` files and the all-in-one
- * launcher call this: the SDK is process-global.
+ * Resolves the OTEL_* settings as the OpenTelemetry specification reads them, with one
+ * difference the service specification asks for: tracing is off unless asked for, so an empty
+ * OTEL_TRACES_EXPORTER means `none`, or `otlp` under the deprecated OTEL_ENABLED=true.
+ * OTEL_SDK_DISABLED=true wins over everything.
+ */
+export function tracingPlan(settings: TracingSettings, component: string): TracingPlan {
+  const names = settings.OTEL_TRACES_EXPORTER
+    ? settings.OTEL_TRACES_EXPORTER.split(',')
+    : settings.OTEL_ENABLED
+      ? ['otlp']
+      : [];
+  const exporters = settings.OTEL_SDK_DISABLED
+    ? []
+    : [...new Set(names.filter((n): n is 'otlp' | 'console' => n === 'otlp' || n === 'console'))];
+  const protocol = (settings.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ||
+    settings.OTEL_EXPORTER_OTLP_PROTOCOL) as TracingPlan['protocol'];
+  // Per the OTLP exporter specification: a per-signal endpoint is used as given; the base
+  // endpoint gets the signal's path appended for HTTP (gRPC has no path).
+  const base = settings.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const url =
+    settings.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
+    (protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`);
+  return {
+    exporters,
+    protocol,
+    url: exporters.includes('otlp') ? url : '',
+    attributes: {
+      ...parseResourceAttributes(settings.OTEL_RESOURCE_ATTRIBUTES),
+      'service.name': settings.OTEL_SERVICE_NAME,
+      'svc.component': component,
+    },
+  };
+}
+
+/**
+ * OTEL_RESOURCE_ATTRIBUTES: `key=value` pairs separated by commas, values percent-encoded.
+ * A malformed pair is skipped, as the OpenTelemetry SDKs do.
+ */
+export function parseResourceAttributes(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of text.split(',')) {
+    const at = pair.indexOf('=');
+    if (at <= 0) continue;
+    const key = pair.slice(0, at).trim();
+    try {
+      out[key] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      // not valid percent-encoding: skipped
+    }
+  }
+  return out;
+}
+
+/**
+ * Starts OpenTelemetry for this process as the OTEL_* settings say (see `tracingPlan`): OTLP
+ * over gRPC or HTTP/protobuf and/or the console, W3C trace context propagation, resource
+ * detection (host, OS, process, instance id) under the attributes of OTEL_RESOURCE_ATTRIBUTES,
+ * OTEL_SERVICE_NAME and `svc.component`. With no exporter nothing is registered, so the API's
+ * no-op tracer makes every span below free. Only `main.ts` files and the all-in-one launcher
+ * call this: the SDK is process-global. The exporters also read the standard variables this
+ * service does not interpret (OTEL_EXPORTER_OTLP_HEADERS, _TIMEOUT, _CERTIFICATE, OTEL_BSP_*).
  *
  * @param component which service this process is (`gateway`, `dispatcher`, `device-actor`,
  *   `reaper`, `all-in-one`), recorded as the resource attribute `svc.component` so that
@@ -40,21 +114,37 @@ export async function startTracing(
   settings: TracingSettings,
   component: string,
 ): Promise<RunningTracing> {
-  if (!settings.OTEL_ENABLED) return { enabled: false, stop: () => Promise.resolve() };
+  const plan = tracingPlan(settings, component);
+  if (plan.exporters.length === 0) return { enabled: false, stop: () => Promise.resolve() };
   // Loaded only when enabled: the SDK and its gRPC stack take a third of a second to import.
-  const [{ OTLPTraceExporter }, { NodeSDK, resources }] = await Promise.all([
-    import('@opentelemetry/exporter-trace-otlp-grpc'),
-    import('@opentelemetry/sdk-node'),
-  ]);
+  const { NodeSDK, resources, tracing } = await import('@opentelemetry/sdk-node');
+  const processors: SdkTracing.SpanProcessor[] = [];
+  if (plan.exporters.includes('otlp')) {
+    const exporter =
+      plan.protocol === 'grpc'
+        ? new (await import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter({
+            url: plan.url,
+          })
+        : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({
+            url: plan.url,
+          });
+    processors.push(new tracing.BatchSpanProcessor(exporter));
+  }
+  if (plan.exporters.includes('console')) {
+    processors.push(new tracing.SimpleSpanProcessor(new tracing.ConsoleSpanExporter()));
+  }
   const sdk = new NodeSDK({
-    resource: resources.resourceFromAttributes({
-      'service.name': settings.OTEL_SERVICE_NAME,
-      'svc.component': component,
-    }),
-    // Resource detectors would read OTEL_RESOURCE_ATTRIBUTES and the host; the two above are
-    // what an operator filters by, and detection must not slow a start.
-    autoDetectResources: false,
-    traceExporter: new OTLPTraceExporter({ url: settings.OTEL_EXPORTER_OTLP_ENDPOINT }),
+    resource: resources.resourceFromAttributes(plan.attributes),
+    // The environment detector is left out: OTEL_RESOURCE_ATTRIBUTES is read with the other
+    // settings (the all-in-one launcher and tests pass settings, not process.env).
+    autoDetectResources: true,
+    resourceDetectors: [
+      resources.hostDetector,
+      resources.osDetector,
+      resources.processDetector,
+      resources.serviceInstanceIdDetector,
+    ],
+    spanProcessors: processors,
     // No auto-instrumentation: spans are made where the job moves (routes, placement, actor).
     instrumentations: [],
   });
@@ -67,6 +157,16 @@ export async function startTracing(
       return stopped;
     },
   };
+}
+
+/**
+ * The ids of the active span, for log lines (`trace_id`, `span_id`); empty when there is none
+ * (tracing off, or outside a request or job).
+ */
+export function activeTraceIds(): { trace_id?: string; span_id?: string } {
+  const span = trace.getSpanContext(context.active());
+  if (!span || !isSpanContextValid(span)) return {};
+  return { trace_id: span.traceId, span_id: span.spanId };
 }
 
 /** The tracer every service uses; a no-op until `startTracing` registered a provider. */

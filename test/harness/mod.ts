@@ -13,3 +13,5 @@ export {
 export type { InProcessStack } from './stack.js';
 export { ShippedNatsCluster, NATS_USERS } from './shipped-nats.js';
 export type { NatsUser } from './shipped-nats.js';
+export { OtlpHttpCollector, decodeExportTraceRequest } from './otlp-collector.js';
+export type { ReceivedSpan } from './otlp-collector.js';

@@ -10,87 +10,9 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  decodeExportTraceRequest,
+  type ReceivedSpan,
 } from '../harness/mod.js';
-
-interface ReceivedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId: string;
-  name: string;
-  component: string;
-  serviceName: string;
-}
-
-/** Protobuf wire format, just enough of it for ExportTraceServiceRequest. */
-function fields(buf: Buffer): { no: number; value: Buffer | number }[] {
-  const out: { no: number; value: Buffer | number }[] = [];
-  let i = 0;
-  const varint = (): number => {
-    let n = 0;
-    let shift = 0;
-    for (;;) {
-      const b = buf[i++]!;
-      n += (b & 0x7f) * 2 ** shift;
-      if (b < 0x80) return n;
-      shift += 7;
-    }
-  };
-  while (i < buf.length) {
-    const key = varint();
-    const no = Math.floor(key / 8);
-    switch (key & 7) {
-      case 0:
-        out.push({ no, value: varint() });
-        break;
-      case 1:
-        i += 8;
-        break;
-      case 2: {
-        const len = varint();
-        out.push({ no, value: buf.subarray(i, i + len) });
-        i += len;
-        break;
-      }
-      case 5:
-        i += 4;
-        break;
-      default:
-        throw new Error(`unsupported wire type ${key & 7}`);
-    }
-  }
-  return out;
-}
-const sub = (buf: Buffer, no: number) =>
-  fields(buf)
-    .filter((f) => f.no === no && Buffer.isBuffer(f.value))
-    .map((f) => f.value as Buffer);
-
-function decodeExport(request: Buffer): ReceivedSpan[] {
-  const spans: ReceivedSpan[] = [];
-  for (const rs of sub(request, 1)) {
-    const attrs: Record<string, string> = {};
-    for (const resource of sub(rs, 1)) {
-      for (const kv of sub(resource, 1)) {
-        const key = sub(kv, 1)[0]?.toString('utf8') ?? '';
-        const any = sub(kv, 2)[0];
-        attrs[key] = any ? (sub(any, 1)[0]?.toString('utf8') ?? '') : '';
-      }
-    }
-    for (const ss of sub(rs, 2)) {
-      for (const span of sub(ss, 2)) {
-        spans.push({
-          traceId: sub(span, 1)[0]?.toString('hex') ?? '',
-          spanId: sub(span, 2)[0]?.toString('hex') ?? '',
-          parentSpanId: sub(span, 4)[0]?.toString('hex') ?? '',
-          name: sub(span, 5)[0]?.toString('utf8') ?? '',
-          component: attrs['svc.component'] ?? '',
-          serviceName: attrs['service.name'] ?? '',
-        });
-      }
-    }
-  }
-  return spans;
-}
 
 let nats: NatsServerProcess;
 let device: SimulatedDevice;
@@ -114,7 +36,7 @@ before(async () => {
     },
     {
       export: (call: ServerUnaryCall<Buffer, Buffer>, done: sendUnaryData<Buffer>) => {
-        received.push(...decodeExport(call.request));
+        received.push(...decodeExportTraceRequest(call.request));
         done(null, Buffer.alloc(0)); // an empty ExportTraceServiceResponse
       },
     },
@@ -147,7 +69,7 @@ after(async () => {
   collector?.forceShutdown();
 });
 
-test('when OTEL_ENABLED is set, then one trace spans gateway route, dispatcher placement, actor job and device session', async () => {
+test('when the deprecated OTEL_ENABLED is set (OTLP over gRPC by default), then one trace spans gateway route, dispatcher placement, actor job and device session', async () => {
   const url = await procs[2]!.httpUrl();
   await waitHealthy(url);
   const auth = { basic: { username: device.username, password: device.password } };
