@@ -151,6 +151,8 @@ const ENTRY: Record<string, string> = {
   dispatcher: '../../../services/dispatcher/dist/src/main.js',
   'device-actor': '../../../services/device-actor/dist/src/main.js',
   reaper: '../../../services/reaper/dist/src/main.js',
+  // `npm start`: every service in one process, with its own nats-server unless NATS_URL is set.
+  launcher: '../../../services/launcher/dist/src/main.js',
 };
 
 /** A service as a separate OS process (for tests that kill processes). */

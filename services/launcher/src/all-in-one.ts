@@ -6,6 +6,12 @@ import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
 import { Sealer, connectNats, startTracing, type Logger } from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
+import {
+  installAccounts,
+  localNatsUsers,
+  passwordVariable,
+  type LocalNatsUser,
+} from './local-nats-users.js';
 import { NatsServerProcess, ensureNatsServer } from './nats-server-process.js';
 
 export interface AllInOneOptions {
@@ -19,48 +25,87 @@ export interface AllInOne {
   httpsUrl: string;
   httpUrl: string | null;
   natsUrl: string;
+  /**
+   * The file with the generated NATS users' passwords when this process runs its own
+   * nats-server; null when NATS_URL named a server.
+   */
+  natsCredentialsFile: string | null;
   stop(): Promise<void>;
 }
+
+/** The NATS user of each service of the local server (deploy/nats/accounts.conf). */
+const SERVICE_USERS = {
+  gateway: 'gateway',
+  dispatcher: 'dispatcher',
+  'device-actor': 'actor',
+  reaper: 'reaper',
+} as const satisfies Record<string, LocalNatsUser>;
+type ServiceName = keyof typeof SERVICE_USERS;
 
 /**
  * Every service in one process, for a laptop: spawns a local nats-server when NATS_URL is unset
  * and generates an encryption key into the data dir when SVC_ENCRYPTION_KEY is unset.
+ *
+ * The local nats-server listens on loopback and uses the shipped accounts and permissions with
+ * generated passwords (kept in the data dir, mode 0600): a program on the same machine gets no
+ * further without them than the `events` user allows. With NATS_URL the given server and the
+ * NATS_* credential settings are used as they are.
  */
 export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const env: Record<string, string | undefined> = { ...options.env };
   await mkdir(options.dataDir, { recursive: true });
   let nats: NatsServerProcess | null = null;
+  let natsCredentialsFile: string | null = null;
+  // Each service's own NATS user on the local server; nothing added for a given NATS_URL.
+  const natsAuth: Partial<Record<ServiceName, Record<string, string>>> = {};
   if (!env['NATS_URL']) {
     const bin = ensureNatsServer(env, (line) => options.log('launcher').info(line));
-    nats = await NatsServerProcess.start({ bin, dataDir: join(options.dataDir, 'nats') });
+    const natsDir = join(options.dataDir, 'nats');
+    const users = await localNatsUsers(options.dataDir);
+    natsCredentialsFile = users.file;
+    nats = await NatsServerProcess.start({
+      bin,
+      dataDir: natsDir,
+      extraConfig: await installAccounts(natsDir),
+      env: Object.fromEntries(
+        Object.entries(users.passwords).map(([u, p]) => [passwordVariable(u as LocalNatsUser), p]),
+      ),
+    });
     env['NATS_URL'] = nats.url;
+    for (const [service, user] of Object.entries(SERVICE_USERS) as [ServiceName, LocalNatsUser][]) {
+      // Only user and password: any other NATS_* method in the shell would contradict them.
+      natsAuth[service] = {
+        NATS_CREDS_FILE: '',
+        NATS_NKEY_SEED_FILE: '',
+        NATS_TOKEN: '',
+        NATS_USER: user,
+        NATS_PASSWORD: users.passwords[user],
+      };
+    }
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);
   // The laptop demo talks to the simulator on loopback (README), which the production default
   // refuses: allow loopback here, and any other address as by default.
   env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
   env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
+  const envOf = (service: ServiceName) => ({ ...env, ...natsAuth[service] });
 
-  const gatewayConfig = loadGatewayConfig(env);
-  const dispatcherConfig = loadDispatcherConfig(env);
-  const actorConfig = loadDeviceActorConfig(env);
-  const reaperConfig = loadReaperConfig(env);
+  const gatewayConfig = loadGatewayConfig(envOf('gateway'));
+  const dispatcherConfig = loadDispatcherConfig(envOf('dispatcher'));
+  const actorConfig = loadDeviceActorConfig(envOf('device-actor'));
+  const reaperConfig = loadReaperConfig(envOf('reaper'));
   // One SDK per process: every service in it shares the gateway's OTEL_* settings.
   const tracing = await startTracing(gatewayConfig, 'all-in-one');
   const sealer = Sealer.fromSetting(gatewayConfig.SVC_ENCRYPTION_KEY);
   const natsUrl = gatewayConfig.NATS_URL;
 
-  const connections = await Promise.all(
-    ['reaper', 'dispatcher', 'device-actor', 'gateway'].map((name) =>
-      connectNats(natsUrl, `svc-${name}`),
-    ),
-  );
-  const [ncReaper, ncDispatcher, ncActor, ncGateway] = connections as [
-    (typeof connections)[0],
-    (typeof connections)[0],
-    (typeof connections)[0],
-    (typeof connections)[0],
-  ];
+  const connections = await Promise.all([
+    connectNats(natsUrl, 'svc-reaper', reaperConfig),
+    connectNats(natsUrl, 'svc-dispatcher', dispatcherConfig),
+    connectNats(natsUrl, 'svc-device-actor', actorConfig),
+    connectNats(natsUrl, 'svc-gateway', gatewayConfig),
+  ]);
+  const [ncReaper, ncDispatcher, ncActor, ncGateway] = connections;
   const reaper = await startReaper(reaperConfig, { nc: ncReaper, log: options.log('reaper') });
   const dispatcher = await startDispatcher(dispatcherConfig, {
     nc: ncDispatcher,
@@ -80,6 +125,7 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     httpsUrl: gateway.httpsUrl,
     httpUrl: gateway.httpUrl,
     natsUrl,
+    natsCredentialsFile,
     async stop() {
       await gateway.stop();
       await actor.stop();

@@ -15,6 +15,12 @@ try {
   process.stdout.write(
     `svc ready: ${svc.httpsUrl}${svc.httpUrl ? ` (plain HTTP: ${svc.httpUrl})` : ''}\n`,
   );
+  // Where to follow job events from another terminal (docs/events.md); passwords stay in the file.
+  if (svc.natsCredentialsFile) {
+    process.stdout.write(
+      `svc NATS: ${svc.natsUrl} (credentials: ${svc.natsCredentialsFile}; events: user "events", subject "svc.events.>")\n`,
+    );
+  }
   stopOnSignals(process, log, () => svc.stop());
 } catch (err) {
   exitOnStartFailure(process, log, 'svc', err);
