@@ -3,6 +3,16 @@ export type { ErrorCodeInfo, WireError } from './errors.js';
 export { PLATFORMS, AUTODETECT, DEFAULT_PLATFORM, isPlatform } from './platforms.js';
 export type { Platform } from './platforms.js';
 export {
+  DriverDescription,
+  ConfirmationDescription,
+  DriverSettings,
+  compilePattern,
+  driverDescriptionProblems,
+  loadDriverDir,
+} from './driver-description.js';
+export type { LoadedDrivers } from './driver-description.js';
+export { BUILTIN_DRIVERS } from './builtin-drivers.js';
+export {
   Streams,
   Subjects,
   Consumers,

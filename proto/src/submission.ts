@@ -54,6 +54,8 @@ export interface NormalizeOptions {
   contexts: readonly string[];
   /** Command limits (SVC_MAX_COMMANDS, SVC_MAX_COMMAND_LENGTH). Default the documented ones. */
   limits?: DeviceInputLimits;
+  /** Platform ids of the user drivers (SVC_DRIVERS_DIR), valid besides the built-in ones. */
+  userPlatforms?: readonly string[];
 }
 
 /**
@@ -101,10 +103,11 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
   }
 
   const platform = body.platform ?? body.device_type ?? SubmissionDefaults.platform;
-  if (platform !== AUTODETECT && !isPlatform(platform)) {
+  const userPlatforms = opts.userPlatforms ?? [];
+  if (platform !== AUTODETECT && !isPlatform(platform) && !userPlatforms.includes(platform)) {
     issue(
       body.platform !== undefined ? 'platform' : 'device_type',
-      `unknown platform ${JSON.stringify(platform)}; supported: ${[...PLATFORMS, AUTODETECT].join(', ')}`,
+      `unknown platform ${JSON.stringify(platform)}; supported: ${[...PLATFORMS, ...userPlatforms, AUTODETECT].join(', ')}`,
     );
   }
 

@@ -1,6 +1,7 @@
-import { SvcError, ErrorCode, type Platform } from '@svc/proto';
+import { BUILTIN_DRIVERS, PLATFORMS, SvcError, ErrorCode, compilePattern } from '@svc/proto';
 import { CliSession } from './drivers/cli-session.js';
 import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
+import { userDriverDescriptions } from './drivers/registry.js';
 import type { DeviceJob } from './device-job.js';
 
 /**
@@ -9,7 +10,7 @@ import type { DeviceJob } from './device-job.js';
  */
 
 /** Answer patterns, most specific first (XE and ASA output also says "Cisco IOS"). */
-export const FINGERPRINTS: readonly { platform: Platform; pattern: RegExp }[] = [
+export const FINGERPRINTS: readonly { platform: string; pattern: RegExp }[] = [
   { platform: 'cisco_xr', pattern: /Cisco IOS XR Software|IOS-XR/ },
   { platform: 'cisco_nxos', pattern: /Cisco Nexus Operating System|NX-OS/ },
   { platform: 'cisco_asa', pattern: /Cisco Adaptive Security Appliance/ },
@@ -22,16 +23,39 @@ export const FINGERPRINTS: readonly { platform: Platform; pattern: RegExp }[] = 
   { platform: 'huawei', pattern: /Huawei Versatile Routing Platform|VRP \(R\) software/ },
   { platform: 'paloalto_panos', pattern: /sw-version:|family: (?:vm|pa)/i },
   { platform: 'fortinet', pattern: /Version: Forti(?:Gate|OS)/ },
-  { platform: 'linux', pattern: /^Linux \S+ \d/m },
 ];
 
+/** Last: a network OS built on Linux also answers `uname -a` like any Linux. */
+const LINUX_FINGERPRINT = { platform: 'linux', pattern: /^Linux \S+ \d/m };
+
+/** Fingerprints of the other descriptions (built in or user), in their order. */
+function describedFingerprints(): { platform: string; probe: string; pattern: RegExp }[] {
+  const listed = new Set([...FINGERPRINTS.map((f) => f.platform), 'linux']);
+  return [...PLATFORMS.map((p) => BUILTIN_DRIVERS[p]), ...userDriverDescriptions()]
+    .filter((d) => d.fingerprint !== undefined && !listed.has(d.platform))
+    .map((d) => ({
+      platform: d.platform,
+      probe: d.fingerprint?.probe ?? '',
+      pattern: compilePattern(d.fingerprint?.pattern ?? '', 'm'),
+    }));
+}
+
 /** The platform whose fingerprint appears in `text`, if any. */
-export function matchFingerprint(text: string): Platform | undefined {
-  return FINGERPRINTS.find((f) => f.pattern.test(text))?.platform;
+export function matchFingerprint(text: string): string | undefined {
+  const all = [...FINGERPRINTS, ...describedFingerprints(), LINUX_FINGERPRINT];
+  return all.find((f) => f.pattern.test(text))?.platform;
 }
 
 /** Probe commands in the order worth trying for a given prompt line. */
 export function probesFor(prompt: string): readonly string[] {
+  const base = builtinProbesFor(prompt);
+  const more = describedFingerprints()
+    .map((f) => f.probe)
+    .filter((p, i, all) => !base.includes(p) && all.indexOf(p) === i);
+  return [...base, ...more];
+}
+
+function builtinProbesFor(prompt: string): readonly string[] {
   const p = prompt.trim();
   if (/^<[^>]+>$/.test(p)) return ['display version'];
   if (/ [#$]$/.test(p)) return ['get system status', 'show version', 'uname -a'];
@@ -93,7 +117,7 @@ const probeDriver: Driver = {
  * Fingerprints the job's device. Connection failures keep their own code (AUTH_FAILED, ...);
  * anything else that prevents a decision is PLATFORM_AUTODETECT_FAILED.
  */
-export async function autodetectPlatform(job: DeviceJob): Promise<Platform> {
+export async function autodetectPlatform(job: DeviceJob): Promise<string> {
   const cli = await CliSession.open(
     probeDriver,
     {

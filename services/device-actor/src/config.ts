@@ -1,7 +1,9 @@
 import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import {
+  DriverSettings,
   HostKeySettings,
+  loadDriverDir,
   ReachabilitySettings,
   SharedSettings,
   deviceNetworkPolicy,
@@ -15,6 +17,7 @@ export const DeviceActorConfig = Type.Object({
   ...SharedSettings,
   ...ReachabilitySettings,
   ...HostKeySettings,
+  ...DriverSettings,
   WORKER_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,
@@ -97,7 +100,8 @@ export type DeviceActorConfig = Static<typeof DeviceActorConfig>;
 export function loadDeviceActorConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): DeviceActorConfig {
-  // Every problem of a start is reported at once: schema, network entries, template folders.
+  // Every problem of a start is reported at once: schema, network entries, template folders,
+  // driver files.
   return loadConfig(DeviceActorConfig, env, [
     (c) => {
       deviceNetworkPolicy({
@@ -113,6 +117,7 @@ export function loadDeviceActorConfig(
     },
     (c) => textfsmDirProblems(c.SVC_TEXTFSM_DIR),
     (c) => directoryProblems('SVC_TTP_TEMPLATES_DIR', c.SVC_TTP_TEMPLATES_DIR),
+    (c) => loadDriverDir(c.SVC_DRIVERS_DIR ?? '').problems,
   ]);
 }
 

@@ -1,8 +1,9 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { AuditLog, Logger, Sealer } from '@svc/proto';
+import { loadDriverDir, type AuditLog, type Logger, type Sealer } from '@svc/proto';
 import { startActorHost, type RunningActorHost } from './actor-host.js';
 import type { DeviceActorConfig } from './config.js';
 import { createDeviceRunner } from './device-runner.js';
+import { installUserDrivers } from './drivers/registry.js';
 import { SessionPool } from './session-pool.js';
 import { createStructuredParser } from './structured-output.js';
 import { createWebhookNotifier } from './webhook.js';
@@ -23,6 +24,8 @@ export async function startDeviceActorService(
   config: DeviceActorConfig,
   deps: DeviceActorServiceDeps,
 ): Promise<RunningDeviceActorService> {
+  // Checked by the config loader already (every problem reported at start).
+  installUserDrivers(loadDriverDir(config.SVC_DRIVERS_DIR).drivers);
   const pool = config.CONNECTION_POOL_ENABLED
     ? new SessionPool({
         idleTtlMs: config.CONNECTION_POOL_TTL * 1000,

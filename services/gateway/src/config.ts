@@ -1,6 +1,8 @@
 import { Type, type Static } from 'typebox';
 import {
   DEFAULT_DEVICE_INPUT_LIMITS,
+  DriverSettings,
+  loadDriverDir,
   ReachabilitySettings,
   SharedSettings,
   deviceNetworkPolicy,
@@ -12,6 +14,7 @@ import {
 export const GatewayConfig = Type.Object({
   ...SharedSettings,
   ...ReachabilitySettings,
+  ...DriverSettings,
   SVC_PORT: Type.Integer({ default: 8443, minimum: 0, maximum: 65535, description: 'HTTPS port.' }),
   SVC_HTTP_PORT: Type.Integer({
     default: -1,
@@ -144,7 +147,7 @@ export type GatewayConfig = Static<typeof GatewayConfig>;
 export function loadGatewayConfig(
   env: Readonly<Record<string, string | undefined>>,
 ): GatewayConfig {
-  // Every problem of a start is reported at once: schema and network entries.
+  // Every problem of a start is reported at once: schema, network entries, driver files.
   return loadConfig(GatewayConfig, env, [
     (c) => {
       deviceNetworkPolicy({
@@ -155,5 +158,6 @@ export function loadGatewayConfig(
     (c) => {
       webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
     },
+    (c) => loadDriverDir(c.SVC_DRIVERS_DIR ?? '').problems,
   ]);
 }

@@ -1,7 +1,15 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyRequest } from 'fastify';
-import type { AuditLog, JobLifecycle, JobStore, Logger, Sealer, Stores } from '@svc/proto';
+import type {
+  AuditLog,
+  DriverDescription,
+  JobLifecycle,
+  JobStore,
+  Logger,
+  Sealer,
+  Stores,
+} from '@svc/proto';
 import type { AuthLimits } from './auth-limits.js';
 import type { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
@@ -30,4 +38,6 @@ export interface GatewayContext {
   /** Brute-force limits of every authentication path. */
   authLimits: AuthLimits;
   onStoreError: (err: unknown, req: FastifyRequest) => void;
+  /** Driver descriptions from SVC_DRIVERS_DIR, read at start. */
+  userDrivers: readonly DriverDescription[];
 }

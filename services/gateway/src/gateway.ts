@@ -10,6 +10,7 @@ import {
   LockoutLedger,
   deviceNetworkPolicy,
   ensureTopology,
+  loadDriverDir,
   webhookNetworkPolicy,
   topologyFrom,
   type Logger,
@@ -34,6 +35,7 @@ import { registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
 import { registerOpenApiRoutes } from './routes/openapi.js';
 import { registerOperationRoutes } from './routes/operations.js';
+import { registerPlatformRoutes } from './routes/platforms.js';
 import { registerReplayRoutes } from './routes/replay.js';
 import { registerStreamRoutes } from './routes/streams.js';
 import { registerV1Routes } from './routes/v1.js';
@@ -68,6 +70,8 @@ export async function startGateway(
   // Hosts come from the cluster status below (called only once requests are served).
   const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers());
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
+  // Checked by the config loader already: here only the drivers are needed.
+  const userDrivers = loadDriverDir(config.SVC_DRIVERS_DIR).drivers;
   const intake = new JobIntake(
     js,
     jobs,
@@ -76,6 +80,7 @@ export async function startGateway(
     audit,
     {
       contexts: config.SVC_CONTEXTS,
+      userPlatforms: userDrivers.map((d) => d.platform),
       jobTimeoutSeconds: config.JOB_TIMEOUT,
       maxQueueDepth: config.MAX_QUEUE_DEPTH,
       webhookAllowHttp: config.WEBHOOK_ALLOW_HTTP,
@@ -137,6 +142,7 @@ export async function startGateway(
     }),
     authLimits,
     onStoreError: (err: unknown) => log.error({ err }, 'store request failed'),
+    userDrivers,
   };
 
   const batchMirror = await KvMirror.start(stores[Buckets.batches]);
@@ -152,6 +158,7 @@ export async function startGateway(
     registerOperationRoutes(app, status);
     registerJobRoutes(app, ctx);
     registerJobQueryRoutes(app, ctx);
+    registerPlatformRoutes(app, ctx);
     registerStreamRoutes(app, ctx);
     registerReplayRoutes(app, ctx);
     registerApiKeyRoutes(app, ctx, apiKeys);

@@ -48,6 +48,8 @@ const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 
 export interface IntakeOptions {
   contexts: readonly string[];
+  /** Platform ids of the user drivers (SVC_DRIVERS_DIR). */
+  userPlatforms?: readonly string[];
   jobTimeoutSeconds: number;
   maxQueueDepth: number;
   /** SVC_MAX_COMMANDS and SVC_MAX_COMMAND_LENGTH. Default the documented ones. */
@@ -204,6 +206,7 @@ export class JobIntake {
       kind,
       basic: caller.basic,
       contexts: this.options.contexts,
+      userPlatforms: this.options.userPlatforms ?? [],
       ...(this.options.limits ? { limits: this.options.limits } : {}),
     });
     if (!normalized.ok) throw HttpError.validation(normalized.issues);

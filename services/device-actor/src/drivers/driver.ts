@@ -1,8 +1,7 @@
-import type { Platform } from '@svc/proto';
-
 /**
- * What a platform driver is: data describing the device's CLI, plus the few functions that
- * need code (prompt parsing). The session logic that uses it lives in `cli-session.ts`.
+ * What a platform driver is at run time: a compiled driver description (`compile.ts` turns the
+ * data of `@svc/proto`'s DriverDescription into these patterns and functions). The session logic
+ * that uses it lives in `cli-session.ts`.
  */
 
 /** A question the device asks and the answer we give (e.g. `Destination filename [...]?`). */
@@ -47,7 +46,8 @@ export interface SaveStep {
 }
 
 export interface Driver {
-  readonly platform: Platform;
+  /** A built-in platform id or one from a user driver file. */
+  readonly platform: string;
   /** Tested on the last line at login, before the exact prompt is known. */
   readonly loginPrompt: RegExp;
   /** Questions between authentication and the first prompt (ProCurve "Press any key"). */

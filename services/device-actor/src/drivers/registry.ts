@@ -1,32 +1,31 @@
-import { isPlatform, type Platform } from '@svc/proto';
+import { BUILTIN_DRIVERS, PLATFORMS, type DriverDescription, type Platform } from '@svc/proto';
 import type { Driver } from './driver.js';
-import { ciscoAsa, ciscoIos, ciscoNxos, ciscoXe, ciscoXr } from './cisco.js';
-import { aristaEos } from './arista-eos.js';
-import { juniperJunos } from './juniper-junos.js';
-import { hpProcurve } from './hp-procurve.js';
-import { arubaAoscx } from './aruba-aoscx.js';
-import { huawei } from './huawei.js';
-import { fortinet } from './fortinet.js';
-import { paloaltoPanos } from './paloalto-panos.js';
-import { linux } from './linux.js';
+import { compileDriver } from './compile.js';
 
-/** One driver per platform id of `PLATFORMS`; the type makes a missing one a compile error. */
-export const DRIVERS: Readonly<Record<Platform, Driver>> = {
-  cisco_ios: ciscoIos,
-  cisco_xe: ciscoXe,
-  cisco_xr: ciscoXr,
-  cisco_nxos: ciscoNxos,
-  cisco_asa: ciscoAsa,
-  arista_eos: aristaEos,
-  juniper_junos: juniperJunos,
-  hp_procurve: hpProcurve,
-  aruba_aoscx: arubaAoscx,
-  huawei,
-  fortinet,
-  paloalto_panos: paloaltoPanos,
-  linux,
-};
+/** One compiled driver per built-in platform id; the type makes a missing one a compile error. */
+export const DRIVERS: Readonly<Record<Platform, Driver>> = Object.fromEntries(
+  PLATFORMS.map((p) => [p, compileDriver(BUILTIN_DRIVERS[p])]),
+) as Record<Platform, Driver>;
+
+/** Drivers from SVC_DRIVERS_DIR, installed at start by {@link installUserDrivers}. */
+const userDrivers = new Map<string, { driver: Driver; description: DriverDescription }>();
+
+/**
+ * Installs validated user driver descriptions (replacing any installed before). The loader in
+ * `@svc/proto` refuses built-in ids, so a user file never changes a built-in driver.
+ */
+export function installUserDrivers(descriptions: readonly DriverDescription[]): void {
+  userDrivers.clear();
+  for (const d of descriptions)
+    userDrivers.set(d.platform, { driver: compileDriver(d), description: d });
+}
+
+/** The user driver descriptions installed, in file order. */
+export function userDriverDescriptions(): DriverDescription[] {
+  return [...userDrivers.values()].map((u) => u.description);
+}
 
 export function getDriver(platform: string): Driver | undefined {
-  return isPlatform(platform) ? DRIVERS[platform] : undefined;
+  if (Object.hasOwn(DRIVERS, platform)) return DRIVERS[platform as Platform];
+  return userDrivers.get(platform)?.driver;
 }

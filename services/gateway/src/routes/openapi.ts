@@ -26,6 +26,7 @@ import {
   JobSummary,
   Pagination,
 } from './job-queries.js';
+import { PlatformList, PlatformRecord } from './platforms.js';
 
 /** Schemas published under components/schemas, by name; the names are their `$id`s. */
 const COMPONENTS: Record<string, TSchema> = {
@@ -46,6 +47,8 @@ const COMPONENTS: Record<string, TSchema> = {
   FailedJobList,
   ContextRecord,
   ContextList,
+  PlatformRecord,
+  PlatformList,
   JobEvent,
   HealthRecord,
   MessageBody,
@@ -182,6 +185,12 @@ const contexts = (deprecated = false): Operation => ({
   responses: { '200': json('ContextList', 'contexts the caller may use'), ...errors(401, 503) },
 });
 
+const platforms = (): Operation => ({
+  summary: 'Platforms a job may name: built-in drivers and the driver files of SVC_DRIVERS_DIR',
+  security: secured,
+  responses: { '200': json('PlatformList', 'every platform, built in first'), ...errors(401, 503) },
+});
+
 const stream = (): Operation => ({
   summary: 'Server-Sent Events of a job: status, result, timeout',
   description:
@@ -244,6 +253,7 @@ export function buildOpenApi(version: string): Record<string, Json> {
     '/v2/jobs/{job_id}/stream': { get: stream() },
     '/v2/send-command/{job_id}/stream': { get: stream() },
     '/v2/contexts': { get: contexts() },
+    '/v2/platforms': { get: platforms() },
     '/v2/batches': {
       post: {
         summary: 'Run one job per device (command, config or structured), with rollout control',
