@@ -165,22 +165,22 @@ class InputParser {
     start: number,
     end: number,
   ): void {
-    let s = 0;
-    let e = -1;
+    let s = 0; // the first start match
+    let se = 0; // the end of the last (non _line_) start match
+    let e = -1; // the end of the last _end_ match
     let startFound = false;
-    let lastStart = -1;
+    const origin = start;
     for (const R of group.startRe) {
       const matches = this.checkMatches(R, this.slice(slice.text, start, end), results, start);
       const first = matches[0];
-      if (!first) continue;
-      lastStart = Math.max(
-        lastStart,
-        start + (matches[matches.length - 1] as RegExpExecArray).index,
-      );
+      const last = matches[matches.length - 1];
+      if (!first || !last) continue;
       if (s > first.index || !startFound) {
         startFound = true;
         s = first.index;
       }
+      // TTP compares the slice-relative index with the absolute end here; kept as TTP does
+      if (se < last.index && !R.isLine) se = last.index + last[0].length + origin;
     }
     start += s;
     if (!startFound) {
@@ -196,7 +196,11 @@ class InputParser {
         while (results.has(key)) key++;
         results.set(key, [[startRe, {}]]);
       }
-      for (const child of group.children) this.runRe(child, results, slice, start, end);
+      // only children that can produce defaults run without their parent's start
+      for (const child of group.children) {
+        if (group.startRe.length === 0 || child.hasStartReDefault)
+          this.runRe(child, results, slice, start, end);
+      }
       return;
     }
     for (const R of group.endRe) {
@@ -204,10 +208,9 @@ class InputParser {
       const last = matches[matches.length - 1];
       if (!last) continue;
       const lastEnd = last.index + last[0].length;
-      if (e < lastEnd) e = lastEnd;
+      if (e < lastEnd && lastEnd > se) e = lastEnd;
     }
-    // a group that starts again after its last _end_ runs to the end of the range
-    if (e !== -1 && lastStart < start + e) {
+    if (e !== -1) {
       end = start + e;
       // drop this group's hits past its last _end_ (possible with _line_ starts)
       for (const [spanStart, hits] of [...results.entries()]) {

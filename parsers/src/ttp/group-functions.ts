@@ -66,15 +66,66 @@ export function lookupData(
   return null;
 }
 
+/**
+ * TTP calls group functions as Python functions, `fn(data, *args, **kwargs)`: a
+ * parameter may be given by position or by name. Names of each function's
+ * parameters in order; `*` collects the rest of the positional arguments.
+ */
+const PARAMS: Record<string, string[]> = {
+  equal: ['key', 'value'],
+  contains_val: ['key', 'value'],
+  exclude_val: ['key', 'value'],
+  record: ['source', 'target'],
+  set: ['source', 'target', 'default'],
+  to_ip: ['ip_key', 'mask_key'],
+  items2dict: ['key_name', 'value_name'],
+  itemize: ['key', 'path'],
+  lookup: ['key', 'name', 'template', 'group', 'add_field', 'replace', 'update'],
+  sformat: ['string', 'add_field'],
+};
+
+function bindArgs(fn: CallSpec): Record<string, unknown> {
+  const bound: Record<string, unknown> = {};
+  (PARAMS[fn.name] ?? []).forEach((name, i) => {
+    if (i < fn.args.length) bound[name] = fn.args[i];
+  });
+  for (const [k, v] of Object.entries(fn.kwargs)) if (!hasOwn(bound, k)) bound[k] = v;
+  return bound;
+}
+
+/** Python's `value in container`: a substring of a string, an item of a list, or equality. */
+function containsValue(container: unknown, value: unknown): boolean {
+  if (typeof container === 'string' && typeof value === 'string') return container.includes(value);
+  if (Array.isArray(container)) return container.some((i) => pyEqual(i, value));
+  if (isPlainObject(container) && typeof value === 'string') return hasOwn(container, value);
+  return pyEqual(container, value);
+}
+
+/** `str.format(**values)` for `{name}` fields; undefined when a field has no value. */
+function formatNamed(template: string, values: Dict): string | undefined {
+  let missing = false;
+  const out = template.replace(/\{(\w*)\}/g, (_m, name: string) => {
+    if (!hasOwn(values, name)) {
+      missing = true;
+      return '';
+    }
+    return pyStr(values[name]);
+  });
+  return missing ? undefined : out;
+}
+
 export function runGroupFunction(
   fn: CallSpec,
-  data: Dict,
+  data: unknown,
   ctx: RunContext,
   builder: ResultsBuilder,
-): [Dict, GroupFlag] {
+): [unknown, GroupFlag] {
   const args = fn.args;
   const kw = fn.kwargs;
   const keys = args.map((a) => pyStr(a));
+  const p = bindArgs(fn);
+  // an item already turned into a plain value (itemize) passes through untouched
+  if (!isPlainObject(data)) return [data, undefined];
   switch (fn.name) {
     case 'contains':
       return [data, keys.some((k) => hasOwn(data, k))];
@@ -85,24 +136,20 @@ export function runGroupFunction(
     case 'excludeall':
       return [data, !keys.every((k) => hasOwn(data, k))];
     case 'equal': {
-      const [k, v] = [keys[0] ?? '', args[1]];
-      return [data, hasOwn(data, k) && pyEqual(data[k], v)];
+      const k = pyStr(p['key'] ?? '');
+      return [data, hasOwn(data, k) && pyEqual(data[k], p['value'])];
     }
     case 'contains_val': {
-      const [k, v] = [keys[0] ?? '', args[1]];
+      const k = pyStr(p['key'] ?? '');
       if (!hasOwn(data, k)) return [data, false];
-      const cur = data[k];
-      const ok =
-        typeof cur === 'string' && typeof v === 'string' ? cur.includes(v) : pyEqual(cur, v);
-      return [data, ok];
+      let v = p['value'];
+      if (typeof v === 'string' && hasOwn(ctx.vars, v)) v = ctx.vars[v];
+      return [data, containsValue(data[k], v)];
     }
     case 'exclude_val': {
-      const [k, v] = [keys[0] ?? '', args[1]];
+      const k = pyStr(p['key'] ?? '');
       if (!hasOwn(data, k)) return [data, true];
-      const cur = data[k];
-      const hit =
-        typeof cur === 'string' && typeof v === 'string' ? cur.includes(v) : pyEqual(cur, v);
-      return [data, !hit];
+      return [data, !containsValue(data[k], p['value'])];
     }
     case 'del':
       for (const k of keys) delete data[k];
@@ -110,8 +157,8 @@ export function runGroupFunction(
     case 'void':
       return [data, false];
     case 'record': {
-      const source = keys[0] ?? '';
-      const target = typeof kw['target'] === 'string' ? kw['target'] : (keys[1] ?? source);
+      const source = pyStr(p['source'] ?? '');
+      const target = typeof p['target'] === 'string' ? p['target'] : source;
       if (hasOwn(data, source)) {
         ctx.vars[target] = data[source];
         ctx.globalVars[target] = data[source];
@@ -119,13 +166,12 @@ export function runGroupFunction(
       return [data, undefined];
     }
     case 'set': {
-      const source = keys[0] ?? '';
-      const target = typeof kw['target'] === 'string' ? kw['target'] : (keys[1] ?? source);
+      const source = pyStr(p['source'] ?? '');
+      const target = typeof p['target'] === 'string' ? p['target'] : source;
       let value: unknown = source;
       if (hasOwn(ctx.vars, source)) value = ctx.vars[source];
       else if (hasOwn(ctx.globalVars, source)) value = ctx.globalVars[source];
-      else if (hasOwn(kw, 'default')) value = kw['default'];
-      else if (args.length > 2) value = args[2];
+      else if (hasOwn(p, 'default')) value = p['default'];
       data[target] = value;
       return [data, undefined];
     }
@@ -143,7 +189,8 @@ export function runGroupFunction(
       return [data, undefined];
     }
     case 'to_ip': {
-      const [ipKey, maskKey] = [keys[0] ?? '', keys[1]];
+      const ipKey = pyStr(p['ip_key'] ?? '');
+      const maskKey = p['mask_key'] === undefined ? undefined : pyStr(p['mask_key']);
       if (!hasOwn(data, ipKey)) return [data, undefined];
       try {
         const ipText = pyStr(data[ipKey]);
@@ -158,28 +205,26 @@ export function runGroupFunction(
       return [data, undefined];
     }
     case 'expand': {
+      // dotted keys become nested objects: {"a.b": 1} -> {a: {b: 1}}
       const out: Dict = {};
       for (const [key, value] of Object.entries(data)) {
         const parts = key.split('.');
-        let ref: Dict = out;
+        let ref: unknown = out;
         while (parts.length > 1) {
-          const p = parts.shift() as string;
-          const nxt = ref[p];
-          if (isPlainObject(nxt)) ref = nxt;
-          else {
-            const fresh: Dict = {};
-            ref[p] = fresh;
-            ref = fresh;
-          }
+          const part = parts.shift() as string;
+          if (!isPlainObject(ref)) break;
+          if (!hasOwn(ref, part)) ref[part] = {};
+          ref = ref[part];
         }
-        ref[parts[0] as string] = value;
+        if (isPlainObject(ref)) ref[parts[parts.length - 1] as string] = value;
       }
       return [out, true];
     }
     case 'items2dict': {
-      const keyName = keys[0] ?? '';
-      const valueName = keys[1] ?? '';
-      if (!hasOwn(data, keyName) || !hasOwn(data, valueName)) return [data, undefined];
+      const keyName = pyStr(p['key_name'] ?? '');
+      const valueName = pyStr(p['value_name'] ?? '');
+      // an item without both keys is dropped
+      if (!hasOwn(data, keyName) || !hasOwn(data, valueName)) return [data, false];
       const k = pyStr(data[keyName]);
       const v = data[valueName];
       delete data[keyName];
@@ -188,51 +233,55 @@ export function runGroupFunction(
       return [data, undefined];
     }
     case 'itemize': {
-      const key = keys[0] ?? '';
-      const path = typeof kw['path'] === 'string' ? kw['path'] : (keys[1] ?? '');
+      const key = pyStr(p['key'] ?? '');
+      const path = typeof p['path'] === 'string' ? p['path'] : '';
+      // an item without the key is dropped
       if (!hasOwn(data, key)) return [data, false];
+      // later items may resolve {{ var }} in their paths from this one
       Object.assign(builder.dynPathCache, data);
       if (!path) {
+        // the group's own path becomes a list of the key's values
         const resPath = builder.record.PATH;
         const last = resPath[resPath.length - 1] ?? '';
         if (last.endsWith('**') || !last.endsWith('*'))
           resPath[resPath.length - 1] = last.replace(/\*+$/, '') + '*';
-        // itemize turns the item into its single value
-        return [data[key] as Dict, undefined];
+        return [data[key], undefined];
       }
-      const p = path.split('.').map((s) => s.trim());
-      const last = p[p.length - 1] ?? '';
+      const items = path.split('.').map((s) => s.trim());
+      const last = items[items.length - 1] ?? '';
       if (last.endsWith('**') || !last.endsWith('*'))
-        p[p.length - 1] = last.replace(/\*+$/, '') + '*';
-      const processed = builder.formPath(p);
+        items[items.length - 1] = last.replace(/\*+$/, '') + '*';
+      const processed = builder.formPath(items);
       if (processed !== false) builder.saveCurElements(data[key], processed);
       return [data, undefined];
     }
     case 'lookup': {
-      const key = keys[0] ?? '';
-      const source = lookupData(ctx, kw);
+      const key = pyStr(p['key'] ?? '');
+      const source = lookupData(ctx, p);
       if (!source) return [data, undefined];
       let table: unknown = source.data;
-      for (const p of source.path) table = isPlainObject(table) && hasOwn(table, p) ? table[p] : {};
+      for (const part of source.path)
+        table = isPlainObject(table) && hasOwn(table, part) ? table[part] : {};
       if (!isPlainObject(table) || !hasOwn(data, key)) return [data, undefined];
       const lookupKey = pyStr(data[key]);
       if (!hasOwn(table, lookupKey)) return [data, undefined];
       const found = table[lookupKey];
-      const addField = kw['add_field'];
+      const addField = p['add_field'];
       if (typeof addField === 'string' && addField) data[addField] = found;
-      else if (kw['update'] === true && isPlainObject(found))
+      else if (p['update'] === true && isPlainObject(found))
         Object.assign(data, structuredClone(found));
-      else if (kw['replace'] !== false) data[key] = found;
+      else if (p['replace'] !== false) data[key] = found;
       return [data, undefined];
     }
     case 'sformat': {
-      const template = pyStr(args[0] ?? '');
-      const addField = typeof kw['add_field'] === 'string' ? kw['add_field'] : '';
-      const formatted = template.replace(/\{(\w+)\}/g, (m, name: string) =>
-        hasOwn(data, name) ? pyStr(data[name]) : m,
-      );
-      if (addField) data[addField] = formatted;
-      return [data, undefined];
+      const template = pyStr(p['string'] ?? '');
+      const addField = pyStr(p['add_field'] ?? '');
+      // Python's str.format over the item, then over vars and the item together
+      const formatted =
+        formatNamed(template, data) ??
+        formatNamed(template, { ...ctx.globalVars, ...ctx.vars, ...data });
+      if (formatted !== undefined) data[addField] = formatted;
+      return [data, true];
     }
     default:
       // unknown group functions are skipped, as TTP logs and skips them

@@ -1,6 +1,10 @@
 // Turns the position-sorted regex matches of one input into the nested result
-// structure, following TTP's _results_class: a "record" accumulates one group
-// item until the next start; paths with `*` make lists, `**` merge into dicts.
+// structure, following TTP's _results_class (0.9 semantics): a "record"
+// accumulates one group item until the next start; a group that fails a check
+// or meets its `_end_` is "ended" until it starts again; a match for a group
+// that is still open but no longer the current record (a tail match, after a
+// child group) reopens that group's last item and merges into it. Paths with
+// `*` make lists, `**` merge into dicts.
 import { pyStr } from './py-literal.js';
 import { isPlainObject, type Dict, type Group, type GroupId, type RegexEntry } from './template.js';
 import type { CallSpec } from './py-literal.js';
@@ -10,24 +14,24 @@ import { runGroupFunction } from './group-functions.js';
 /** One regex match at a text position: the regex and its processed values (false = failed check). */
 export type MatchHit = [RegexEntry, Dict | false];
 
+/**
+ * A resolved path item: its name and its trailing asterisks, kept apart so that a
+ * dynamic path value ending in `*` is not read as a list marker (TTP issue 97).
+ */
+export type PathKey = [name: string, stars: string];
+
 interface GroupRecord {
   result: Dict;
   PATH: string[];
   FUNCTIONS: CallSpec[];
   DEFAULTS: Dict;
   GRP_ID: GroupId | null;
+  /** A tail match: merge into the last saved item of the path instead of adding one. */
+  mergeWithLast: boolean;
 }
 
 function emptyRecord(): GroupRecord {
-  return { result: {}, PATH: [], FUNCTIONS: [], DEFAULTS: {}, GRP_ID: null };
-}
-
-function stripStars(s: string): string {
-  return s.replace(/\*+$/, '');
-}
-
-function starCount(s: string): number {
-  return s.length - stripStars(s).length;
+  return { result: {}, PATH: [], FUNCTIONS: [], DEFAULTS: {}, GRP_ID: null, mergeWithLast: false };
 }
 
 function samePath(a: string[], b: string[]): boolean {
@@ -38,10 +42,22 @@ function hasOwn(o: object, k: string): boolean {
   return Object.prototype.hasOwnProperty.call(o, k);
 }
 
+/** Python truthiness of a value saved into a list (empty items are not appended). */
+function truthy(v: unknown): boolean {
+  if (v === null || v === undefined || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (isPlainObject(v)) return Object.keys(v).length > 0;
+  return true;
+}
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 export class ResultsBuilder {
   results: unknown = {};
   startedGroups: string[] = [];
-  lock: { LOCK: boolean; GROUP: string[] } = { LOCK: false, GROUP: [] };
+  endedGroups = new Set<string>();
   record: GroupRecord = emptyRecord();
   dynPathCache: Dict = {};
   private variables: Dict = {};
@@ -58,91 +74,77 @@ export class ResultsBuilder {
     this.variables = variables;
     if (rawResults.length > 0) this.saveVars(variables, varsToResults);
     for (const groupResults of rawResults) {
-      this.lock = { LOCK: false, GROUP: [] };
       for (const hits of groupResults) {
-        let re: RegexEntry;
-        let data: Dict | false;
-        if (hits.length === 1) {
-          [re, data] = hits[0] as MatchHit;
-        } else {
-          const startIdx: number[] = [];
-          const normalIdx: number[] = [];
-          const lineIdx: number[] = [];
-          hits.forEach(([r], i) => {
-            if (r.isLine) lineIdx.push(i);
-            else if (r.action.startsWith('start')) startIdx.push(i);
-            else normalIdx.push(i);
-          });
-          [re, data] = hits[0] as MatchHit;
-          const recId = this.record.GRP_ID;
-          const started = (key: string | undefined): boolean =>
-            key !== undefined && this.startedGroups.includes(key);
-          if (startIdx.length) {
-            let chosen = false;
-            for (const i of startIdx) {
-              [re, data] = hits[i] as MatchHit;
-              if (data === false) continue;
-              if (recId && re.group.groupId?.key === recId.key) chosen = true;
-              else if (recId && re.group.groupId?.name.startsWith(recId.name)) chosen = true;
-              if (chosen) break;
-            }
-            if (!chosen) {
-              // a group whose parent is open beats one from an unrelated branch
-              const i = startIdx.find((x) => {
-                const [r, d] = hits[x] as MatchHit;
-                return d !== false && started(r.group.parentGroupId?.key);
-              });
-              if (i !== undefined) [re, data] = hits[i] as MatchHit;
-            }
-          } else {
-            const pool = normalIdx.length ? normalIdx : lineIdx;
-            let chosen = false;
-            for (const i of pool) {
-              [re, data] = hits[i] as MatchHit;
-              if (recId && re.group.groupId?.key === recId.key) {
-                chosen = true;
-                break;
-              }
-            }
-            if (!chosen) {
-              // prefer a match for a group that is currently open
-              const i = pool.find((x) => started((hits[x] as MatchHit)[0].group.groupId?.key));
-              if (i !== undefined) [re, data] = hits[i] as MatchHit;
-            }
-          }
-        }
+        const [re, data] = hits.length === 1 ? (hits[0] as MatchHit) : this.choose(hits);
         const group = re.group;
+        const id = group.groupId?.key ?? '';
         if (data === false) {
-          this.lock = { LOCK: true, GROUP: group.path };
+          this.endedGroups.add(id);
           continue;
-        } else if (this.lock.LOCK) {
-          const locked = this.lock.GROUP.join('.');
-          const here = group.path.join('.');
-          if (re.action.startsWith('start')) {
-            if (samePath(group.path, this.lock.GROUP)) this.lock = { LOCK: false, GROUP: [] };
-            else if (here.startsWith(locked)) continue;
-            else this.lock = { LOCK: false, GROUP: [] };
-          } else if (here.startsWith(locked)) {
-            continue;
-          }
+        }
+        const parent = group.parentGroupId?.key;
+        if (parent !== undefined && this.endedGroups.has(parent)) continue;
+        if (this.endedGroups.has(id)) {
+          if (!re.action.startsWith('start')) continue;
+          this.endedGroups.delete(id);
         }
         this.save(re.action, data, [...group.path], group, re);
       }
     }
-    if (this.processGroup() !== false) this.saveCurElements(this.record.result, this.record.PATH);
+    if (this.processGroup() !== false) this.saveCurElements(this.record.result, this.pathKeys());
+  }
+
+  /** Picks one of several regexes that matched at the same position, as TTP prefers them. */
+  private choose(hits: MatchHit[]): MatchHit {
+    const startEmpty: MatchHit[] = [];
+    const start: MatchHit[] = [];
+    const normal: MatchHit[] = [];
+    const line: MatchHit[] = [];
+    for (const hit of hits) {
+      const r = hit[0];
+      if (r.isLine) line.push(hit);
+      else if (r.action === 'start') start.push(hit);
+      else if (r.action === 'startempty') startEmpty.push(hit);
+      else normal.push(hit);
+    }
+    const recId = this.record.GRP_ID;
+    const isCurrent = (g: Group): boolean => recId !== null && g.groupId?.key === recId.key;
+    const isStarted = (id: GroupId | null): boolean =>
+      id !== null && this.startedGroups.includes(id.key);
+    const starts = startEmpty.length ? startEmpty : start;
+    if (starts.length) {
+      for (const hit of starts) if (hit[1] !== false && isCurrent(hit[0].group)) return hit;
+      let last = starts[starts.length - 1] as MatchHit;
+      for (const hit of starts) {
+        last = hit;
+        if (hit[1] === false) continue;
+        const g = hit[0].group;
+        // a child of the current record's group, or a group whose parent is open
+        if (recId && g.groupId?.name.startsWith(recId.name)) return hit;
+        if (isStarted(g.parentGroupId)) return hit;
+      }
+      return last;
+    }
+    if (normal.length) {
+      for (const hit of normal) if (isCurrent(hit[0].group)) return hit;
+      for (const hit of normal) if (isStarted(hit[0].group.groupId)) return hit;
+      return normal[normal.length - 1] as MatchHit;
+    }
+    for (const hit of line) if (isCurrent(hit[0].group)) return hit;
+    return line[line.length - 1] as MatchHit;
   }
 
   private save(action: string, result: Dict, PATH: string[], group: Group, re: RegexEntry): void {
     switch (action) {
       case 'start':
       case 'startempty':
-        this.start(action === 'start' ? result : {}, PATH, group);
+        this.start(action === 'start' ? result : {}, PATH, group, re);
         return;
       case 'add':
-        this.add(result, PATH, group);
+        this.add(result, PATH, group, re);
         return;
       case 'join':
-        this.join(result, PATH, re);
+        this.join(result, PATH, group, re);
         return;
       case 'end':
         this.end(PATH, group);
@@ -162,16 +164,20 @@ export class ResultsBuilder {
       this.record = { ...emptyRecord(), result, PATH: pathItem.split('.').map((s) => s.trim()) };
       const processed = this.formPath(this.record.PATH);
       if (processed === false || processed.length === 0) continue;
-      this.record.PATH = processed;
-      this.saveCurElements(this.record.result, this.record.PATH);
+      this.saveCurElements(this.record.result, processed);
     }
     this.record = emptyRecord();
   }
 
-  private traceStart(group: Group): void {
+  private traceStart(group: Group, re: RegexEntry): void {
     const id = group.groupId?.key ?? '';
     while (this.startedGroups.length) {
       if (group.parentGroupId?.key === this.startedGroups[this.startedGroups.length - 1]) {
+        this.startedGroups.push(id);
+        return;
+      }
+      // a _line_ group keeps the groups before it open, to collect unmatched lines
+      if (re.isLine) {
         this.startedGroups.push(id);
         return;
       }
@@ -180,36 +186,42 @@ export class ResultsBuilder {
     this.startedGroups.push(id);
   }
 
-  private start(result: Dict, PATH: string[], group: Group): void {
-    this.traceStart(group);
-    if (this.processGroup() !== false) this.saveCurElements(this.record.result, this.record.PATH);
+  private start(result: Dict, PATH: string[], group: Group, re: RegexEntry): void {
+    this.traceStart(group, re);
+    if (this.processGroup() !== false) this.saveCurElements(this.record.result, this.pathKeys());
     this.record = {
       result,
       DEFAULTS: { ...group.runs },
       PATH,
       FUNCTIONS: group.funcs,
       GRP_ID: group.groupId,
+      mergeWithLast: false,
     };
   }
 
-  private add(result: Dict, PATH: string[], group: Group): void {
+  /** Starts a record that merges into the last item saved at the group's path. */
+  private reopen(result: Dict, PATH: string[], group: Group, re: RegexEntry): void {
+    this.start(result, PATH, group, re);
+    this.record.mergeWithLast = true;
+    // the item's defaults were applied when it was first saved
+    this.record.DEFAULTS = {};
+  }
+
+  private add(result: Dict, PATH: string[], group: Group, re: RegexEntry): void {
     if (samePath(this.record.PATH, PATH)) {
       // values already in the record win over later matches
       this.record.result = { ...result, ...this.record.result };
     } else if (group.groupId && this.startedGroups.includes(group.groupId.key)) {
-      const processed = this.formPath(PATH);
-      if (processed === false) return;
-      const el = this.dictByPath(processed, this.results);
-      if (isPlainObject(el)) Object.assign(el, result);
-      else if (Array.isArray(el)) {
-        const last: unknown = el[el.length - 1];
-        if (isPlainObject(last)) Object.assign(last, result);
-      }
+      this.reopen(result, PATH, group, re);
     }
   }
 
-  private join(result: Dict, PATH: string[], re: RegexEntry): void {
-    if (!samePath(this.record.PATH, PATH)) return;
+  private join(result: Dict, PATH: string[], group: Group, re: RegexEntry): void {
+    if (!samePath(this.record.PATH, PATH)) {
+      if (group.groupId && this.startedGroups.includes(group.groupId.key))
+        this.reopen(result, PATH, group, re);
+      return;
+    }
     let joinchar = '\n';
     for (const name of Object.keys(result)) {
       const v = re.variables.get(name);
@@ -237,21 +249,23 @@ export class ResultsBuilder {
 
   private end(PATH: string[], group: Group): void {
     const top = this.startedGroups[this.startedGroups.length - 1];
+    // an _end_ of a child group that is not the current record ends nothing
     if (!samePath(this.record.PATH, PATH) && group.groupId?.key === top) return;
-    this.lock = { LOCK: true, GROUP: [...PATH] };
+    this.endedGroups.add(group.groupId?.key ?? '');
   }
 
-  /** Substitutes `{{ var }}` in path items; false when a value is missing. */
-  formPath(path: string[]): string[] | false {
-    for (let index = 0; index < path.length; index++) {
-      let item = path[index] as string;
+  /**
+   * Resolves `{{ var }}` in path items (from the record, then earlier records, then
+   * template vars) and splits off trailing asterisks; false when a value is missing.
+   */
+  formPath(path: readonly string[]): PathKey[] | false {
+    const out: PathKey[] = [];
+    for (const raw of path) {
+      let item = raw.replace(/\*+$/, '');
+      const stars = raw.slice(item.length);
       const found = [...item.matchAll(/\{\{\s*(\S+)\s*\}\}/g)].map((m) => m[1] as string);
-      if (found.length === 0) continue;
       for (const m of found) {
-        const pattern = new RegExp(
-          '\\{\\{\\s*' + m.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + '\\s*\\}\\}',
-          'g',
-        );
+        const pattern = new RegExp('\\{\\{\\s*' + escapeRe(m) + '\\s*\\}\\}', 'g');
         let repl: string;
         if (hasOwn(this.record.result, m)) {
           this.dynPathCache[m] = this.record.result[m];
@@ -266,59 +280,77 @@ export class ResultsBuilder {
         }
         item = item.replace(pattern, () => repl);
       }
-      path[index] = item;
+      out.push([item, stars]);
     }
-    return path;
+    return out;
+  }
+
+  /** The current record's path, resolved by processGroup. */
+  private processedPath: PathKey[] = [];
+
+  private pathKeys(): PathKey[] {
+    return this.processedPath;
   }
 
   /** Applies defaults and group functions to the record, and resolves its path. */
   private processGroup(): boolean | undefined {
     const rec = this.record;
-    // nothing matched and no defaults: there is no item to save
-    if (Object.keys(rec.result).length === 0 && Object.keys(rec.DEFAULTS).length === 0)
-      return false;
     for (const [k, v] of Object.entries(rec.DEFAULTS)) {
       if (!hasOwn(rec.result, k)) rec.result[k] = v;
     }
+    if (rec.mergeWithLast) {
+      // group functions see the whole item: the saved one with the tail matches over it
+      const path = this.formPath(rec.PATH);
+      if (path !== false && path.length > 0) rec.result = this.reconstructLast(rec.result, path);
+    }
     for (const fn of rec.FUNCTIONS) {
       const [data, flag] = runGroupFunction(fn, rec.result, this.ctx, this);
-      rec.result = data;
+      rec.result = data as Dict;
       if (flag === false) return false;
     }
     const processed = this.formPath(rec.PATH);
     if (processed === false || processed.length === 0) return false;
-    rec.PATH = processed;
+    this.processedPath = processed;
     return undefined;
   }
 
-  private listToDictFwd(keys: string[]): Dict {
-    if (keys.length) {
-      if (keys[0] === '_') {
-        if (keys.length === 1) return {};
-        keys.shift();
-      }
-      const first = keys[0] as string;
-      const name = stripStars(first);
-      if (first.length - name.length === 1) {
-        if (keys.length === 1) return { [name]: [] };
-        return { [name]: [this.listToDictFwd(keys.slice(1))] };
-      }
-      return { [name]: this.listToDictFwd(keys.slice(1)) };
+  private reconstructLast(result: Dict, path: PathKey[]): Dict {
+    const el = this.dictByPath(path, this.results);
+    let copied: Dict;
+    if (Array.isArray(el)) {
+      const last: unknown = el[el.length - 1];
+      if (!isPlainObject(last)) return result;
+      copied = { ...last };
+    } else if (isPlainObject(el)) {
+      copied = { ...el };
+    } else {
+      return result;
     }
-    return {};
+    return Object.assign(copied, result);
   }
 
-  dictByPath(path: string[], element: unknown): unknown {
+  private listToDictFwd(keys: PathKey[]): Dict {
+    const first = keys[0];
+    if (!first) return {};
+    const [name, stars] = first;
+    if (stars === '*') {
+      if (keys.length === 1) return { [name]: [] };
+      return { [name]: [this.listToDictFwd(keys.slice(1))] };
+    }
+    return { [name]: this.listToDictFwd(keys.slice(1)) };
+  }
+
+  /** The element at `path` in `element`, creating missing levels; may shift a leading `_`. */
+  dictByPath(path: PathKey[], element: unknown): unknown {
     if (path.length === 0) return element;
     if (isPlainObject(element)) {
-      let name = stripStars(path[0] as string);
+      let name = (path[0] as PathKey)[0];
       if (name === '_') {
         if (path.length === 1) return element;
         path.shift();
-        name = stripStars(path[0] as string);
+        name = (path[0] as PathKey)[0];
       }
-      if (hasOwn(element, name)) return this.dictByPath(path.slice(1), element[name]);
-      Object.assign(element, this.listToDictFwd(path));
+      if (!hasOwn(element, name)) Object.assign(element, this.listToDictFwd(path));
       return this.dictByPath(path.slice(1), element[name]);
     }
     if (Array.isArray(element)) {
@@ -328,47 +360,59 @@ export class ResultsBuilder {
     return undefined;
   }
 
-  private valueToList(data: unknown, path: string[], result: Dict): unknown {
-    if (path.length) {
-      let name = stripStars(path[0] as string);
-      if (name === '_') {
-        if (path.length === 1) {
-          if (isPlainObject(data)) Object.assign(data, result);
-          else if (Array.isArray(data)) Object.assign(data[data.length - 1] as Dict, result);
-          return data;
-        }
-        path.shift();
-        name = stripStars(path[0] as string);
+  private valueToList(data: unknown, path: PathKey[], result: unknown): unknown {
+    if (path.length === 0) return [data, result];
+    let name = (path[0] as PathKey)[0];
+    if (name === '_') {
+      if (path.length === 1) {
+        if (isPlainObject(data) && isPlainObject(result)) Object.assign(data, result);
+        else if (Array.isArray(data) && isPlainObject(result))
+          Object.assign(data[data.length - 1] as Dict, result);
+        return data;
       }
-      if (isPlainObject(data)) {
-        if (hasOwn(data, name)) {
-          data[name] = this.valueToList(data[name], path.slice(1), result);
-          return data;
-        }
-      } else if (Array.isArray(data)) {
-        const last: unknown = data[data.length - 1];
-        if (isPlainObject(last) && hasOwn(last, name)) {
-          last[name] = this.valueToList(last[name], path.slice(1), result);
-          return data;
-        }
-      }
-      return undefined;
+      path.shift();
+      name = (path[0] as PathKey)[0];
     }
-    return [data, result];
+    if (isPlainObject(data)) {
+      if (hasOwn(data, name)) {
+        data[name] = this.valueToList(data[name], path.slice(1), result);
+        return data;
+      }
+    } else if (Array.isArray(data)) {
+      const last: unknown = data[data.length - 1];
+      if (isPlainObject(last) && hasOwn(last, name)) {
+        last[name] = this.valueToList(last[name], path.slice(1), result);
+        return data;
+      }
+    }
+    return undefined;
   }
 
-  saveCurElements(resultData: unknown, resultPath: string[]): void {
+  private mergeRecursively(element: Dict, data: Dict): void {
+    for (const [k, v] of Object.entries(data)) {
+      const cur = element[k];
+      if (truthy(cur) && isPlainObject(v) && isPlainObject(cur)) this.mergeRecursively(cur, v);
+      else element[k] = v;
+    }
+  }
+
+  saveCurElements(resultData: unknown, resultPath: PathKey[]): void {
     const el = this.dictByPath(resultPath, this.results);
-    if (Array.isArray(el)) {
-      el.push(resultData);
+    const merge = this.record.mergeWithLast;
+    if (Array.isArray(el) && truthy(resultData)) {
+      const last: unknown = el[el.length - 1];
+      if (merge && isPlainObject(last) && isPlainObject(resultData))
+        this.mergeRecursively(last, resultData);
+      else el.push(resultData);
     } else if (isPlainObject(el)) {
-      const lastItem = resultPath[resultPath.length - 1] ?? '';
-      if (starCount(lastItem) === 2 && isPlainObject(resultData)) {
+      const lastItem = resultPath[resultPath.length - 1];
+      if (merge) {
+        if (isPlainObject(resultData)) this.mergeRecursively(el, resultData);
+      } else if (lastItem?.[1] === '**') {
         // `**`: merge, keeping values already present
-        const merged = { ...resultData, ...el };
-        Object.assign(el, merged);
+        if (isPlainObject(resultData)) Object.assign(el, { ...resultData, ...el });
       } else if (Object.keys(el).length > 0) {
-        this.results = this.valueToList(this.results, resultPath, resultData as Dict);
+        this.results = this.valueToList(this.results, resultPath, resultData);
       } else if (isPlainObject(resultData)) {
         Object.assign(el, resultData);
       }

@@ -299,7 +299,8 @@ export class Group {
     if (this.name === '') {
       if (this.top) this.path = ['_anonymous_*'];
       this.name = this.path.join('.');
-      this.groupId = makeId(this.name, this.grpIndex);
+      // distinct from a named parent sharing the path, so ending one does not end the other
+      this.groupId = makeId(this.name + '._anonymous_', this.grpIndex);
     }
     this.getRegexes(element.text);
     element.children.forEach((child, index) => {
