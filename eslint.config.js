@@ -10,6 +10,8 @@ export default tseslint.config(
       'scripts/**',
       'deploy/**',
       'eslint.config.js',
+      // The bin loaders: a few lines of plain JS that import the built dist.
+      'cli/bin/**',
     ],
   },
   js.configs.recommended,

@@ -15,6 +15,7 @@ const unitDirs = [
   'services/device-actor/dist/test',
   'services/reaper/dist/test',
   'services/mcp-adapter/dist/test',
+  'cli/dist/test',
 ];
 const integrationDirs = ['test/dist/integration'];
 
