@@ -172,6 +172,26 @@ describe('group functions with named parameters', () => {
     });
   });
 
+  test('when a python lookup body is a bare dict literal, then it is the table for lookup with add_field', () => {
+    const out = parseOne(
+      `<lookup name="apps" load="python">
+{ "by_ip": {
+    "10.0.0.1": "billing",
+    "10.0.0.2": "crm"}}
+</lookup>
+<group name="arp*" lookup="'ip', name='apps.by_ip', add_field='app'">
+Internet {{ ip }} {{ mac }}
+</group>`,
+      'Internet 10.0.0.1 aaaa.bbbb.cccc\nInternet 10.0.0.9 aaaa.bbbb.dddd\n',
+    );
+    assert.deepStrictEqual(out, {
+      arp: [
+        { ip: '10.0.0.1', mac: 'aaaa.bbbb.cccc', app: 'billing' },
+        { ip: '10.0.0.9', mac: 'aaaa.bbbb.dddd' },
+      ],
+    });
+  });
+
   test('when items2dict misses one of its keys, then the item is dropped', () => {
     const out = parseOne(
       `<group name="vlans*" items2dict="key_name='id', value_name='name'">\nvlan {{ id }}\n name {{ name }}\n</group>`,

@@ -2,7 +2,7 @@
 // (python literals, json, yaml, ini, csv). `include=` (reading files) is not supported.
 import { parse as parseYaml } from 'yaml';
 import { TtpErrorCode, TtpTemplateError } from './errors.js';
-import { parseAssignments } from './py-literal.js';
+import { parsePythonData } from './py-literal.js';
 import { isPlainObject, type Dict } from './template.js';
 
 export const LOADERS = ['python', 'json', 'yaml', 'ini', 'csv'] as const;
@@ -19,8 +19,11 @@ export function loadStruct(text: string, load: string, key?: string): Dict {
   const loader = load.trim().toLowerCase();
   if (!text.trim()) return {};
   switch (loader) {
-    case 'python':
-      return parseAssignments(text);
+    case 'python': {
+      const parsed = parsePythonData(text);
+      if (!isPlainObject(parsed)) throw invalid('python', 'the data is not a dict');
+      return parsed;
+    }
     case 'json': {
       let parsed: unknown;
       try {

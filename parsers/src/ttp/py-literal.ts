@@ -228,6 +228,24 @@ class LiteralParser {
     return { args, kwargs };
   }
 
+  /** A whole text that is one expression, such as a dict literal over several lines. */
+  expression(): unknown {
+    while (this.peek().t === 'nl') this.pos++;
+    const value = this.expr();
+    while (this.peek().t === 'nl') this.pos++;
+    if (this.peek().t !== 'eof') this.fail('trailing input');
+    return value;
+  }
+
+  /** True when the text starts with `name =`, as assignment statements do. */
+  startsWithAssignment(): boolean {
+    let i = this.pos;
+    while (this.toks[i]?.t === 'nl') i++;
+    const first = this.toks[i];
+    const second = this.toks[i + 1];
+    return first?.t === 'name' && second?.t === 'op' && second.v === '=';
+  }
+
   assignments(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     while (this.peek().t !== 'eof') {
@@ -259,9 +277,13 @@ export function parseCallArgs(src: string): { args: unknown[]; kwargs: Record<st
   return new LiteralParser(tokenize(src), src).callArgs();
 }
 
-/** Parses `name = literal` lines (the Python loader of `<vars>`, `<lookup>`, `<input>`). */
-export function parseAssignments(src: string): Record<string, unknown> {
-  return new LiteralParser(tokenize(src), src).assignments();
+/**
+ * TTP's python loader: `name = literal` statements give a dict of names; a text without
+ * assignments is evaluated as one expression (a dict literal is the whole table).
+ */
+export function parsePythonData(src: string): unknown {
+  const parser = new LiteralParser(tokenize(src), src);
+  return parser.startsWithAssignment() ? parser.assignments() : parser.expression();
 }
 
 /** Splits on `sep` outside quotes and brackets. */
