@@ -36,6 +36,10 @@ const REMEDY = {
   HOST_KEY_MISMATCH:
     'Verify the device key out of band; if it really changed, an admin forgets or reloads it (DELETE/PUT /v2/host-keys/...).',
   HOST_KEY_UNKNOWN: 'An admin loads the device key (PUT /v2/host-keys/...) for this context.',
+  SSH_NEGOTIATION_FAILED:
+    'Compare the two offers in the error text; an old device needs ssh.profile "legacy" (or SSH_PROFILE for its context) or explicit ssh.algorithms (see ssh.md).',
+  SSH_KEY_INVALID:
+    'Give the private key in PEM or OpenSSH format with its passphrase if it is encrypted; the error names the hop.',
   INTERNAL: 'A service fault; retry, and report it if it persists.',
 };
 

@@ -21,6 +21,8 @@ export const ErrorCode = {
   ADDRESS_NOT_ALLOWED: 'ADDRESS_NOT_ALLOWED',
   HOST_KEY_MISMATCH: 'HOST_KEY_MISMATCH',
   HOST_KEY_UNKNOWN: 'HOST_KEY_UNKNOWN',
+  SSH_NEGOTIATION_FAILED: 'SSH_NEGOTIATION_FAILED',
+  SSH_KEY_INVALID: 'SSH_KEY_INVALID',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -58,6 +60,15 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   HOST_KEY_UNKNOWN: {
     retryable: false,
     meaning: 'no host key is loaded for the device and its context trusts only loaded keys',
+  },
+  SSH_NEGOTIATION_FAILED: {
+    retryable: false,
+    meaning:
+      'the service and the device (or a jump host) share no SSH algorithm of one kind; the error names what each side offered',
+  },
+  SSH_KEY_INVALID: {
+    retryable: false,
+    meaning: 'a private key of the job cannot be read (unsupported format or wrong passphrase)',
   },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };

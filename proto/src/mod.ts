@@ -125,6 +125,22 @@ export {
   parseOpenSshPublicKey,
 } from './host-keys.js';
 export type { HostKeyMode, PinnedHostKey } from './host-keys.js';
+export {
+  SshProfile,
+  SshSettings,
+  SshRequestOptions,
+  SshSpec,
+  JumpHostRequest,
+  JumpHostSpec,
+  LEGACY_ALGORITHMS,
+  SSH_ALGORITHM_KINDS,
+  SSH_ALGORITHM_NAMES,
+  MAX_JUMP_HOSTS,
+  MAX_PRIVATE_KEY_LENGTH,
+  algorithmsFor,
+  sshProfiles,
+} from './ssh-options.js';
+export type { SshAlgorithmKind, SshAlgorithmLists, JumpHostSecrets } from './ssh-options.js';
 export type { BreakerVerdict } from './device-guards.js';
 export {
   startTracing,

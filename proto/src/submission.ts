@@ -14,6 +14,13 @@ import {
   type DeviceInputLimits,
 } from './device-input.js';
 import { UserPattern } from './user-pattern.js';
+import {
+  SSH_ALGORITHM_KINDS,
+  SSH_ALGORITHM_NAMES,
+  type JumpHostSecrets,
+  type SshRequestOptions,
+  type SshSpec,
+} from './ssh-options.js';
 
 /** Defaults of the submission fields the specification gives. */
 export const SubmissionDefaults = {
@@ -121,6 +128,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
 
   let username = body.username ?? null;
   let password = body.password ?? null;
+  const ssh = normalizeSsh(body.ssh, issues);
   if (opts.basic) issues.push(...basicCredentialIssues(opts.basic));
   if (opts.basic) {
     // With Basic auth the caller's own credentials are the device credentials.
@@ -128,7 +136,15 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
     password = opts.basic.password;
   } else {
     if (!username) issue('username', 'field required with Bearer authentication', 'missing');
-    if (!password) issue('password', 'field required with Bearer authentication', 'missing');
+    // A private key logs in without a password.
+    if (!password && ssh?.secrets.private_key != null) password = '';
+    if (password === null || (password === '' && ssh?.secrets.private_key == null)) {
+      issue(
+        'password',
+        'field required with Bearer authentication (or ssh.private_key for key login)',
+        'missing',
+      );
+    }
   }
 
   const textfsm = body.textfsm_template ?? null;
@@ -185,12 +201,93 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       textfsm_template: opts.kind === 'structured' ? textfsm : null,
       ttp_template: opts.kind === 'structured' ? ttp : null,
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
+      ...(ssh !== null ? { ssh: ssh.spec } : {}),
     },
     secrets: {
       username,
       password,
       enable: body.enable ?? null,
       webhook_secret: body.webhook_secret ?? null,
+      ...(ssh !== null ? ssh.secrets : {}),
+    },
+  };
+}
+
+const PRIVATE_KEY_BEGIN = /^\s*-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----\r?\n/;
+
+/**
+ * The `ssh` field split into what the record keeps (profile, algorithms, jump hosts as host,
+ * port and user) and what is sealed (keys, passphrases, jump-host passwords). Null when absent.
+ */
+function normalizeSsh(
+  ssh: SshRequestOptions | undefined,
+  issues: ValidationIssue[],
+): {
+  spec: SshSpec;
+  secrets: Pick<DeviceSecrets, 'private_key' | 'passphrase' | 'jump_hosts'>;
+} | null {
+  if (ssh === undefined) return null;
+  const issue = (loc: (string | number)[], msg: string) =>
+    issues.push({ loc: ['body', 'ssh', ...loc], msg, type: 'value_error' });
+  for (const kind of SSH_ALGORITHM_KINDS) {
+    const known = SSH_ALGORITHM_NAMES[kind];
+    for (const [i, name] of (ssh.algorithms?.[kind] ?? []).entries()) {
+      if (!known.includes(name)) {
+        issue(
+          ['algorithms', kind, i],
+          `unsupported ${kind} algorithm ${JSON.stringify(name)}; supported: ${known.join(', ')}`,
+        );
+      }
+    }
+  }
+  // Never echo key text: the message says what is wrong, not what was sent.
+  const keyIssues = (
+    at: (string | number)[],
+    key: string | null | undefined,
+    passphrase: string | null | undefined,
+  ) => {
+    if (key != null && !PRIVATE_KEY_BEGIN.test(key)) {
+      issue(
+        [...at, 'private_key'],
+        'not a private key: expected PEM or OpenSSH text starting with "-----BEGIN … PRIVATE KEY-----"',
+      );
+    }
+    if (passphrase != null && key == null)
+      issue([...at, 'passphrase'], 'passphrase needs private_key');
+  };
+  keyIssues([], ssh.private_key, ssh.passphrase);
+  const jumps = ssh.jump_hosts ?? [];
+  const jumpSecrets: JumpHostSecrets[] = [];
+  for (const [i, j] of jumps.entries()) {
+    if (!isDeviceHost(j.host)) {
+      issue(['jump_hosts', i, 'host'], 'value is not a valid IPv4, IPv6 or RFC 1123 host name');
+    }
+    if (j.password == null && j.private_key == null) {
+      issue(['jump_hosts', i], 'a jump host needs password or private_key');
+    }
+    keyIssues(['jump_hosts', i], j.private_key, j.passphrase);
+    jumpSecrets.push({
+      password: j.password ?? null,
+      private_key: j.private_key ?? null,
+      passphrase: j.passphrase ?? null,
+    });
+  }
+  const algorithms =
+    ssh.algorithms && Object.keys(ssh.algorithms).length > 0 ? ssh.algorithms : null;
+  return {
+    spec: {
+      profile: ssh.profile ?? null,
+      algorithms,
+      jump_hosts: jumps.map((j) => ({
+        host: j.host,
+        port: j.port ?? SubmissionDefaults.port,
+        username: j.username,
+      })),
+    },
+    secrets: {
+      private_key: ssh.private_key ?? null,
+      passphrase: ssh.passphrase ?? null,
+      ...(jumps.length > 0 ? { jump_hosts: jumpSecrets } : {}),
     },
   };
 }

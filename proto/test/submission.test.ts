@@ -125,3 +125,61 @@ test('when a subject token is unsafe, then the builder refuses it and encodeToke
   assert.equal(encodeToken('fe80::1'), 'fe80_3a_3a1');
   assert.equal(Subjects.actor(encodeToken('r1.example.net')), 'svc.actor.r1_2eexample_2enet');
 });
+
+test('when a submission has an ssh field, then the record keeps profile, algorithms and hops, and the keys and passwords are only in the secrets', () => {
+  const key = '-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n';
+  const body = {
+    host: '10.0.0.1',
+    commands: ['show version'],
+    username: 'u',
+    ssh: {
+      profile: 'legacy' as const,
+      algorithms: { kex: ['diffie-hellman-group1-sha1'] },
+      private_key: key,
+      passphrase: 'pp',
+      jump_hosts: [{ host: 'bastion.example.net', username: 'j', password: 'jp' }],
+    },
+  };
+  assert.equal(check(SendCommandRequest, body, 'body').ok, true);
+  const n = normalizeSubmission(body, { kind: 'command', basic: null, contexts: ['default'] });
+  assert.ok(n.ok, JSON.stringify(n));
+  assert.deepEqual(n.spec.ssh, {
+    profile: 'legacy',
+    algorithms: { kex: ['diffie-hellman-group1-sha1'] },
+    jump_hosts: [{ host: 'bastion.example.net', port: 22, username: 'j' }],
+  });
+  assert.ok(!JSON.stringify(n.spec).includes('jp') && !JSON.stringify(n.spec).includes('AAAA'));
+  assert.equal(n.secrets.password, '', 'a key stands in for the password');
+  assert.equal(n.secrets.private_key, key);
+  assert.deepEqual(n.secrets.jump_hosts, [{ password: 'jp', private_key: null, passphrase: null }]);
+});
+
+test('when the ssh field is wrong, then each problem is reported at its place', () => {
+  const body = {
+    host: '10.0.0.1',
+    commands: ['show version'],
+    username: 'u',
+    ssh: {
+      algorithms: { cipher: ['rot13'] },
+      passphrase: 'pp',
+      jump_hosts: [{ host: 'bad host', username: 'j' }],
+    },
+  };
+  const n = normalizeSubmission(body, { kind: 'command', basic: null, contexts: ['default'] });
+  assert.equal(n.ok, false);
+  const locs = n.ok ? [] : n.issues.map((i) => i.loc.join('.'));
+  assert.deepEqual(locs.sort(), [
+    'body.password',
+    'body.ssh.algorithms.cipher.0',
+    'body.ssh.jump_hosts.0',
+    'body.ssh.jump_hosts.0.host',
+    'body.ssh.passphrase',
+  ]);
+  // Key text must be a key, and a key-like field never accepts control characters but newlines.
+  const bad = check(
+    SendCommandRequest,
+    { host: 'h', commands: ['x'], ssh: { private_key: '-----BEGIN\u0000' } },
+    'body',
+  );
+  assert.equal(bad.ok, false);
+});

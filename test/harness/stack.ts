@@ -85,9 +85,15 @@ export async function startInProcessStack(
     reaper?: boolean;
     /** Each service's NATS credentials (an authenticated server); none when absent. */
     credentials?: Partial<Record<'gateway' | 'dispatcher' | 'actor' | 'reaper', NatsCredentials>>;
+    /** Every service's log and audit lines, DEBUG and up, go here (tests that read logs). */
+    logSink?: pino.DestinationStream;
   } = {},
 ): Promise<InProcessStack> {
   const env = testEnv(natsUrl, options.env);
+  const sink = options.logSink;
+  const logger = (service: string) =>
+    sink ? createLogger(service, 'DEBUG', sink) : silentLogger(service);
+  const auditor = (service: string) => (sink ? new AuditLog(service, sink) : quietAudit(service));
   const connections: NatsConnection[] = [];
   const nc = async (name: string) => {
     const role = name.startsWith('actor') ? 'actor' : (name as 'gateway');
@@ -105,20 +111,20 @@ export async function startInProcessStack(
   try {
     const reaper = await startReaper(
       loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
-      { nc: await nc('reaper'), log: silentLogger('reaper'), audit: quietAudit('reaper') },
+      { nc: await nc('reaper'), log: logger('reaper'), audit: auditor('reaper') },
     );
     running.push(reaper);
     const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
       nc: await nc('dispatcher'),
-      log: silentLogger('dispatcher'),
+      log: logger('dispatcher'),
     });
     running.push(dispatcher);
     const actors: RunningDeviceActorService[] = [];
     for (let i = 0; i < (options.actors ?? 1); i++) {
       const actor = await startDeviceActorService(loadDeviceActorConfig(env), {
         nc: await nc(`actor-${i}`),
-        log: silentLogger('device-actor'),
-        audit: quietAudit('device-actor'),
+        log: logger('device-actor'),
+        audit: auditor('device-actor'),
         sealer,
       });
       actors.push(actor);
@@ -127,8 +133,8 @@ export async function startInProcessStack(
     const gateway = await startGateway(loadGatewayConfig(env), {
       nc: await nc('gateway'),
       sealer,
-      log: silentLogger('gateway'),
-      audit: quietAudit('gateway'),
+      log: logger('gateway'),
+      audit: auditor('gateway'),
     });
     running.push(gateway);
     return {

@@ -1,6 +1,6 @@
-import ssh2, { type Connection, type ServerChannel } from 'ssh2';
+import ssh2, { type Algorithms, type Connection, type ServerChannel } from 'ssh2';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { generateHostKey } from './host-key.js';
+import { generateHostKey, generateRsaHostKey } from './host-key.js';
 import { loadPlatform, textOf, type CatalogEntry, type PlatformData } from './platform-data.js';
 
 /**
@@ -77,7 +77,18 @@ export interface StartDeviceOptions {
   /** Host key (OpenSSH private key); absent: one key shared by the devices of this process. */
   hostKey?: string;
   /** Login methods offered. Default password and keyboard-interactive. */
-  authMethods?: ('password' | 'keyboard-interactive')[];
+  authMethods?: ('password' | 'keyboard-interactive' | 'publickey')[];
+  /**
+   * Public keys (OpenSSH lines, `ssh-ed25519 AAAA…`) accepted by `publickey` for the user. A
+   * device whose `authMethods` is `['publickey']` is a key-only device.
+   */
+  authorizedKeys?: string[];
+  /**
+   * Offer only what an old switch offers (kex diffie-hellman-group14-sha1 and group1-sha1,
+   * host key ssh-rsa, ciphers aes128-cbc and 3des-cbc, MAC hmac-sha1), with an RSA host key:
+   * a client with modern defaults only cannot negotiate with it.
+   */
+  legacyOnly?: boolean;
   /**
    * Keyboard-interactive prompts in one round; the one that says "password" must be answered
    * with the password, the others may be anything. Default `['Password: ']`.
@@ -126,6 +137,15 @@ export const DEFAULT_USERNAME = 'svc';
 export const DEFAULT_PASSWORD = 'svc-demo';
 export const DEFAULT_ENABLE = 'svc-enable';
 
+/** What a legacy-only device offers (see `StartDeviceOptions.legacyOnly`). */
+export const LEGACY_ONLY_ALGORITHMS: Algorithms = {
+  kex: ['diffie-hellman-group14-sha1', 'diffie-hellman-group1-sha1'],
+  serverHostKey: ['ssh-rsa'],
+  cipher: ['aes128-cbc', '3des-cbc'],
+  hmac: ['hmac-sha1'],
+  compress: ['none'],
+};
+
 function emptyStats(): DeviceStats {
   return {
     handshakes: 0,
@@ -166,6 +186,17 @@ interface DeviceState {
  * port the OS hands out again to another device then still shows the key the service pinned.
  */
 let processHostKey: string | undefined;
+/** The same for legacy-only devices, whose host key must be RSA (`ssh-rsa`). */
+let processRsaHostKey: string | undefined;
+
+/** The parsed public keys a device accepts; throws on a line that is not a public key. */
+function parseAuthorizedKeys(lines: readonly string[]): ssh2.ParsedKey[] {
+  return lines.map((line) => {
+    const key = ssh2.utils.parseKey(line);
+    if (key instanceof Error) throw key;
+    return Array.isArray(key) ? (key[0] as ssh2.ParsedKey) : key;
+  });
+}
 
 export async function startDevice(options: StartDeviceOptions): Promise<SimulatedDevice> {
   const data = loadPlatform(options.platform);
@@ -187,69 +218,94 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     state.faults.commandLatencyMs = options.commandLatencyMs;
   const host = options.host ?? '127.0.0.1';
   const clients = new Set<Connection>();
-  const hostKey = options.hostKey ?? (processHostKey ??= generateHostKey());
+  const hostKey =
+    options.hostKey ??
+    (options.legacyOnly === true
+      ? (processRsaHostKey ??= generateRsaHostKey())
+      : (processHostKey ??= generateHostKey()));
+  const authorized = parseAuthorizedKeys(options.authorizedKeys ?? []);
   const parsedKey = ssh2.utils.parseKey(hostKey);
   if (parsedKey instanceof Error) throw parsedKey;
   const hostPublicKey = `${parsedKey.type} ${parsedKey.getPublicSSH().toString('base64')}`;
-  const server = new ssh2.Server({ hostKeys: [hostKey] }, (conn) => {
-    clients.add(conn);
-    // Nagle + delayed ACK would add ~40 ms per command (STACK.md §3). The server-side client
-    // object has setNoDelay at runtime; @types/ssh2 only declares it on the Client class.
-    (conn as unknown as { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
-    let ready = false;
-    conn.on('error', () => undefined); // clients vanish mid-handshake in failure tests
-    conn.on('close', () => {
-      clients.delete(conn);
-      if (ready) state.stats.sessionsOpen--;
-    });
-    conn.on('authentication', (ctx) => {
-      const methods = options.authMethods ?? ['password', 'keyboard-interactive'];
-      const accept = (ok: boolean): void => {
-        if (ok && ctx.username === state.username && state.faults.wrongPassword !== true) {
-          ctx.accept();
+  const server = new ssh2.Server(
+    {
+      hostKeys: [hostKey],
+      ...(options.legacyOnly === true ? { algorithms: LEGACY_ONLY_ALGORITHMS } : {}),
+    },
+    (conn) => {
+      clients.add(conn);
+      // Nagle + delayed ACK would add ~40 ms per command (STACK.md §3). The server-side client
+      // object has setNoDelay at runtime; @types/ssh2 only declares it on the Client class.
+      (conn as unknown as { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
+      let ready = false;
+      conn.on('error', () => undefined); // clients vanish mid-handshake in failure tests
+      conn.on('close', () => {
+        clients.delete(conn);
+        if (ready) state.stats.sessionsOpen--;
+      });
+      conn.on('authentication', (ctx) => {
+        const methods = options.authMethods ?? ['password', 'keyboard-interactive'];
+        const accept = (ok: boolean): void => {
+          if (ok && ctx.username === state.username && state.faults.wrongPassword !== true) {
+            ctx.accept();
+          } else {
+            state.stats.authFailures++;
+            ctx.reject(methods);
+          }
+        };
+        if (ctx.method === 'publickey' && methods.includes('publickey')) {
+          const offered = ctx.key.data;
+          const known = authorized.find((k) => k.getPublicSSH().equals(offered));
+          if (known === undefined) {
+            ctx.reject(methods);
+            return;
+          }
+          // Without a signature the client only asks whether this key would do.
+          if (ctx.signature === undefined || ctx.blob === undefined) {
+            ctx.accept();
+            return;
+          }
+          state.stats.authAttempts.push({ method: ctx.method, answers: [] });
+          accept(known.verify(ctx.blob, ctx.signature, ctx.hashAlgo) === true);
+        } else if (ctx.method === 'password' && methods.includes('password')) {
+          state.stats.authAttempts.push({ method: ctx.method, answers: [ctx.password] });
+          accept(ctx.password === state.password);
+        } else if (ctx.method === 'keyboard-interactive' && methods.includes(ctx.method)) {
+          const prompts = options.keyboardPrompts ?? ['Password: '];
+          ctx.prompt(
+            prompts.map((prompt) => ({ prompt, echo: false })),
+            (answers) => {
+              state.stats.authAttempts.push({ method: ctx.method, answers: [...answers] });
+              const at = prompts.findIndex((p) => /password/i.test(p));
+              accept(at >= 0 && answers[at] === state.password);
+            },
+          );
         } else {
-          state.stats.authFailures++;
           ctx.reject(methods);
         }
-      };
-      if (ctx.method === 'password' && methods.includes('password')) {
-        state.stats.authAttempts.push({ method: ctx.method, answers: [ctx.password] });
-        accept(ctx.password === state.password);
-      } else if (ctx.method === 'keyboard-interactive' && methods.includes(ctx.method)) {
-        const prompts = options.keyboardPrompts ?? ['Password: '];
-        ctx.prompt(
-          prompts.map((prompt) => ({ prompt, echo: false })),
-          (answers) => {
-            state.stats.authAttempts.push({ method: ctx.method, answers: [...answers] });
-            const at = prompts.findIndex((p) => /password/i.test(p));
-            accept(at >= 0 && answers[at] === state.password);
-          },
+      });
+      conn.on('ready', () => {
+        ready = true;
+        state.stats.handshakes++;
+        state.stats.sessionsOpen++;
+        state.stats.maxConcurrentSessions = Math.max(
+          state.stats.maxConcurrentSessions,
+          state.stats.sessionsOpen,
         );
-      } else {
-        ctx.reject(methods);
-      }
-    });
-    conn.on('ready', () => {
-      ready = true;
-      state.stats.handshakes++;
-      state.stats.sessionsOpen++;
-      state.stats.maxConcurrentSessions = Math.max(
-        state.stats.maxConcurrentSessions,
-        state.stats.sessionsOpen,
-      );
-      conn.on('session', (acceptSession) => {
-        const session = acceptSession();
-        session.on('pty', (acceptPty) => acceptPty());
-        session.on('window-change', (acceptWc) => acceptWc?.());
-        session.on('env', (acceptEnv) => acceptEnv?.());
-        session.on('shell', (acceptShell) => {
-          const stream = acceptShell();
-          const shell = new Shell(state, stream, conn);
-          shell.run().catch(() => stream.close());
+        conn.on('session', (acceptSession) => {
+          const session = acceptSession();
+          session.on('pty', (acceptPty) => acceptPty());
+          session.on('window-change', (acceptWc) => acceptWc?.());
+          session.on('env', (acceptEnv) => acceptEnv?.());
+          session.on('shell', (acceptShell) => {
+            const stream = acceptShell();
+            const shell = new Shell(state, stream, conn);
+            shell.run().catch(() => stream.close());
+          });
         });
       });
-    });
-  });
+    },
+  );
   let port = options.port ?? 0;
   const listen = (): Promise<void> =>
     new Promise((resolve, reject) => {

@@ -1,4 +1,5 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import ssh2 from 'ssh2';
 
 /**
  * A fresh ed25519 host key in the OpenSSH private key format. Node's crypto can generate the
@@ -38,6 +39,30 @@ export function generateHostKey(): string {
   ]);
   const b64 = body.toString('base64').replace(/.{1,70}/g, '$&\n');
   return `-----BEGIN OPENSSH PRIVATE KEY-----\n${b64}-----END OPENSSH PRIVATE KEY-----\n`;
+}
+
+/**
+ * A fresh 2048-bit RSA key as PKCS#1 PEM (what ssh2 and old devices read): the host key of a
+ * legacy-only device (`ssh-rsa`), or a client key. With `passphrase`, the PEM is encrypted
+ * (AES-128-CBC, the OpenSSL traditional format `ssh-keygen -m PEM` writes).
+ */
+export function generateRsaHostKey(passphrase?: string): string {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return privateKey
+    .export({
+      type: 'pkcs1',
+      format: 'pem',
+      ...(passphrase !== undefined ? { cipher: 'aes-128-cbc', passphrase } : {}),
+    })
+    .toString();
+}
+
+/** The OpenSSH public line (`ssh-ed25519 AAAA…`) of a private key, optionally encrypted. */
+export function publicKeyOf(privateKey: string, passphrase?: string): string {
+  const parsed = ssh2.utils.parseKey(privateKey, passphrase);
+  if (parsed instanceof Error) throw parsed;
+  const key = Array.isArray(parsed) ? (parsed[0] as ssh2.ParsedKey) : parsed;
+  return `${key.type} ${key.getPublicSSH().toString('base64')}`;
 }
 
 function uint32(n: number): Buffer {

@@ -1,4 +1,10 @@
-export { startDevice, DEFAULT_USERNAME, DEFAULT_PASSWORD, DEFAULT_ENABLE } from './device-sim.js';
+export {
+  startDevice,
+  DEFAULT_USERNAME,
+  DEFAULT_PASSWORD,
+  DEFAULT_ENABLE,
+  LEGACY_ONLY_ALGORITHMS,
+} from './device-sim.js';
 export type {
   Faults,
   CommandRecord,
@@ -10,6 +16,8 @@ export { startFleet } from './fleet.js';
 export type { StartFleetOptions, Fleet } from './fleet.js';
 export { loadPlatform, textOf, PLATFORMS_DIR } from './platform-data.js';
 export type { PlatformData, CatalogEntry, Text } from './platform-data.js';
-export { generateHostKey } from './host-key.js';
+export { generateHostKey, generateRsaHostKey, publicKeyOf } from './host-key.js';
+export { startJumpHost } from './jump-host.js';
+export type { StartJumpHostOptions, JumpHost, JumpHostStats } from './jump-host.js';
 export { PLATFORM_CASES, expectedOutput } from './platform-cases.js';
 export { jobFor } from './device-jobs.js';

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Tags } from './send-command.js';
+import { SshSpec, type JumpHostSecrets } from '../ssh-options.js';
 
 export const JobKind = {
   command: 'command',
@@ -47,6 +48,8 @@ export const JobSpec = Type.Object(
     ttp_template: NullableString,
     /** Show jobs: stop at the first rejected command. Absent in records written before it. */
     stop_on_error: Type.Optional(Type.Boolean()),
+    /** SSH profile, algorithms and jump hosts (secrets sealed). Absent: the context's profile. */
+    ssh: Type.Optional(SshSpec),
   },
   { $id: 'JobSpec', additionalProperties: false },
 );
@@ -81,9 +84,15 @@ export type JobEnvelope = Static<typeof JobEnvelope>;
 /** What `sealed` holds once opened. Never logged, never stored in clear. */
 export interface DeviceSecrets {
   username: string;
+  /** Empty when the job logs in with a private key only. */
   password: string;
   enable: string | null;
   webhook_secret: string | null;
+  /** Private key for public-key login (PEM/OpenSSH). Absent in jobs sealed before it. */
+  private_key?: string | null;
+  passphrase?: string | null;
+  /** Credentials of each jump host, in the order of `spec.ssh.jump_hosts`. */
+  jump_hosts?: JumpHostSecrets[];
 }
 
 /** How one command of a job fared: `error` holds the device's message when it was rejected. */

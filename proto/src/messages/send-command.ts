@@ -5,6 +5,7 @@ import {
   MAX_SECRET_LENGTH,
   NullableDeviceText,
 } from '../device-input.js';
+import { SshRequestOptions } from '../ssh-options.js';
 
 /** Tag keys and values: alphanumeric plus hyphen, underscore and colon, 1 to 64 characters. */
 export const TAG_PATTERN = '^[A-Za-z0-9_:-]{1,64}$';
@@ -51,7 +52,10 @@ export const ConnectionFields = {
     NullableDeviceText('Device username; required with Bearer auth.', MAX_SECRET_LENGTH),
   ),
   password: Type.Optional(
-    NullableDeviceText('Device password; required with Bearer auth.', MAX_SECRET_LENGTH),
+    NullableDeviceText(
+      'Device password; required with Bearer auth unless ssh.private_key is given.',
+      MAX_SECRET_LENGTH,
+    ),
   ),
   enable: Type.Optional(
     NullableDeviceText('Enable password; defaults to password.', MAX_SECRET_LENGTH),
@@ -72,6 +76,7 @@ export const ConnectionFields = {
   tags: Type.Optional(Tags),
   webhook_url: Type.Optional(NullableString('HTTPS URL notified on completion.')),
   webhook_secret: Type.Optional(NullableString('Secret for the HMAC-SHA256 webhook signature.')),
+  ssh: Type.Optional(SshRequestOptions),
 };
 
 /** Show jobs only: config jobs always stop at the first rejected line. */

@@ -32,6 +32,8 @@ import {
   deviceNetworkPolicy,
   drainHost,
   hostKeyModes,
+  sshProfiles,
+  algorithmsFor,
   encodeJson,
   resolveHost,
   ensureTopology,
@@ -50,6 +52,7 @@ import {
 import type { DeviceActorConfig } from './config.js';
 import { CommandsRejected, type DeviceJob, type RunDeviceJob } from './device-job.js';
 import { hostKeyVerifier } from './host-key-trust.js';
+import type { SshAlgorithms, SshHop } from './ssh-session.js';
 import { Mailbox, Semaphore } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 
@@ -124,6 +127,7 @@ export async function startActorHost(
     if (hostKeyMode(context) === 'off')
       log.warn({ context }, 'host keys are not checked in this context (HOST_KEY_POLICY off)');
   }
+  const sshProfile = sshProfiles(config.SSH_PROFILE);
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   // The server's message size limit, less room for the rest of the record.
   const maxResultBytes = (nc.info?.max_payload ?? 1_048_576) - 32 * 1024;
@@ -340,6 +344,19 @@ export async function startActorHost(
       // Checked on the address the session will connect to, before any guard or connection.
       const verdict = reachable.check(spec.context, spec.host, address);
       if (!verdict.allowed) throw new SvcError(ErrorCode.ADDRESS_NOT_ALLOWED, verdict.reason);
+      // The SSH profile: the job's, else its context's; jump hosts resolved and checked alike.
+      const algorithms = algorithmsFor(
+        spec.ssh?.profile ?? sshProfile(spec.context),
+        spec.ssh?.algorithms ?? null,
+      );
+      // Names were checked against SSH_ALGORITHM_NAMES at submission; one the library does not
+      // know fails the login with SSH_NEGOTIATION_FAILED.
+      if (Object.keys(algorithms).length > 0) job.algorithms = algorithms as SshAlgorithms;
+      job.privateKey = secrets.private_key ?? null;
+      job.passphrase = secrets.passphrase ?? null;
+      if (spec.ssh !== undefined && spec.ssh.jump_hosts.length > 0) {
+        job.jumpHosts = await jumpHostsOf(spec, secrets, jlog);
+      }
       // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
       // The guards fail open: a store hiccup (a cluster electing a leader) must not fail a job.
       const lockedOut = started.owner.startsWith('key:')
@@ -450,6 +467,49 @@ export async function startActorHost(
       `${jobId} ${ended.status}`,
     );
     deps.onJobEnded?.(ended, secrets);
+  }
+
+  /**
+   * The jump hosts of a job as session hops: each resolved once, held to the context's
+   * reachability policy, checked against its own pinned host key, with its own credentials.
+   */
+  async function jumpHostsOf(
+    spec: JobRecord['spec'],
+    secrets: DeviceSecrets,
+    jlog: Logger,
+  ): Promise<SshHop[]> {
+    const hops: SshHop[] = [];
+    for (const [i, jump] of (spec.ssh?.jump_hosts ?? []).entries()) {
+      const where = `jump host ${jump.host}:${jump.port}`;
+      const jumpAddress = await resolveHost(jump.host);
+      if (jumpAddress === null) {
+        throw new SvcError(
+          ErrorCode.HOST_UNREACHABLE,
+          `host unreachable: the name of the ${where} did not resolve`,
+        );
+      }
+      const verdict = reachable.check(spec.context, jump.host, jumpAddress);
+      if (!verdict.allowed) {
+        throw new SvcError(ErrorCode.ADDRESS_NOT_ALLOWED, `${where}: ${verdict.reason}`);
+      }
+      const own = secrets.jump_hosts?.[i];
+      hops.push({
+        host: jump.host,
+        address: jumpAddress,
+        port: jump.port,
+        username: jump.username,
+        password: own?.password ?? '',
+        privateKey: own?.private_key ?? null,
+        passphrase: own?.passphrase ?? null,
+        verifyHostKey: hostKeyVerifier(
+          hostKeys,
+          hostKeyMode(spec.context),
+          { context: spec.context, host: jump.host, address: jumpAddress, port: jump.port },
+          jlog,
+        ),
+      });
+    }
+    return hops;
   }
 
   return {

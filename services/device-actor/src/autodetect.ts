@@ -2,7 +2,7 @@ import { BUILTIN_DRIVERS, PLATFORMS, SvcError, ErrorCode, compilePattern } from 
 import { CliSession } from './drivers/cli-session.js';
 import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
 import { userDriverDescriptions } from './drivers/registry.js';
-import type { DeviceJob } from './device-job.js';
+import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 
 /**
  * Platform fingerprinting over a separate, never pooled session: read the prompt, send a few
@@ -118,21 +118,7 @@ const probeDriver: Driver = {
  * anything else that prevents a decision is PLATFORM_AUTODETECT_FAILED.
  */
 export async function autodetectPlatform(job: DeviceJob): Promise<string> {
-  const cli = await CliSession.open(
-    probeDriver,
-    {
-      host: job.host,
-      address: job.address,
-      port: job.port,
-      username: job.username,
-      password: job.password,
-      connTimeoutMs: job.connTimeoutMs,
-      readTimeoutMs: job.readTimeoutMs,
-      ...(job.onReached ? { onHandshake: job.onReached } : {}),
-      ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
-    },
-    job.signal,
-  );
+  const cli = await CliSession.open(probeDriver, sessionOptionsOf(job), job.signal);
   const unbind = cli.bindSignal(job.signal);
   try {
     const seen: string[] = [];

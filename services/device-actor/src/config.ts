@@ -6,8 +6,10 @@ import {
   loadDriverDir,
   ReachabilitySettings,
   SharedSettings,
+  SshSettings,
   deviceNetworkPolicy,
   hostKeyModes,
+  sshProfiles,
   loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
@@ -18,6 +20,7 @@ export const DeviceActorConfig = Type.Object({
   ...ReachabilitySettings,
   ...HostKeySettings,
   ...DriverSettings,
+  ...SshSettings,
   WORKER_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,
@@ -114,6 +117,9 @@ export function loadDeviceActorConfig(
     },
     (c) => {
       hostKeyModes(c.HOST_KEY_POLICY ?? []);
+    },
+    (c) => {
+      sshProfiles(c.SSH_PROFILE ?? []);
     },
     (c) => textfsmDirProblems(c.SVC_TEXTFSM_DIR),
     (c) => directoryProblems('SVC_TTP_TEMPLATES_DIR', c.SVC_TTP_TEMPLATES_DIR),

@@ -1,5 +1,6 @@
 import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
+import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -43,6 +44,53 @@ export interface DeviceJob {
   onReached?: () => void;
   /** The host-key check of this job's context (absent: any key is accepted). */
   verifyHostKey?: VerifyHostKey;
+  /** Private key for public-key login to the device (tried before the password). */
+  privateKey?: string | null;
+  passphrase?: string | null;
+  /** Algorithms offered on every hop (the job's SSH profile); absent: the library defaults. */
+  algorithms?: SshAlgorithms;
+  /** Jump hosts in order, each resolved, checked and with its own credentials and host-key check. */
+  jumpHosts?: readonly SshHop[];
+}
+
+/** How to open a session for `job`: the device, its login, algorithms and jump hosts. */
+export function sessionOptionsOf(job: DeviceJob): SshSessionOptions & { readTimeoutMs: number } {
+  return {
+    host: job.host,
+    address: job.address,
+    port: job.port,
+    username: job.username,
+    password: job.password,
+    connTimeoutMs: job.connTimeoutMs,
+    readTimeoutMs: job.readTimeoutMs,
+    ...(job.onReached ? { onHandshake: job.onReached } : {}),
+    ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
+    ...(job.privateKey != null ? { privateKey: job.privateKey } : {}),
+    ...(job.passphrase != null ? { passphrase: job.passphrase } : {}),
+    ...(job.algorithms !== undefined ? { algorithms: job.algorithms } : {}),
+    ...(job.jumpHosts !== undefined && job.jumpHosts.length > 0
+      ? { jumpHosts: job.jumpHosts }
+      : {}),
+  };
+}
+
+/**
+ * The secrets of a job besides the password and enable secret (key, passphrase, jump-host
+ * credentials): hashed into warm-session keys and removed from error texts.
+ */
+export function transportSecretsOf(job: DeviceJob): string[] {
+  const out: string[] = [];
+  for (const s of [job.privateKey, job.passphrase]) if (s) out.push(s);
+  for (const hop of job.jumpHosts ?? []) {
+    for (const s of [hop.password, hop.privateKey, hop.passphrase]) if (s) out.push(s);
+  }
+  return out;
+}
+
+/** The non-secret route of a job's session (algorithms, jump hosts): part of warm-session keys. */
+export function transportRouteOf(job: DeviceJob): string {
+  const jumps = (job.jumpHosts ?? []).map((h) => [h.address ?? h.host, h.port, h.username]);
+  return JSON.stringify([job.algorithms ?? null, jumps]);
 }
 
 export interface DeviceOutcome {

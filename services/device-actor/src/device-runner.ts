@@ -9,6 +9,9 @@ import {
 import { redactValues } from './redaction.js';
 import {
   CommandsRejected,
+  sessionOptionsOf,
+  transportRouteOf,
+  transportSecretsOf,
   type DeviceJob,
   type DeviceOutcome,
   type RunDeviceJob,
@@ -104,6 +107,8 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       username: job.username,
       password: job.password,
       enable: job.enable,
+      route: transportRouteOf(job),
+      otherSecrets: transportSecretsOf(job),
     };
     let cli: CliSession | null = null;
     if (poolable) {
@@ -115,21 +120,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     // One session per device: any warm session of this device (another user's, or one this
     // job may not reuse) is closed before a new one opens.
     else await pool?.closeDevice(job.address, job.port);
-    cli ??= await CliSession.open(
-      driver,
-      {
-        host: job.host,
-        address: job.address,
-        port: job.port,
-        username: job.username,
-        password: job.password,
-        connTimeoutMs: job.connTimeoutMs,
-        readTimeoutMs: job.readTimeoutMs,
-        ...(job.onReached ? { onHandshake: job.onReached } : {}),
-        ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
-      },
-      job.signal,
-    );
+    cli ??= await CliSession.open(driver, sessionOptionsOf(job), job.signal);
     const unbind = cli.bindSignal(job.signal);
     let ok = false;
     try {
@@ -178,11 +169,11 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       return await run(job);
     } catch (err) {
       const failure = job.signal.aborted ? abortError(job.signal) : SvcError.from(err);
+      const secrets = [job.password, job.enable, ...transportSecretsOf(job)];
       if (failure instanceof CommandsRejected) {
-        const secrets = [job.password, job.enable];
         throw failure.with(redactValues(failure.message, secrets), failure.results);
       }
-      throw redactError(failure, [job.password, job.enable]);
+      throw redactError(failure, secrets);
     }
   };
 }

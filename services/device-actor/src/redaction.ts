@@ -14,5 +14,12 @@ export function redactValues(
 
 /** Removes every secret of a job from a text (device echo, library error messages). */
 export function redactSecrets(text: string, secrets: Partial<DeviceSecrets>): string {
-  return redactValues(text, [secrets.password, secrets.enable, secrets.webhook_secret]);
+  return redactValues(text, [
+    secrets.password,
+    secrets.enable,
+    secrets.webhook_secret,
+    secrets.private_key,
+    secrets.passphrase,
+    ...(secrets.jump_hosts ?? []).flatMap((j) => [j.password, j.private_key, j.passphrase]),
+  ]);
 }

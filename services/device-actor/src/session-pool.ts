@@ -22,6 +22,10 @@ export interface PoolKeyParts {
   username: string;
   password: string;
   enable: string | null;
+  /** The session's route besides the device (algorithms, jump hosts); default none. */
+  route?: string;
+  /** Other secrets of the login (private key, passphrase, jump-host credentials). */
+  otherSecrets?: readonly string[];
 }
 
 interface Entry {
@@ -150,14 +154,20 @@ export class SessionPool {
   }
 
   private keyOf(parts: PoolKeyParts): { identity: string; secretHash: string } {
-    const secretHash = createHash('sha256')
+    const hash = createHash('sha256')
       .update(this.salt)
       .update(parts.password)
       .update('\0')
-      .update(parts.enable ?? parts.password)
-      .digest('hex');
+      .update(parts.enable ?? parts.password);
+    for (const s of parts.otherSecrets ?? []) hash.update('\0').update(s);
+    const secretHash = hash.digest('hex');
     return {
-      identity: JSON.stringify([parts.host.toLowerCase(), parts.port, parts.username]),
+      identity: JSON.stringify([
+        parts.host.toLowerCase(),
+        parts.port,
+        parts.username,
+        ...(parts.route !== undefined ? [parts.route] : []),
+      ]),
       secretHash,
     };
   }

@@ -1,21 +1,37 @@
 /**
- * How the service logs in: exactly one attempt that carries the password per connection, so a
- * wrong password costs the account one failure on the device's AAA server (not two, as password
+ * How the service logs in: a private key first when the job has one (it costs no password
+ * failure), then exactly one attempt that carries the password per connection, so a wrong
+ * password costs the account one failure on the device's AAA server (not two, as password
  * followed by keyboard-interactive with the same password would), and the password is typed only
  * into a prompt that asks for it.
  */
 
 /** ssh2's `authHandler` in its simple form: the next method name, or false to give up. */
-export type AuthStep = 'none' | 'password' | 'keyboard-interactive' | false;
+export type AuthStep = 'none' | 'publickey' | 'password' | 'keyboard-interactive' | false;
+
+/** What a login has to offer, and what it already tried. */
+export interface AuthMeans {
+  /** Default true. */
+  hasPassword?: boolean;
+  hasKey?: boolean;
+  keyTried?: boolean;
+}
 
 /**
  * Picks the next method from what the server still accepts (`null` before the first answer: ask
- * with `none` to learn the list). `password` is preferred; `keyboard-interactive` only when the
- * server does not take `password`. After one password-bearing attempt, stop.
+ * with `none` to learn the list). `publickey` first when there is a key; then `password`, or
+ * `keyboard-interactive` only when the server does not take `password`. After one
+ * password-bearing attempt (`attempted`), stop.
  */
-export function nextAuthStep(methodsLeft: readonly string[] | null, attempted: boolean): AuthStep {
-  if (attempted) return false;
+export function nextAuthStep(
+  methodsLeft: readonly string[] | null,
+  attempted: boolean,
+  means: AuthMeans = {},
+): AuthStep {
   if (methodsLeft === null) return 'none';
+  if (means.hasKey === true && means.keyTried !== true && methodsLeft.includes('publickey'))
+    return 'publickey';
+  if (attempted || means.hasPassword === false) return false;
   if (methodsLeft.includes('password')) return 'password';
   if (methodsLeft.includes('keyboard-interactive')) return 'keyboard-interactive';
   return false;

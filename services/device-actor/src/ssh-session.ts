@@ -1,5 +1,6 @@
 // ssh2 is CommonJS; Node only finds some of its names as ESM named exports, so use the default.
 import ssh2, { type Client, type ClientChannel, type ConnectConfig } from 'ssh2';
+import type { Duplex } from 'node:stream';
 import { SvcError, ErrorCode } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
@@ -10,25 +11,43 @@ import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
  * Platform knowledge (prompts, modes, errors) lives in `drivers/`; this file knows none of it.
  */
 
-/** Where and how to connect. Durations in milliseconds. */
-export interface SshSessionOptions {
-  /** The device as the job names it (for error texts). */
+/** One SSH server on the way: a jump host, or the device itself. */
+export interface SshHop {
+  /** The host as the job names it (for error texts). */
   host: string;
   /** The resolved address to connect to (the job's checked address); `host` when absent. */
   address?: string;
   port: number;
   username: string;
+  /** Empty: no password login (key only). */
   password: string;
-  /** Bounds TCP connect + SSH handshake + authentication. */
+  /** Private key (PEM/OpenSSH) for public-key login, tried before the password. */
+  privateKey?: string | null;
+  passphrase?: string | null;
+  /** Host-key check during the handshake (before authentication); none accepts any key. */
+  verifyHostKey?: VerifyHostKey;
+}
+
+/** SSH algorithm lists in the SSH library's form (a full list, or `{ append: [...] }`). */
+export type SshAlgorithms = ConnectConfig['algorithms'];
+
+/** Where and how to connect. Durations in milliseconds. */
+export interface SshSessionOptions extends SshHop {
+  /** Bounds TCP connect + SSH handshake + authentication, through every jump host. */
   connTimeoutMs: number;
   /** Columns of the pseudo-terminal; wide so devices do not wrap long lines. Default 511. */
   cols?: number;
   /** Rows of the pseudo-terminal. Default 200 (paging is turned off by the driver anyway). */
   rows?: number;
-  /** Called once the SSH handshake completed: later failures are not "unreachable". */
+  /** Called once the device's SSH handshake completed: later failures are not "unreachable". */
   onHandshake?: () => void;
-  /** Host-key check during the handshake (before authentication); none accepts any key. */
-  verifyHostKey?: VerifyHostKey;
+  /** Algorithms offered on every hop; absent: the library's defaults. */
+  algorithms?: SshAlgorithms;
+  /**
+   * Jump hosts in order: the first is connected to directly, each next hop (and finally the
+   * device) through a `direct-tcpip` channel of the one before (ssh2's `forwardOut` + `sock`).
+   */
+  jumpHosts?: readonly SshHop[];
 }
 
 /** Matches one complete escape sequence at the current position (sticky). */
@@ -169,6 +188,8 @@ export class SshSession {
   private constructor(
     private readonly client: Client,
     private readonly channel: ClientChannel,
+    /** The jump hosts' connections, first hop first; closed after the device's. */
+    private readonly jumps: readonly Client[] = [],
   ) {
     this.closedPromise = new Promise((resolve) => {
       client.once('close', () => resolve());
@@ -186,130 +207,73 @@ export class SshSession {
     channel.on('close', dropped);
     client.on('close', dropped);
     client.on('error', () => dropped());
+    for (const jump of jumps) {
+      jump.on('error', () => dropped());
+      jump.on('close', dropped);
+    }
   }
 
   /**
-   * Connects, authenticates (one attempt: password, or keyboard-interactive when the server does
-   * not take password, answered only where a prompt asks for the password) and opens a shell. Failures become SvcErrors with the precise connection code.
+   * Connects (through the jump hosts, if any), authenticates on each hop (public key first when
+   * one is given, then one password attempt: password, or keyboard-interactive when the server
+   * does not take password, answered only where a prompt asks for the password) and opens a
+   * shell. Failures become SvcErrors with the precise code, naming the hop that failed.
    */
-  static open(options: SshSessionOptions, signal?: AbortSignal): Promise<SshSession> {
-    return new Promise<SshSession>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(abortError(signal));
-        return;
+  static async open(options: SshSessionOptions, signal?: AbortSignal): Promise<SshSession> {
+    if (signal?.aborted) throw abortError(signal);
+    const clients: Client[] = [];
+    const stop = new AbortController();
+    const timer = setTimeout(() => {
+      stop.abort(
+        new SvcError(
+          ErrorCode.CONNECTION_TIMEOUT,
+          `connection timeout: no SSH session with ${options.host}:${options.port} within ${options.connTimeoutMs} ms`,
+        ),
+      );
+    }, options.connTimeoutMs);
+    const onAbort = (): void => stop.abort(signal === undefined ? cancelled() : abortError(signal));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const jumps = options.jumpHosts ?? [];
+      const hops: readonly SshHop[] = [...jumps, options];
+      let sock: Duplex | undefined;
+      for (const [i, hop] of hops.entries()) {
+        const isDevice = i === hops.length - 1;
+        const label = isDevice ? `${hop.host}:${hop.port}` : `jump host ${hop.host}:${hop.port}`;
+        const client = new ssh2.Client();
+        clients.push(client);
+        await untilStopped(
+          login(client, hop, {
+            label,
+            sock,
+            algorithms: options.algorithms,
+            connTimeoutMs: options.connTimeoutMs,
+            onHandshake: isDevice ? options.onHandshake : undefined,
+          }),
+          stop.signal,
+        );
+        const next = hops[i + 1];
+        if (next !== undefined)
+          sock = await untilStopped(forward(client, label, next), stop.signal);
       }
-      const client = new ssh2.Client();
-      let settled = false;
-      const finish = (err: SvcError | null, session?: SshSession): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        if (err !== null) {
-          client.removeAllListeners('ready');
-          client.on('error', () => undefined); // late errors after we gave up are expected
-          client.end();
-          client.destroy();
-          reject(err);
-        } else if (session !== undefined) {
-          resolve(session);
-        }
-      };
-      const onAbort = (): void => finish(signal === undefined ? cancelled() : abortError(signal));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const timer = setTimeout(() => {
-        finish(
-          new SvcError(
-            ErrorCode.CONNECTION_TIMEOUT,
-            `connection timeout: no SSH session with ${options.host}:${options.port} within ${options.connTimeoutMs} ms`,
-          ),
-        );
-      }, options.connTimeoutMs);
-      let authFailed = false;
-      client.on('connect', () => {
-        // Without no-delay every command waits on Nagle + delayed ACK (about 40 ms each).
-        client.setNoDelay(true);
-      });
-      client.on('handshake', () => options.onHandshake?.());
-      client.on('keyboard-interactive', (_name, _instr, _lang, prompts, answer) => {
-        answer(keyboardAnswers(prompts, options.password));
-      });
-      let attempted = false;
-      // A refused host key ends the handshake; its own error says why, not the library's.
-      let hostKeyError: SvcError | null = null;
-      const verify = options.verifyHostKey;
-      client.on('error', (err: Error & { level?: string; code?: string }) => {
-        if (err.level === 'client-authentication') authFailed = true;
-        finish(hostKeyError ?? connectError(err, options, authFailed));
-      });
-      client.on('close', () => {
-        finish(
-          hostKeyError ??
-            new SvcError(
-              ErrorCode.SESSION_DROPPED,
-              `the device ${options.host}:${options.port} closed the connection during login`,
-            ),
-        );
-      });
-      client.on('ready', () => {
-        client.shell(
-          { term: 'vt100', cols: options.cols ?? 511, rows: options.rows ?? 200 },
-          (err, channel) => {
-            if (err !== undefined && err !== null) {
-              finish(
-                new SvcError(
-                  ErrorCode.SESSION_DROPPED,
-                  `the device refused a shell: ${err.message}`,
-                ),
-              );
-              return;
-            }
-            finish(null, new SshSession(client, channel));
-          },
-        );
-      });
-      const config: ConnectConfig = {
-        host: options.address ?? options.host,
-        port: options.port,
-        username: options.username,
-        password: options.password,
-        tryKeyboard: true,
-        ...(verify
-          ? {
-              hostVerifier: (key: Buffer, accept: (ok: boolean) => void) => {
-                verify(key).then(
-                  (refusal) => {
-                    hostKeyError = refusal;
-                    accept(refusal === null);
-                  },
-                  (err: unknown) => {
-                    hostKeyError = SvcError.from(err);
-                    accept(false);
-                  },
-                );
-              },
-            }
-          : {}),
-        authHandler: (methodsLeft) => {
-          const step = nextAuthStep(methodsLeft ?? null, attempted);
-          if (step === 'password' || step === 'keyboard-interactive') attempted = true;
-          return step;
-        },
-        // Our own timer bounds the whole login; ssh2's would only cover part of it.
-        readyTimeout: options.connTimeoutMs + 1000,
-        keepaliveInterval: 0,
-      };
-      try {
-        client.connect(config);
-      } catch (err) {
-        finish(
-          new SvcError(
-            ErrorCode.HOST_UNREACHABLE,
-            `cannot connect to ${options.host}: ${String(err)}`,
-          ),
-        );
+      const device = clients[clients.length - 1]!;
+      const channel = await untilStopped(
+        openShell(device, options.cols ?? 511, options.rows ?? 200),
+        stop.signal,
+      );
+      return new SshSession(device, channel, clients.slice(0, -1));
+    } catch (err) {
+      for (const client of clients.reverse()) {
+        client.removeAllListeners('ready');
+        client.on('error', () => undefined); // late errors after we gave up are expected
+        client.end();
+        client.destroy();
       }
-    });
+      throw err instanceof SvcError ? err : SvcError.from(err);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   /** The normalised text received and not consumed yet. */
@@ -402,7 +366,7 @@ export class SshSession {
     return () => signal.removeEventListener('abort', onAbort);
   }
 
-  /** Closes the connection and waits (briefly) for the socket to go. */
+  /** Closes the connection (then the jump hosts') and waits (briefly) for the socket to go. */
   async close(): Promise<void> {
     this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the session was closed'));
     try {
@@ -414,12 +378,14 @@ export class SshSession {
     const timer = setTimeout(() => this.client.destroy(), 1000);
     await this.closedPromise;
     clearTimeout(timer);
+    for (const jump of [...this.jumps].reverse()) jump.end();
   }
 
   /** Drops the connection without a goodbye. */
   destroy(): void {
     this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the session was closed'));
     this.client.destroy();
+    for (const jump of this.jumps) jump.destroy();
   }
 
   private markClosed(err: SvcError): void {
@@ -449,16 +415,268 @@ const UNREACHABLE_CODES = new Set([
   'EAI_FAIL',
 ]);
 
+interface LoginContext {
+  /** `host:port` for the device, `jump host host:port` for a bastion (error texts). */
+  label: string;
+  /** The forwarded channel to run SSH over (a hop behind a jump host). */
+  sock: Duplex | undefined;
+  algorithms: SshAlgorithms | undefined;
+  connTimeoutMs: number;
+  onHandshake: (() => void) | undefined;
+}
+
+/** Resolves once `client` is logged in to `hop`; rejects with the precise SvcError. */
+function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const finish = (err: SvcError | null): void => {
+      if (settled) return;
+      settled = true;
+      if (err === null) resolve();
+      else reject(err);
+    };
+    const key = hop.privateKey ?? null;
+    if (key !== null) {
+      // Read before connecting: a key that cannot be used is the job's fault, not the device's.
+      const parsed = ssh2.utils.parseKey(key, hop.passphrase ?? undefined);
+      if (parsed instanceof Error) {
+        finish(
+          new SvcError(
+            ErrorCode.SSH_KEY_INVALID,
+            `the private key for user ${hop.username} on ${ctx.label} cannot be read: ${keyProblem(parsed, hop.passphrase)}`,
+          ),
+        );
+        return;
+      }
+    }
+    const offers = new NegotiationLog();
+    let authFailed = false;
+    let handshaken = false;
+    // A refused host key ends the handshake; its own error says why, not the library's.
+    let hostKeyError: SvcError | null = null;
+    client.on('connect', () => {
+      // Without no-delay every command waits on Nagle + delayed ACK (about 40 ms each). A hop
+      // over a forwarded channel has no socket of its own; its jump host's socket has it set.
+      client.setNoDelay(true);
+    });
+    client.on('handshake', () => {
+      handshaken = true;
+      ctx.onHandshake?.();
+    });
+    client.on('keyboard-interactive', (_name, _instr, _lang, prompts, answer) => {
+      answer(keyboardAnswers(prompts, hop.password));
+    });
+    client.on('error', (err: Error & { level?: string; code?: string }) => {
+      if (err.level === 'client-authentication') authFailed = true;
+      finish(
+        hostKeyError ??
+          (handshaken ? null : offers.failure(err, ctx.label)) ??
+          connectError(err, ctx.label, hop.username, authFailed),
+      );
+    });
+    client.on('close', () => {
+      finish(
+        hostKeyError ??
+          new SvcError(
+            ErrorCode.SESSION_DROPPED,
+            ctx.label.startsWith('jump host')
+              ? `the ${ctx.label} closed the connection during login`
+              : `the device ${ctx.label} closed the connection during login`,
+          ),
+      );
+    });
+    client.on('ready', () => finish(null));
+    const verify = hop.verifyHostKey;
+    const tried = { key: false, password: false };
+    const config: ConnectConfig = {
+      ...(ctx.sock !== undefined
+        ? { sock: ctx.sock }
+        : { host: hop.address ?? hop.host, port: hop.port }),
+      username: hop.username,
+      tryKeyboard: true,
+      ...(ctx.algorithms !== undefined ? { algorithms: ctx.algorithms } : {}),
+      ...(verify
+        ? {
+            hostVerifier: (hostKey: Buffer, accept: (ok: boolean) => void) => {
+              verify(hostKey).then(
+                (refusal) => {
+                  hostKeyError = refusal;
+                  accept(refusal === null);
+                },
+                (err: unknown) => {
+                  hostKeyError = SvcError.from(err);
+                  accept(false);
+                },
+              );
+            },
+          }
+        : {}),
+      authHandler: (methodsLeft) => {
+        const step = nextAuthStep(methodsLeft ?? null, tried.password, {
+          hasPassword: hop.password !== '',
+          hasKey: key !== null,
+          keyTried: tried.key,
+        });
+        if (step === 'publickey') {
+          tried.key = true;
+          return {
+            type: 'publickey',
+            username: hop.username,
+            key: key!,
+            ...(hop.passphrase != null ? { passphrase: hop.passphrase } : {}),
+          };
+        }
+        if (step === 'password') {
+          tried.password = true;
+          return { type: 'password', username: hop.username, password: hop.password };
+        }
+        if (step === 'keyboard-interactive') tried.password = true;
+        return step;
+      },
+      // Only the handshake lines: what each side offered, for SSH_NEGOTIATION_FAILED.
+      debug: (line: string) => {
+        if (!handshaken) offers.record(line);
+      },
+      // Our own timer bounds the whole login; ssh2's would only cover part of it.
+      readyTimeout: ctx.connTimeoutMs + 1000,
+      keepaliveInterval: 0,
+    };
+    try {
+      client.connect(config);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      finish(
+        /^Unsupported algorithm/.test(message)
+          ? new SvcError(
+              ErrorCode.SSH_NEGOTIATION_FAILED,
+              `SSH negotiation with ${ctx.label} not started: ${message} (not supported by the service)`,
+            )
+          : new SvcError(ErrorCode.HOST_UNREACHABLE, `cannot connect to ${ctx.label}: ${message}`),
+      );
+    }
+  });
+}
+
+/** Why a private key could not be read, without any of its text. */
+function keyProblem(err: Error, passphrase: string | null | undefined): string {
+  if (/passphrase/i.test(err.message)) {
+    return passphrase ? 'wrong passphrase' : 'the key is encrypted and no passphrase was given';
+  }
+  return /unsupported/i.test(err.message)
+    ? 'unsupported key format (PEM or OpenSSH RSA, ECDSA or Ed25519 keys are read)'
+    : 'malformed key';
+}
+
+/** Opens a `direct-tcpip` channel from a logged-in jump host to the next hop. */
+function forward(client: Client, label: string, next: SshHop): Promise<Duplex> {
+  const target = next.address ?? next.host;
+  return new Promise<Duplex>((resolve, reject) => {
+    client.forwardOut('127.0.0.1', 0, target, next.port, (err, stream) => {
+      if (err !== undefined && err !== null) {
+        const why = err.message.replace(/^\(SSH\) /, '');
+        reject(
+          new SvcError(
+            /refused/i.test(why) ? ErrorCode.CONNECTION_REFUSED : ErrorCode.HOST_UNREACHABLE,
+            `the ${label} could not reach ${next.host}:${next.port}: ${why}`,
+          ),
+        );
+        return;
+      }
+      resolve(stream);
+    });
+  });
+}
+
+function openShell(client: Client, cols: number, rows: number): Promise<ClientChannel> {
+  return new Promise<ClientChannel>((resolve, reject) => {
+    client.shell({ term: 'vt100', cols, rows }, (err, channel) => {
+      if (err !== undefined && err !== null) {
+        reject(
+          new SvcError(ErrorCode.SESSION_DROPPED, `the device refused a shell: ${err.message}`),
+        );
+        return;
+      }
+      resolve(channel);
+    });
+  });
+}
+
+/** `work`, unless `signal` aborts first (then its SvcError reason). */
+function untilStopped<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(abortError(signal));
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
+}
+
+/** What the SSH library logs of one side's offer, and the kind its failure names. */
+const OFFER_LINE =
+  /^Handshake: \((local|remote)\) (KEX method|Host key format|C->S cipher|S->C cipher|C->S MAC|S->C MAC): (.*)$/;
+const FAILURE_KIND: readonly [RegExp, string, string][] = [
+  [/key exchange/i, 'KEX method', 'key exchange (kex)'],
+  [/host key/i, 'Host key format', 'host key (serverHostKey)'],
+  [/C->S cipher/, 'C->S cipher', 'cipher'],
+  [/S->C cipher/, 'S->C cipher', 'cipher'],
+  [/C->S MAC/, 'C->S MAC', 'MAC (hmac)'],
+  [/S->C MAC/, 'S->C MAC', 'MAC (hmac)'],
+];
+/** Markers in the kex list that are not algorithms (extension and strict-kex signals). */
+const NOT_ALGORITHMS = /^(?:ext-info-[cs]|kex-strict-[cs]-v00@openssh\.com)$/;
+
+/**
+ * The lists each side offered during one handshake, read from the SSH library's debug lines,
+ * so that a failed negotiation says what the service and the device had to choose from.
+ */
+class NegotiationLog {
+  private readonly offers = new Map<string, string[]>();
+
+  record(line: string): void {
+    const m = OFFER_LINE.exec(line);
+    if (m === null) return;
+    const names = m[3]!.split(',').filter((a) => a !== '' && !NOT_ALGORITHMS.test(a));
+    this.offers.set(`${m[1]!} ${m[2]!}`, names);
+  }
+
+  /** SSH_NEGOTIATION_FAILED for a handshake that found no common algorithm, else null. */
+  failure(err: Error & { level?: string }, label: string): SvcError | null {
+    if (err.level !== 'handshake' || !/no matching/i.test(err.message)) return null;
+    const kind = FAILURE_KIND.find(([p]) => p.test(err.message));
+    const ours = kind ? this.offers.get(`local ${kind[1]}`) : undefined;
+    const theirs = kind ? this.offers.get(`remote ${kind[1]}`) : undefined;
+    const side = label.startsWith('jump host') ? `the ${label}` : `the device ${label}`;
+    const what = kind?.[2] ?? 'algorithm';
+    const list = (names: string[] | undefined) => (names ? names.join(', ') : 'unknown');
+    return new SvcError(
+      ErrorCode.SSH_NEGOTIATION_FAILED,
+      `SSH negotiation with ${side} failed: no common ${what} algorithm; the service offered: ${list(ours)}; ${side} offered: ${list(theirs)}. Old devices need ssh.profile "legacy" (or SSH_PROFILE) or ssh.algorithms.`,
+    );
+  }
+}
+
 function connectError(
   err: Error & { level?: string; code?: string },
-  options: SshSessionOptions,
+  where: string,
+  username: string,
   authFailed: boolean,
 ): SvcError {
-  const where = `${options.host}:${options.port}`;
   if (authFailed || err.level === 'client-authentication') {
     return new SvcError(
       ErrorCode.AUTH_FAILED,
-      `authentication failed for user ${options.username} on ${where}`,
+      `authentication failed for user ${username} on ${where}`,
     );
   }
   if (err.code === 'ECONNREFUSED') {
@@ -479,7 +697,15 @@ function connectError(
   if (err.code === 'ECONNRESET' || err.code === 'EPIPE') {
     return new SvcError(
       ErrorCode.SESSION_DROPPED,
-      `the device ${where} reset the connection during login`,
+      `${where.startsWith('jump host') ? 'the' : 'the device'} ${where} reset the connection during login`,
+      { cause: err },
+    );
+  }
+  if (err.level === 'handshake') {
+    // A protocol failure is not a slow network: retrying the same job meets it again.
+    return new SvcError(
+      ErrorCode.SSH_NEGOTIATION_FAILED,
+      `SSH handshake with ${where} failed: ${err.message}`,
       { cause: err },
     );
   }

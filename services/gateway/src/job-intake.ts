@@ -27,6 +27,7 @@ import {
   type JobStore,
   type LockoutLedger,
   type Sealer,
+  type ValidationIssue,
 } from '@svc/proto';
 import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';
@@ -218,12 +219,27 @@ export class JobIntake {
     const literal = canonicalIp(spec.host);
     const verdict =
       literal !== null ? this.options.devicePolicy?.check(spec.context, spec.host, literal) : null;
+    const refused: ValidationIssue[] = [];
     if (verdict && !verdict.allowed) {
       const field = (checked.value as { host?: string | null }).host != null ? 'host' : 'ip';
-      throw HttpError.validation([
-        { loc: ['body', field], msg: verdict.reason, type: 'address_not_allowed' },
-      ]);
+      refused.push({ loc: ['body', field], msg: verdict.reason, type: 'address_not_allowed' });
     }
+    // Jump hosts are reached by the service too: the same policy holds for each of them.
+    for (const [i, jump] of (spec.ssh?.jump_hosts ?? []).entries()) {
+      const jumpLiteral = canonicalIp(jump.host);
+      const jumpVerdict =
+        jumpLiteral !== null
+          ? this.options.devicePolicy?.check(spec.context, jump.host, jumpLiteral)
+          : null;
+      if (jumpVerdict && !jumpVerdict.allowed) {
+        refused.push({
+          loc: ['body', 'ssh', 'jump_hosts', i, 'host'],
+          msg: jumpVerdict.reason,
+          type: 'address_not_allowed',
+        });
+      }
+    }
+    if (refused.length > 0) throw HttpError.validation(refused);
     // Resolved once: every guard below and the actor see the same device, and the actor
     // connects to exactly this address.
     const address = await resolveHost(spec.host);
