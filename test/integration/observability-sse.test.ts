@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { EventSource } from 'eventsource';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { Sealer, connectNats } from '@svc/proto';
@@ -25,6 +26,8 @@ const ENV = {
   WORKER_CONTEXTS: 'default',
   SSE_MAX_CONNECTIONS: '3',
   SSE_TIMEOUT: '30',
+  // Short reconnect delay so "no reconnect within a few retry periods" is seen in seconds.
+  SSE_RETRY: '0.4',
   JOB_DEDUP_ENABLED: 'false',
   RATE_LIMIT_DEVICE_PER_MINUTE: '0',
 };
@@ -64,6 +67,8 @@ after(async () => {
 
 interface SseEvent {
   event: string;
+  /** The `id:` line of the event, null when it has none. */
+  id: string | null;
   data: Record<string, unknown>;
 }
 
@@ -72,6 +77,8 @@ interface SseStream {
   headers: Record<string, string | string[] | undefined>;
   body: string;
   events: SseEvent[];
+  /** The `retry:` value (ms) the server sent, null when none. */
+  retry: number | null;
   /** Resolves when the server ends the stream. */
   ended: Promise<void>;
   /** Resolves once an event of this name arrived. */
@@ -79,63 +86,77 @@ interface SseStream {
   close(): void;
 }
 
+const basicHeader = (basic: { username: string; password: string }) =>
+  'Basic ' + Buffer.from(`${basic.username}:${basic.password}`).toString('base64');
+
 /** A real SSE client over node:http: parses `event:`/`data:` blocks as they arrive. */
 function openStream(
   url: string,
   basic: { username: string; password: string },
+  headers: Record<string, string> = {},
 ): Promise<SseStream> {
   return new Promise((resolve, reject) => {
-    const authorization =
-      'Basic ' + Buffer.from(`${basic.username}:${basic.password}`).toString('base64');
-    const req = request(url, { headers: { authorization, accept: 'text/event-stream' } }, (res) => {
-      let buffer = '';
-      let endResolve: () => void = () => undefined;
-      const waiters: { name: string; resolve: (e: SseEvent) => void }[] = [];
-      const stream: SseStream = {
-        status: res.statusCode ?? 0,
-        headers: res.headers,
-        body: '',
-        events: [],
-        ended: new Promise<void>((r) => (endResolve = r)),
-        waitFor(name, timeoutMs = 20_000) {
-          const seen = stream.events.find((e) => e.event === name);
-          if (seen) return Promise.resolve(seen);
-          return new Promise((ok, fail) => {
-            const t = setTimeout(
-              () => fail(new Error(`no ${name} event; got ${JSON.stringify(stream.events)}`)),
-              timeoutMs,
-            );
-            waiters.push({
-              name,
-              resolve: (e) => {
-                clearTimeout(t);
-                ok(e);
-              },
+    const authorization = basicHeader(basic);
+    const req = request(
+      url,
+      { headers: { authorization, accept: 'text/event-stream', ...headers } },
+      (res) => {
+        let buffer = '';
+        let endResolve: () => void = () => undefined;
+        const waiters: { name: string; resolve: (e: SseEvent) => void }[] = [];
+        const stream: SseStream = {
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: '',
+          events: [],
+          retry: null,
+          ended: new Promise<void>((r) => (endResolve = r)),
+          waitFor(name, timeoutMs = 20_000) {
+            const seen = stream.events.find((e) => e.event === name);
+            if (seen) return Promise.resolve(seen);
+            return new Promise((ok, fail) => {
+              const t = setTimeout(
+                () => fail(new Error(`no ${name} event; got ${JSON.stringify(stream.events)}`)),
+                timeoutMs,
+              );
+              waiters.push({
+                name,
+                resolve: (e) => {
+                  clearTimeout(t);
+                  ok(e);
+                },
+              });
             });
-          });
-        },
-        close: () => req.destroy(),
-      };
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        stream.body += chunk;
-        buffer += chunk;
-        let cut: number;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const name = /^event: (.*)$/m.exec(block)?.[1];
-          const data = /^data: (.*)$/m.exec(block)?.[1];
-          if (!name || data === undefined) continue;
-          const event = { event: name, data: JSON.parse(data) as Record<string, unknown> };
-          stream.events.push(event);
-          for (const w of waiters.filter((x) => x.name === name)) w.resolve(event);
-        }
-      });
-      res.on('end', () => endResolve());
-      res.on('close', () => endResolve());
-      resolve(stream);
-    });
+          },
+          close: () => req.destroy(),
+        };
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          stream.body += chunk;
+          buffer += chunk;
+          let cut: number;
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const retry = /^retry: (\d+)$/m.exec(block)?.[1];
+            if (retry !== undefined) stream.retry = Number(retry);
+            const name = /^event: (.*)$/m.exec(block)?.[1];
+            const data = /^data: (.*)$/m.exec(block)?.[1];
+            if (!name || data === undefined) continue;
+            const event = {
+              event: name,
+              id: /^id: (.*)$/m.exec(block)?.[1] ?? null,
+              data: JSON.parse(data) as Record<string, unknown>,
+            };
+            stream.events.push(event);
+            for (const w of waiters.filter((x) => x.name === name)) w.resolve(event);
+          }
+        });
+        res.on('end', () => endResolve());
+        res.on('close', () => endResolve());
+        resolve(stream);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -262,4 +283,205 @@ test('when a queued job is cancelled while streamed, then the result event carri
   const result = await stream.waitFor('result');
   await stream.ended;
   assert.equal(result.data['status'], 'cancelled');
+});
+
+/** Resolves once the EventSource closed for good (readyState CLOSED), rejects after `ms`. */
+function closedForGood(es: EventSource, what: () => string, ms = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`still not closed: ${what()}`)), ms);
+    es.addEventListener('error', () => {
+      if (es.readyState === es.CLOSED) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
+  });
+}
+
+test('when an EventSource client follows a job to its end, then every event has an id, its reconnect gets 204 and it connects no more', async () => {
+  const jobId = await submit();
+  const requests: { status: number; lastEventId: string | null }[] = [];
+  const authorization = basicHeader(auth.basic);
+  const es = new EventSource(`${stack.url}/v2/jobs/${jobId}/stream`, {
+    // Counts every connection the client makes (its first and each reconnect).
+    fetch: async (url, init) => {
+      const res = await fetch(url, { ...init, headers: { ...init.headers, authorization } });
+      requests.push({ status: res.status, lastEventId: init.headers['Last-Event-ID'] ?? null });
+      return res;
+    },
+  });
+  const seen: { type: string; id: string; data: Record<string, unknown> }[] = [];
+  for (const type of ['status', 'result']) {
+    es.addEventListener(type, (e) => {
+      seen.push({ type, id: e.lastEventId, data: JSON.parse(e.data) as Record<string, unknown> });
+    });
+  }
+  try {
+    await closedForGood(es, () =>
+      JSON.stringify({ requests, seen: seen.map((e) => [e.type, e.id, e.data['status']]) }),
+    );
+  } finally {
+    es.close();
+  }
+  assert.deepEqual(seen.map((e) => e.type).slice(-2), ['status', 'result']);
+  const result = seen.at(-1)!;
+  assert.equal(result.data['status'], 'finished');
+  assert.equal(result.data['error_code'], null);
+  const ids = seen.map((e) => Number(e.id));
+  assert.ok(
+    ids.every((id, i) => Number.isInteger(id) && id > 0 && (i === 0 || id > ids[i - 1]!)),
+    `ids ${ids.join(',')}`,
+  );
+  // One stream, then one reconnect carrying the result's id, answered 204: the client stops.
+  assert.deepEqual(requests, [
+    { status: 200, lastEventId: null },
+    { status: 204, lastEventId: result.id },
+  ]);
+  // Several retry periods (SSE_RETRY is 0.4 s here) later still no new connection.
+  await new Promise((r) => setTimeout(r, 2000));
+  assert.equal(requests.length, 2);
+  assert.equal(es.readyState, es.CLOSED);
+});
+
+test('when a stream is opened, then it starts with a retry line and every status and result has an id', async () => {
+  const jobId = await submit();
+  const stream = await openStream(`${stack.url}/v2/jobs/${jobId}/stream`, auth.basic);
+  await stream.ended;
+  assert.equal(stream.retry, 400);
+  assert.match(stream.body, /^retry: 400\n/);
+  for (const e of stream.events) assert.match(String(e.id), /^[1-9][0-9]*$/, JSON.stringify(e));
+});
+
+test('when a client reconnects with Last-Event-ID, then it gets only the events it missed, and 204 once it has the result', async () => {
+  const jobId = await submit();
+  const url = `${stack.url}/v2/jobs/${jobId}/stream`;
+  const first = await openStream(url, auth.basic);
+  await first.ended;
+  const byStatus = new Map(first.events.map((e) => [`${e.event}:${String(e.data['status'])}`, e]));
+  const finished = byStatus.get('status:finished')!;
+  const result = byStatus.get('result:finished')!;
+  assert.ok(finished && result, JSON.stringify(first.events));
+
+  // Saw only `queued` (id of the queued state): gets started, finished and the result.
+  const fromQueued = await openStream(url, auth.basic, { 'last-event-id': '1' });
+  await fromQueued.ended;
+  assert.equal(fromQueued.status, 200);
+  assert.deepEqual(
+    fromQueued.events.map((e) => [e.event, e.data['status']]),
+    [
+      ['status', 'started'],
+      ['status', 'finished'],
+      ['result', 'finished'],
+    ],
+  );
+  assert.equal(fromQueued.events.at(-2)!.id, finished.id);
+  assert.equal(fromQueued.events.at(-1)!.id, result.id);
+  assert.match(
+    String((fromQueued.events.at(-1)!.data['results'] as Record<string, string>)['show version']),
+    /Cisco IOS/,
+  );
+
+  // Saw the terminal status but not the result: gets the result alone.
+  const fromFinished = await openStream(url, auth.basic, { 'last-event-id': finished.id! });
+  await fromFinished.ended;
+  assert.deepEqual(
+    fromFinished.events.map((e) => [e.event, e.id]),
+    [['result', result.id]],
+  );
+
+  // Has the result: 204, which tells EventSource clients to stop reconnecting.
+  const done = await http('GET', url, { ...auth, headers: { 'last-event-id': result.id! } });
+  assert.equal(done.status, 204, done.text);
+  assert.equal(done.text, '');
+});
+
+test('when a live stream is resumed with Last-Event-ID, then seen states are not repeated and later ones follow', async () => {
+  const jobId = await submit({ context: 'idle' });
+  const url = `${stack.url}/v2/jobs/${jobId}/stream`;
+  const first = await openStream(url, auth.basic);
+  const queued = await first.waitFor('status');
+  first.close();
+  assert.equal(queued.data['status'], 'queued');
+  const resumed = await openStream(url, auth.basic, { 'last-event-id': queued.id! });
+  assert.equal(resumed.status, 200);
+  const del = await http('DELETE', `${stack.url}/v2/send-command/${jobId}`, auth);
+  assert.equal(del.status, 204);
+  await resumed.waitFor('result');
+  await resumed.ended;
+  assert.deepEqual(
+    resumed.events.map((e) => [e.event, e.data['status']]),
+    [
+      ['status', 'cancelled'],
+      ['result', 'cancelled'],
+    ],
+  );
+  assert.equal(resumed.events.at(-1)!.data['error_code'], 'CANCELLED');
+  const ids = [queued, ...resumed.events].map((e) => Number(e.id));
+  assert.deepEqual(
+    [...ids].sort((a, b) => a - b),
+    ids,
+  );
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test('when a job fails, then its result event carries error_code', async () => {
+  // Nothing listens on port 1 of the loopback: the connection is refused.
+  const jobId = await submit({ port: 1, conn_timeout: 2 });
+  const stream = await openStream(`${stack.url}/v2/jobs/${jobId}/stream`, auth.basic);
+  const result = await stream.waitFor('result');
+  await stream.ended;
+  assert.equal(result.data['status'], 'failed');
+  assert.equal(typeof result.data['error_code'], 'string');
+  assert.notEqual(result.data['error_code'], '');
+  const record = await http('GET', `${stack.url}/v2/jobs/${jobId}`, auth);
+  assert.equal(result.data['error_code'], record.json.error_code);
+});
+
+test('when a batch stream is resumed with Last-Event-ID, then only later events come, and 204 once the summary was sent', async () => {
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'command',
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      devices: [
+        { host: '127.0.0.1', port: device.port },
+        { host: '127.0.0.1', port: device.port, tags: { n: '2' } },
+      ],
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const url = `${stack.url}/v2/batches/${created.json.batch_id as string}/stream`;
+  const full = await openStream(url, auth.basic);
+  await full.ended;
+  assert.equal(full.retry, 400);
+  const summary = full.events.at(-1)!;
+  assert.equal(summary.event, 'summary');
+  // `job` events carry their sequence in SVC_EVENTS (increasing), the summary carries `end`.
+  assert.equal(summary.id, 'end');
+  const ids = full.events.slice(0, -1).map((e) => Number(e.id));
+  assert.ok(ids.length >= 2, `ids ${ids.join(',')}`);
+  assert.ok(
+    ids.every((id, i) => Number.isInteger(id) && id > 0 && (i === 0 || id > ids[i - 1]!)),
+    `ids ${ids.join(',')}`,
+  );
+  // Resume after the first event: exactly the rest, the summary included.
+  const resumed = await openStream(url, auth.basic, { 'last-event-id': full.events[0]!.id! });
+  await resumed.ended;
+  assert.deepEqual(
+    resumed.events.map((e) => [e.event, e.id]),
+    full.events.slice(1).map((e) => [e.event, e.id]),
+  );
+  // A fresh stream of the ended batch gets the summary with the same id.
+  const late = await openStream(url, auth.basic);
+  await late.ended;
+  assert.deepEqual(
+    late.events.map((e) => [e.event, e.id]),
+    [['summary', 'end']],
+  );
+  const done = await http('GET', url, {
+    ...auth,
+    headers: { 'last-event-id': 'end' },
+  });
+  assert.equal(done.status, 204, done.text);
 });

@@ -110,7 +110,14 @@ export const GatewayConfig = Type.Object({
   SSE_MAX_CONNECTIONS: Type.Integer({
     default: 100,
     minimum: 1,
-    description: 'Concurrent SSE streams per gateway process; more get 429.',
+    description:
+      'Concurrent SSE streams per gateway process (job and batch streams); more get 429.',
+  }),
+  SSE_RETRY: Type.Number({
+    default: 3,
+    minimum: 0.1,
+    description:
+      "Seconds an EventSource client waits before it reconnects, sent as each stream's `retry:` line.",
   }),
   SVC_BODY_LIMIT: Type.Integer({
     default: 1_048_576,

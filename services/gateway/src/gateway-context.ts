@@ -16,6 +16,7 @@ import type { GatewayConfig } from './config.js';
 import type { JobControl } from './job-control.js';
 import type { JobIntake } from './job-intake.js';
 import type { QueueDepth } from './queue-depth.js';
+import type { SseStreams } from './sse.js';
 import type { Authenticate } from './routes/context.js';
 
 /** Everything route modules share; built once in `gateway.ts`. */
@@ -37,6 +38,8 @@ export interface GatewayContext {
   authenticate: Authenticate;
   /** Brute-force limits of every authentication path. */
   authLimits: AuthLimits;
+  /** Open SSE streams of this process (job and batch), both listeners. */
+  sse: SseStreams;
   onStoreError: (err: unknown, req: FastifyRequest) => void;
   /** Driver descriptions from SVC_DRIVERS_DIR, read at start. */
   userDrivers: readonly DriverDescription[];

@@ -38,6 +38,7 @@ import { registerOperationRoutes } from './routes/operations.js';
 import { registerPlatformRoutes } from './routes/platforms.js';
 import { registerReplayRoutes } from './routes/replay.js';
 import { registerStreamRoutes } from './routes/streams.js';
+import { SseStreams } from './sse.js';
 import { registerV1Routes } from './routes/v1.js';
 import { loadTls } from './tls.js';
 
@@ -141,6 +142,11 @@ export async function startGateway(
       limits: authLimits,
     }),
     authLimits,
+    sse: new SseStreams({
+      maxConnections: config.SSE_MAX_CONNECTIONS,
+      timeoutSeconds: config.SSE_TIMEOUT,
+      retrySeconds: config.SSE_RETRY,
+    }),
     onStoreError: (err: unknown) => log.error({ err }, 'store request failed'),
     userDrivers,
   };
@@ -155,6 +161,7 @@ export async function startGateway(
   const metrics = await startGatewayMetrics(ctx);
   const register = (app: FastifyInstance) => {
     metrics.register(app);
+    ctx.sse.register(app);
     registerOperationRoutes(app, status);
     registerJobRoutes(app, ctx);
     registerJobQueryRoutes(app, ctx);

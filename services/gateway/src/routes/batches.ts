@@ -1,9 +1,10 @@
-import { DeliverPolicy } from '@nats-io/jetstream';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Streams, Subjects, decodeJson, type BatchSummary, type JobEvent } from '@svc/proto';
 import type { Batches } from '../batches.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
+import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
 
 type BatchParams = { Params: { batch_id: string } };
@@ -13,6 +14,8 @@ type PageQuery = {
 };
 
 const MAX_PER_PAGE = 500;
+/** Event id of a batch stream's `summary`: a client that has it has the whole batch. */
+const SUMMARY_ID = 'end';
 
 /** POST/GET/DELETE /v2/batches… and the batch's SSE stream. */
 export function registerBatchRoutes(
@@ -21,11 +24,6 @@ export function registerBatchRoutes(
   batches: Batches,
 ): void {
   const { authenticate, onStoreError } = ctx;
-  const closers = new Set<() => void>();
-  app.addHook('preClose', (done) => {
-    for (const close of [...closers]) close();
-    done();
-  });
 
   app.post(
     '/v2/batches',
@@ -79,84 +77,95 @@ export function registerBatchRoutes(
   /**
    * `job` (job_id, host, status, error_code) for every device event, then one `summary` (the
    * batch's GET body) when the batch ends, and the stream ends. Fed by an ordered consumer of
-   * `svc.events.batch.<id>.>` from the start, so a late client still sees every device.
+   * `svc.events.batch.<id>.>` from the start, so a late client still sees every device. Event
+   * ids: a `job` event's is its sequence in SVC_EVENTS (the same on every gateway), the
+   * summary's is `end`; with `Last-Event-ID` the stream resumes after that event, and a client
+   * that has the summary of an ended batch gets 204 (EventSource clients stop reconnecting).
    */
   app.get<BatchParams>(
     '/v2/batches/:batch_id/stream',
     guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
-      const batchId = req.params.batch_id;
-      const first = await batches.summary(caller, batchId);
-      const consumer =
-        first.status === 'running'
-          ? await ctx.js.consumers.get(Streams.events, {
-              filter_subjects: Subjects.batchEvents(batchId),
-              deliver_policy: DeliverPolicy.All,
-            })
-          : null;
-      const messages = consumer ? await consumer.consume() : null;
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
+      const slot = ctx.sse.reserve();
+      try {
+        return await serve(req, reply, await batches.summary(caller, req.params.batch_id), slot);
+      } catch (err) {
+        slot.release();
+        throw err;
+      }
+    }, onStoreError),
+  );
+
+  async function serve(
+    req: FastifyRequest<BatchParams>,
+    reply: FastifyReply,
+    first: BatchSummary,
+    slot: SseSlot,
+  ): Promise<unknown> {
+    const batchId = first.batch_id;
+    const running = first.status === 'running';
+    const seen = lastEventId(req);
+    if (!running && seen === SUMMARY_ID) {
+      slot.release();
+      return reply.code(204).send();
+    }
+    const after = seen !== null && /^[1-9][0-9]{0,15}$/.test(seen) ? Number(seen) : null;
+    let messages: ConsumerMessages | null = null;
+    // Events of the batch still to send when it already ended (the rest, then the summary).
+    let pending = Infinity;
+    if (running || after !== null) {
+      const consumer = await ctx.js.consumers.get(Streams.events, {
+        filter_subjects: Subjects.batchEvents(batchId),
+        ...(after === null
+          ? { deliver_policy: DeliverPolicy.All }
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 }),
       });
-      let ended = false;
-      const send = (event: string, data: unknown) => {
-        if (!ended) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-      };
-      const keepalive = setInterval(() => !ended && res.write(': keepalive\n\n'), 15_000);
-      const timeout = setTimeout(() => {
-        send('timeout', {
-          batch_id: batchId,
-          message: 'stream closed after SSE_TIMEOUT; reconnect',
-        });
-        finish();
-      }, ctx.config.SSE_TIMEOUT * 1000);
-      function finish() {
-        if (ended) return;
-        ended = true;
-        clearInterval(keepalive);
-        clearTimeout(timeout);
-        closers.delete(finish);
-        void messages?.close().catch(() => undefined);
-        res.end();
-      }
-      closers.add(finish);
-      res.once('close', finish);
-      if (!messages) {
-        send('summary', first);
-        finish();
-        return;
-      }
-      void (async () => {
-        try {
-          for await (const m of messages) {
-            if (ended) break;
-            const parts = m.subject.split('.');
-            if (parts[4] === 'job') {
-              const e = decodeJson<JobEvent>(m.data);
-              send('job', {
+      if (!running) pending = (await consumer.info()).num_pending;
+      if (pending > 0) messages = await consumer.consume();
+    }
+    const sse = slot.start(reply, () => ({
+      event: 'timeout',
+      data: { batch_id: batchId, message: 'stream closed after SSE_TIMEOUT; reconnect' },
+    }));
+    sse.onEnd(() => void messages?.close().catch(() => undefined));
+    if (!messages) {
+      sse.send('summary', first, SUMMARY_ID);
+      sse.end();
+      return;
+    }
+    const feed = messages;
+    void (async () => {
+      try {
+        for await (const m of feed) {
+          if (sse.ended) break;
+          pending--;
+          const parts = m.subject.split('.');
+          if (parts[4] === 'job') {
+            const e = decodeJson<JobEvent>(m.data);
+            sse.send(
+              'job',
+              {
                 job_id: e.job_id,
                 host: e.host,
                 status: e.status,
                 error_code: e.error_code ?? null,
-              });
-            } else {
-              send('summary', decodeJson<BatchSummary>(m.data));
-              break;
-            }
+              },
+              String(m.seq),
+            );
+            // An ended batch whose end event is gone from the stream: its record has the summary.
+            if (pending === 0) sse.send('summary', first, SUMMARY_ID);
+          } else {
+            sse.send('summary', decodeJson<BatchSummary>(m.data), SUMMARY_ID);
           }
-        } catch (err) {
-          ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');
-        } finally {
-          finish();
+          if (pending === 0 || parts[4] !== 'job') break;
         }
-      })();
-    }, onStoreError),
-  );
+      } catch (err) {
+        ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');
+      } finally {
+        sse.end();
+      }
+    })();
+  }
 }
 
 function positive(value: string | undefined, name: string, fallback: number, max: number): number {

@@ -191,17 +191,26 @@ const platforms = (): Operation => ({
   responses: { '200': json('PlatformList', 'every platform, built in first'), ...errors(401, 503) },
 });
 
+const lastEventIdParam: Json = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description: 'id of the last event the client has (sent by EventSource clients on reconnect)',
+  schema: { type: 'string' },
+};
+
 const stream = (): Operation => ({
   summary: 'Server-Sent Events of a job: status, result, timeout',
   description:
-    'Events: `status` (data: job_id, status) on every change; `result` (data: job_id, status, results) once at the terminal state, then the stream ends; `timeout` (data: job_id, message) after SSE_TIMEOUT (default 300 s). At most SSE_MAX_CONNECTIONS (default 100) streams per gateway process.',
+    'Events: `status` (data: job_id, status) on every change; `result` (data: job_id, status, results, error, error_code, error_retryable) once at the terminal state, then the stream ends; `timeout` (data: job_id, message) after SSE_TIMEOUT (default 300 s). The stream starts with `retry:` (SSE_RETRY); `status` and `result` carry `id:` (queued 1, started 2, terminal status 3, result 4). With Last-Event-ID only later events are sent; 204 once the client has the result of an ended job. At most SSE_MAX_CONNECTIONS (default 100) streams per gateway process.',
   security: secured,
-  parameters: [jobIdParam],
+  parameters: [jobIdParam, lastEventIdParam],
   responses: {
     '200': {
       description: 'event stream',
       content: { 'text/event-stream': { schema: { type: 'string' } } },
     },
+    '204': { description: 'the job ended and the client has its result (Last-Event-ID): stop' },
     ...errors(401, 403, 404, 429, 503),
   },
 });
@@ -322,15 +331,16 @@ export function buildOpenApi(version: string): Record<string, Json> {
       get: {
         summary: 'Server-Sent Events of a batch: one `job` per device event, then `summary`',
         description:
-          'Events: `job` (data: job_id, host, status, error_code) for every status change of every device, from the start of the batch; `summary` (data: the GET body) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT.',
+          'Events: `job` (data: job_id, host, status, error_code; id: its SVC_EVENTS sequence) for every status change of every device, from the start of the batch; `summary` (data: the GET body; id: `end`) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT. With Last-Event-ID only later events are sent; 204 once the client has the summary. Counts against SSE_MAX_CONNECTIONS.',
         security: secured,
-        parameters: [batchIdParam],
+        parameters: [batchIdParam, lastEventIdParam],
         responses: {
           '200': {
             description: 'event stream',
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
-          ...errors(401, 403, 404, 503),
+          '204': { description: 'the batch ended and the client has its summary: stop' },
+          ...errors(401, 403, 404, 429, 503),
         },
       },
     },
