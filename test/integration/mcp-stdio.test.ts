@@ -5,16 +5,19 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { loadGatewayConfig } from '@svc/gateway';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
+  TEST_ENCRYPTION_KEY,
   http,
   startInProcessStack,
+  testEnv,
   waitHealthy,
   type InProcessStack,
 } from '../harness/mod.js';
@@ -22,6 +25,8 @@ import {
 const ADAPTER_MAIN = fileURLToPath(
   new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url),
 );
+const ADAPTER_CONFIG = new URL('../../../services/mcp-adapter/dist/src/config.js', import.meta.url)
+  .href;
 const TEXTFSM_DIR = fileURLToPath(
   new URL('../../../../shared/ntc-templates/templates', import.meta.url),
 );
@@ -68,7 +73,7 @@ before(async () => {
     keys[role] = a.json.token;
   }
   if (keys.operator) {
-    for (const path of ['/v2/jobs', '/v1/contexts', '/v2/jobs/failed']) {
+    for (const path of ['/v2/jobs', '/v2/contexts', '/v2/jobs/failed']) {
       const a = await http('GET', `${stack.url}${path}`, { bearer: keys.operator });
       if (a.status === 404 && /no route/.test(a.text))
         missingRoutes.set(path, `GET ${path} is not implemented yet (404 no route)`);
@@ -86,18 +91,27 @@ after(async () => {
   await nats?.stop();
 });
 
-async function connectAdapter(env: Record<string, string>): Promise<Client> {
+async function connectAdapter(
+  env: Record<string, string | undefined>,
+  cwd?: string,
+): Promise<Client> {
+  const merged: Record<string, string | undefined> = {
+    SVC_MCP_API_URL: stack.url,
+    SVC_MCP_JOB_POLL_INTERVAL: '0.1',
+    SVC_MCP_JOB_TIMEOUT: '30',
+    LOG_LEVEL: 'DEBUG',
+    ...env,
+  };
+  // An `undefined` value leaves the variable out: the adapter's default applies.
+  const defined = Object.fromEntries(
+    Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined),
+  );
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [ADAPTER_MAIN],
-    env: {
-      SVC_MCP_API_URL: stack.url,
-      SVC_MCP_JOB_POLL_INTERVAL: '0.1',
-      SVC_MCP_JOB_TIMEOUT: '30',
-      LOG_LEVEL: 'DEBUG',
-      ...env,
-    },
+    env: defined,
     stderr: 'pipe',
+    ...(cwd === undefined ? {} : { cwd }),
   });
   transport.stderr?.on('data', (d: Buffer) => adapterLogs.push(d.toString()));
   const client = new Client({ name: 'svc-mcp-test', version: '0.0.0' });
@@ -319,19 +333,95 @@ test('when the API is HTTPS with a self-signed certificate, then only a trusted 
     });
     return c.readResource({ uri: 'svc://health' });
   };
-  await assert.rejects(read({}), (err: Error & { data?: Out }) => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-mcp-ca-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  // A data directory without the certificate `npm start` keeps: nothing vouches for the API.
+  await assert.rejects(read({ SVC_DATA_DIR: dir }), (err: Error & { data?: Out }) => {
     assert.equal(err.data?.error_code, 'API_UNREACHABLE');
     return true;
   });
-  const insecure = await read({ SVC_MCP_INSECURE_TLS: 'true' });
+  const insecure = await read({ SVC_MCP_INSECURE_TLS: 'true', SVC_DATA_DIR: dir });
   assert.equal(JSON.parse((insecure.contents[0] as { text: string }).text).status, 'healthy');
 
-  const dir = await mkdtemp(join(tmpdir(), 'svc-mcp-ca-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
   const caFile = join(dir, 'ca.pem');
   await writeFile(caFile, await servedCertificate(httpsUrl));
-  const pinned = await read({ SVC_MCP_CA_FILE: caFile });
+  const pinned = await read({ SVC_MCP_CA_FILE: caFile, SVC_DATA_DIR: dir });
   assert.equal(JSON.parse((pinned.contents[0] as { text: string }).text).status, 'healthy');
+});
+
+test("when no API address is set, then the adapter targets npm start's gateway and trusts the certificate npm start keeps", async (t) => {
+  // The default address is npm start's: HTTPS on loopback at the gateway's default port.
+  const { loadMcpAdapterConfig } = (await import(ADAPTER_CONFIG)) as {
+    loadMcpAdapterConfig: (env: Record<string, string>) => { SVC_MCP_API_URL: string };
+  };
+  const gatewayPort = loadGatewayConfig({ SVC_ENCRYPTION_KEY: TEST_ENCRYPTION_KEY }).SVC_PORT;
+  assert.equal(loadMcpAdapterConfig({}).SVC_MCP_API_URL, `https://127.0.0.1:${gatewayPort}`);
+
+  // Started where the gateway keeps its data (as `npm start` does, in the repository), with no
+  // CA setting: the self-signed certificate in <SVC_DATA_DIR>/tls is trusted for loopback.
+  const gatewayDataDir = resolve(loadGatewayConfig(testEnv(nats.url)).SVC_DATA_DIR);
+  const local = await connectAdapter(
+    { SVC_MCP_API_KEY: 'not-needed-for-health', SVC_MCP_API_URL: stack.gateway.httpsUrl },
+    dirname(gatewayDataDir),
+  );
+  const health = await local.readResource({ uri: 'svc://health' });
+  assert.equal(JSON.parse((health.contents[0] as { text: string }).text).status, 'healthy');
+  // Only that certificate did it: another data directory leaves the API untrusted.
+  const empty = await mkdtemp(join(tmpdir(), 'svc-mcp-data-'));
+  t.after(() => rm(empty, { recursive: true, force: true }));
+  const other = await connectAdapter({
+    SVC_MCP_API_KEY: 'not-needed-for-health',
+    SVC_MCP_API_URL: stack.gateway.httpsUrl,
+    SVC_DATA_DIR: empty,
+  });
+  await assert.rejects(
+    other.readResource({ uri: 'svc://health' }),
+    (err: Error & { data?: Out }) => {
+      assert.equal(err.data?.error_code, 'API_UNREACHABLE');
+      return true;
+    },
+  );
+});
+
+test('when tools are listed, then only tools that never reach a device nor change state are annotated read-only', async () => {
+  const { tools } = await operator.listTools();
+  const readOnly = tools.filter((t) => t.annotations?.readOnlyHint === true).map((t) => t.name);
+  assert.deepEqual(readOnly.sort(), ['get_batch', 'get_job_result', 'list_batches', 'list_jobs']);
+  // The service runs whatever commands it is given (`reload` included): not read-only.
+  for (const name of ['send_command', 'send_command_structured']) {
+    const tool = tools.find((t) => t.name === name)!;
+    assert.equal(tool.annotations?.readOnlyHint, false, name);
+    assert.equal(tool.annotations?.destructiveHint, true, name);
+    assert.equal(tool.annotations?.openWorldHint, true, name);
+    assert.doesNotMatch(`${tool.title ?? ''} ${tool.description ?? ''}`, /read-only/i, name);
+  }
+});
+
+/** GET requests the gateway counted for one route (its Prometheus counter), by status. */
+async function gatewayCount(endpoint: string): Promise<number> {
+  const text = (await http('GET', `${stack.url}/metrics`)).text;
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (
+      line.startsWith('svc_http_requests_total{') &&
+      line.includes('method="GET"') &&
+      line.includes(`endpoint="${endpoint}"`)
+    ) {
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
+    }
+  }
+  return total;
+}
+
+test('when svc://contexts is read, then the adapter asks the v2 route, not the deprecated v1 one', async (t) => {
+  if (!needKeys(t)) return;
+  const v1 = await gatewayCount('/v1/contexts');
+  const v2 = await gatewayCount('/v2/contexts');
+  const r = await operator.readResource({ uri: 'svc://contexts' });
+  const contexts = JSON.parse((r.contents[0] as { text: string }).text) as Out;
+  assert.ok(contexts.contexts.some((c: Out) => c.name === 'default'));
+  assert.equal(await gatewayCount('/v2/contexts'), v2 + 1);
+  assert.equal(await gatewayCount('/v1/contexts'), v1);
 });
 
 test('when the adapter key is not a valid key, then a tool call is an UNAUTHORIZED tool error', async () => {
@@ -525,7 +615,7 @@ test("when list_jobs is called, then it pages the key's jobs and filters by stat
 
 test('when the resources are read, then contexts, jobs and failed jobs come from the API', async (t) => {
   if (!needKeys(t)) return;
-  const reasons = ['/v1/contexts', '/v2/jobs', '/v2/jobs/failed'].flatMap(
+  const reasons = ['/v2/contexts', '/v2/jobs', '/v2/jobs/failed'].flatMap(
     (p) => missingRoutes.get(p) ?? [],
   );
   if (reasons.length > 0) return t.skip(reasons.join('; '));

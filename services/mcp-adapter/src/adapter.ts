@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { rootCertificates } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Logger } from '@svc/proto';
@@ -22,14 +24,34 @@ export interface RunningMcpAdapter {
 
 /** The API client the settings describe; reads the CA file once, failing at start if absent. */
 export function apiClientFrom(config: Readonly<McpAdapterConfig>): ApiClient {
+  const ca = trustedCa(config);
   return new ApiClient({
     baseUrl: config.SVC_MCP_API_URL,
     apiKey: config.SVC_MCP_API_KEY,
     timeoutMs: config.SVC_MCP_TIMEOUT * 1000,
     insecureTls: config.SVC_MCP_INSECURE_TLS,
-    ...(config.SVC_MCP_CA_FILE ? { ca: readFileSync(config.SVC_MCP_CA_FILE) } : {}),
+    ...(ca === undefined ? {} : { ca }),
     userAgent: `${ADAPTER_NAME}/${ADAPTER_VERSION}`,
   });
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * SVC_MCP_CA_FILE when set. Otherwise, for an HTTPS API on loopback (`npm start`'s gateway),
+ * the system CAs plus the self-signed certificate the gateway keeps in SVC_DATA_DIR, when it is
+ * there: it names only localhost and the loopback addresses, so it vouches for nothing else.
+ */
+function trustedCa(config: Readonly<McpAdapterConfig>): Buffer | string[] | undefined {
+  if (config.SVC_MCP_CA_FILE) return readFileSync(config.SVC_MCP_CA_FILE);
+  const url = new URL(config.SVC_MCP_API_URL);
+  if (url.protocol !== 'https:' || !LOOPBACK_HOSTS.has(url.hostname)) return undefined;
+  try {
+    const local = readFileSync(join(config.SVC_DATA_DIR, 'tls', 'cert.pem'), 'utf8');
+    return [...rootCertificates, local];
+  } catch {
+    return undefined; // no local gateway certificate: the system CAs alone
+  }
 }
 
 /** Starts the adapter on the configured transport. */

@@ -10,7 +10,7 @@ export interface ApiClientOptions {
   /** Per-request timeout, ms. */
   timeoutMs: number;
   /** PEM CA the API certificate must chain to (HTTPS only). */
-  ca?: string | Buffer;
+  ca?: string | Buffer | string[];
   /** Accept any certificate (the service's self-signed one); HTTPS only. */
   insecureTls?: boolean;
   /** Sent as User-Agent so the API's logs show who called. */

@@ -7,9 +7,10 @@ import { loadConfig } from '@svc/proto';
  */
 export const McpAdapterConfig = Type.Object({
   SVC_MCP_API_URL: Type.String({
-    default: 'http://localhost:8080',
+    default: 'https://127.0.0.1:8443',
     pattern: '^https?://',
-    description: 'Base address of the svc REST API (http:// or https://), without a trailing path.',
+    description:
+      "Base address of the svc REST API (http:// or https://), without a trailing path. The default is `npm start`'s gateway.",
   }),
   SVC_MCP_API_KEY: Type.String({
     default: '',
@@ -60,7 +61,12 @@ export const McpAdapterConfig = Type.Object({
   SVC_MCP_CA_FILE: Type.String({
     default: '',
     description:
-      'PEM file of the CA (or the self-signed certificate) the API certificate must chain to.',
+      'PEM file of the CA (or the self-signed certificate) the API certificate must chain to. When empty: the system CAs, and for a loopback API address also the self-signed certificate `npm start` keeps in SVC_DATA_DIR/tls/cert.pem.',
+  }),
+  SVC_DATA_DIR: Type.String({
+    default: '.svc-data',
+    description:
+      "The gateway's data directory (as for `npm start`): its self-signed tls/cert.pem is trusted for a loopback API address when SVC_MCP_CA_FILE is empty.",
   }),
   LOG_LEVEL: Type.String({
     default: 'INFO',

@@ -29,7 +29,7 @@ export const RESOURCES: readonly ResourceSpec[] = [
     uri: 'svc://contexts',
     title: 'Routing contexts',
     description: 'Routing contexts with their active workers and queue depth.',
-    path: '/v1/contexts',
+    path: '/v2/contexts',
   },
   {
     name: 'jobs',

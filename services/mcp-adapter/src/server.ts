@@ -38,6 +38,18 @@ const JOB_KINDS = {
 } as const;
 type JobKindName = keyof typeof JOB_KINDS;
 
+/**
+ * Annotations of the tools that run given commands on a device. The service runs whatever it
+ * is given (a `reload` too), so they are not read-only and may be destructive; they reach
+ * devices outside the service (open world) and a repeat runs the commands again.
+ */
+const RUNS_DEVICE_COMMANDS = {
+  readOnlyHint: false,
+  destructiveHint: true,
+  idempotentHint: false,
+  openWorldHint: true,
+} as const;
+
 const INSTRUCTIONS =
   'Tools of the svc network device command service. send_command, send_config and ' +
   'send_command_structured run commands on a network device over SSH and wait for the job; each ' +
@@ -185,13 +197,16 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
   server.registerTool(
     'send_command',
     {
-      title: 'Run read-only commands',
+      title: 'Run commands',
       description:
-        'Run read-only (show) commands on a network device over SSH and wait for the result. ' +
+        'Run commands (meant for show commands) on a network device over SSH and wait for the ' +
+        'result. The service runs whatever it is given, so a command can change or reload the ' +
+        'device: use send_config for configuration. ' +
         'Returns job_id, status, results (command to output), error, error_code, error_retryable.',
       inputSchema: connectionShape,
       outputSchema: JobToolOutput,
-      annotations: { readOnlyHint: true, openWorldHint: true },
+      // Not read-only: the service does not refuse state-changing commands (`reload` runs).
+      annotations: RUNS_DEVICE_COMMANDS,
     },
     (args, extra) =>
       guarded('send_command', () =>
@@ -250,12 +265,13 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     {
       title: 'Run commands with parsed output',
       description:
-        'Run read-only commands and parse each output into structured records with the community ' +
-        'TextFSM template for the platform and command. A results entry is a list of objects when ' +
-        'a template matched, otherwise the raw text.',
+        'Run commands (meant for show commands; the service runs whatever it is given) and parse ' +
+        'each output into structured records with the community TextFSM template for the ' +
+        'platform and command. A results entry is a list of objects when a template matched, ' +
+        'otherwise the raw text.',
       inputSchema: connectionShape,
       outputSchema: JobToolOutput,
-      annotations: { readOnlyHint: true, openWorldHint: true },
+      annotations: RUNS_DEVICE_COMMANDS,
     },
     (args, extra) =>
       guarded('send_command_structured', () =>

@@ -4,9 +4,12 @@ import { ConfigError } from '@svc/proto';
 import { loadMcpAdapterConfig } from '../src/config.js';
 import { splitCommands } from '../src/prompts.js';
 
-test('when nothing is set, then the specification defaults apply', () => {
+test("when nothing is set, then the specification defaults apply, and the API address is npm start's gateway", () => {
   const c = loadMcpAdapterConfig({});
-  assert.equal(c.SVC_MCP_API_URL, 'http://localhost:8080');
+  // Not the specification's http://localhost:8080: no svc listener has that address by default.
+  assert.equal(c.SVC_MCP_API_URL, 'https://127.0.0.1:8443');
+  assert.equal(c.SVC_MCP_CA_FILE, '');
+  assert.equal(c.SVC_DATA_DIR, '.svc-data');
   assert.equal(c.SVC_MCP_TIMEOUT, 30);
   assert.equal(c.SVC_MCP_JOB_POLL_INTERVAL, 2);
   assert.equal(c.SVC_MCP_JOB_TIMEOUT, 300);
