@@ -46,6 +46,13 @@ const CISCO_SAVE_CONFIRMATIONS = [
   { pattern: '\\[confirm\\]\\s*$', answer: '\n' },
 ];
 
+/** `<R1>` user view, `[R1]` / `[~R1]` / `[R1-GigabitEthernet0/0/1]` system views (VRP, Comware). */
+const VRP_PROMPT = {
+  login: '[>\\]]\\s*$',
+  base: '^(?:[<[][~*]*)?(.*?)[>\\]]$',
+  any: '^(?:<{base}>|\\[[~*]*{base}(?:-[^\\]\\n]*)?\\])\\s*$',
+};
+
 /** `[edit]`, `[edit interfaces ge-0/0/1]` above a configuration prompt. */
 const EDIT_BANNER = '^\\[edit(?: [^\\]]*)?\\]$';
 
@@ -222,11 +229,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
   huawei: {
     platform: 'huawei',
     name: 'Huawei VRP',
-    prompt: {
-      login: '[>\\]]\\s*$',
-      base: '^(?:[<[][~*]*)?(.*?)[>\\]]$',
-      any: '^(?:<{base}>|\\[[~*]*{base}(?:-[^\\]\\n]*)?\\])\\s*$',
-    },
+    prompt: VRP_PROMPT,
     enable: null,
     pagingOff: ['screen-length 0 temporary'],
     config: { enter: 'system-view', exit: ['return'], abort: ['return'], prompt: '^\\[' },
@@ -320,5 +323,194 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
       '^-?\\w*sh: ',
     ],
     fingerprint: { probe: 'uname -a', pattern: '^Linux \\S+ \\d' },
+  },
+  huawei_vrpv8: {
+    platform: 'huawei_vrpv8',
+    name: 'Huawei VRP V8 (two-stage commit)',
+    prompt: VRP_PROMPT,
+    enable: null,
+    pagingOff: ['screen-length 0 temporary'],
+    config: {
+      enter: 'system-view',
+      exit: ['return'],
+      // `abort` discards the uncommitted candidate and returns to the user view.
+      abort: ['abort'],
+      prompt: '^\\[',
+      exitConfirmations: [
+        // `return` with a candidate asks; the job commits explicitly, so answer "no".
+        {
+          pattern:
+            '(?i)Uncommitted configurations found.*\\[Y\\(yes\\)/N\\(no\\)/C\\(cancel\\)\\]\\s*:?\\s*$',
+          answer: 'n\n',
+        },
+      ],
+    },
+    // Changes stay in a candidate until `commit`; leaving without it discards them.
+    commit: { command: 'commit', required: true },
+    save: {
+      command: 'save',
+      confirmations: [
+        { pattern: '(?i)\\[Y\\/N\\]\\s*:?\\s*$', answer: 'y\n' },
+        { pattern: '(?i)file name.*\\]\\s*:?\\s*$', answer: '\n' },
+      ],
+    },
+    errors: ['^\\s*Error:'],
+    fingerprint: { probe: 'display version', pattern: 'VRP \\(R\\) software, Version 8\\.' },
+  },
+  hp_comware: {
+    platform: 'hp_comware',
+    name: 'HPE Comware',
+    prompt: VRP_PROMPT,
+    enable: null,
+    pagingOff: ['screen-length disable'],
+    config: { enter: 'system-view', exit: ['return'], abort: ['return'], prompt: '^\\[' },
+    commit: null,
+    save: {
+      // `save force` writes the next-startup file without asking.
+      command: 'save force',
+    },
+    errors: [
+      '^\\s*% (?:Unrecognized|Incomplete|Ambiguous) command found',
+      '^\\s*% (?:Wrong parameter|Too many parameters) found',
+      '(?i)^\\s*% Invalid',
+    ],
+    fingerprint: { probe: 'display version', pattern: 'Comware Software' },
+  },
+  dell_force10: {
+    platform: 'dell_force10',
+    name: 'Dell Networking OS9 (Force10)',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: {
+      enter: 'configure',
+      exit: ['end'],
+      abort: ['end'],
+      prompt: '\\(conf[^)]*\\)#\\s*$',
+    },
+    commit: null,
+    save: {
+      command: 'copy running-config startup-config',
+      confirmations: [{ pattern: '(?i)\\[confirm yes/no\\]:?\\s*$', answer: 'yes\n' }],
+    },
+    errors: ['(?i)^%\\s*Error', '(?i)^%\\s*Invalid input', '(?i)^%\\s*Incomplete command'],
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'Dell (?:Real Time )?Operating System|Force10 Operating System',
+    },
+  },
+  ubiquiti_edgeswitch: {
+    platform: 'ubiquiti_edgeswitch',
+    name: 'Ubiquiti EdgeSwitch',
+    // `(UBNT EdgeSwitch) >`, `(UBNT EdgeSwitch) #`, `(UBNT EdgeSwitch) (Config)#`.
+    prompt: {
+      login: '[>#]\\s*$',
+      base: '^(\\([^)]*\\))',
+      any: '^{base} ?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
+    },
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: {
+      enter: 'configure',
+      exit: ['end'],
+      abort: ['end'],
+      prompt: '\\) ?\\([^)]*\\) ?#\\s*$',
+    },
+    commit: null,
+    save: {
+      command: 'write memory',
+      confirmations: [
+        { pattern: '(?i)Are you sure you want to save\\?.*\\(y/n\\)\\s*$', answer: 'y\n' },
+      ],
+    },
+    errors: [
+      '(?i)^%\\s*Invalid input',
+      '(?i)^Command not found',
+      '(?i)^An invalid interface',
+      '(?i)^Error:',
+    ],
+    pagers: [{ pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'EdgeSwitch' },
+  },
+  extreme_exos: {
+    platform: 'extreme_exos',
+    name: 'Extreme Networks EXOS',
+    // `SW1.1 #`, `* SW1.7 #`: a command counter, and `*` while the configuration is unsaved.
+    prompt: {
+      login: '[>#]\\s*$',
+      base: '^(?:\\* )?(.*?)\\.\\d+ [>#]$',
+      any: '^(?:\\* )?{base}\\.\\d+ [>#]\\s*$',
+    },
+    enable: null,
+    pagingOff: ['disable clipaging'],
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: {
+      command: 'save configuration',
+      confirmations: [
+        { pattern: '(?i)Do you want to save configuration.*\\(y/N\\)\\s*$', answer: 'y\n' },
+      ],
+    },
+    errors: ['(?i)^%%?\\s*Invalid input', '(?i)^%%?\\s*Incomplete command', '(?i)^Error:'],
+    pagers: [{ pattern: '(?i)^Press <SPACE> to continue or <Q> to quit:\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'ExtremeXOS|EXOS version' },
+  },
+  vyos: {
+    platform: 'vyos',
+    name: 'VyOS',
+    // `vyos@vyos:~$` operational, `vyos@vyos#` in configuration mode (`[edit]` above it).
+    prompt: {
+      login: '[$#]\\s*$',
+      base: '^([^:#$]*?)(?::.*)?[$#]$',
+      any: '^{base}(?::[^\\n]*)?[$#]\\s*$',
+    },
+    enable: null,
+    pagingOff: ['set terminal length 0', 'set terminal width 512'],
+    config: {
+      enter: 'configure',
+      exit: ['exit'],
+      abort: ['exit discard'],
+      prompt: '#\\s*$',
+    },
+    // `exit` with a modified candidate refuses: config jobs must commit.
+    commit: { command: 'commit', required: true },
+    // `save` persists the committed configuration and runs in configuration mode.
+    save: { command: 'save', inConfig: true },
+    errors: [
+      '(?i)^\\s*Invalid command:',
+      '(?i)^\\s*Configuration path: .* is not valid',
+      '(?i)^\\s*Set failed',
+      '(?i)^\\s*Commit failed',
+      '(?i)^\\s*Invalid value',
+    ],
+    // `less` shows `:` at the bottom of each page.
+    pagers: [{ pattern: '^:$', answer: ' ' }],
+    configNoise: [EDIT_BANNER],
+    fingerprint: { probe: 'show version', pattern: 'Version:\\s+VyOS' },
+  },
+  mikrotik_routeros: {
+    platform: 'mikrotik_routeros',
+    name: 'MikroTik RouterOS',
+    // `[admin@MikroTik] >`, `[admin@MikroTik] /interface>`.
+    prompt: {
+      login: '\\]\\s*(?:/[^>\\n]*)?>\\s*$',
+      base: '^\\[([^\\]]+)\\]',
+      any: '^\\[{base}\\] ?(?:/[^>\\n]*)?>\\s*$',
+    },
+    enable: null,
+    pagingOff: [],
+    // Commands run at the prompt (full paths); RouterOS writes every change at once.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: 'auto',
+    errors: [
+      '(?i)^bad command name',
+      '(?i)^syntax error',
+      '(?i)^expected end of command',
+      '(?i)^failure:',
+      '(?i)^input does not match any value',
+      '(?i)^no such item',
+    ],
+    fingerprint: { probe: '/system resource print', pattern: 'platform: MikroTik' },
   },
 };

@@ -36,6 +36,12 @@ const Step = Type.Object(
   {
     command: Type.String({ minLength: 1 }),
     confirmations: Type.Optional(Type.Array(ConfirmationDescription)),
+    inConfig: Type.Optional(
+      Type.Boolean({
+        description:
+          'Save only: runs in configuration mode, after the commit, before leaving (VyOS).',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -126,6 +132,12 @@ export const DriverDescription = Type.Object(
         description: 'Lines printed just above the prompt that are not output ({master:0}).',
       }),
     ),
+    pagers: Type.Optional(
+      Type.Array(ConfirmationDescription, {
+        description:
+          'Paging prompts besides the common ones (--More--, ---- More ----, ...) and the key that moves on.',
+      }),
+    ),
     configNoise: Type.Optional(
       Type.Array(Pattern, {
         description: 'Lines removed from configuration-mode outputs ([edit] banners).',
@@ -174,6 +186,7 @@ function patternsOf(d: DriverDescription): [string, string][] {
   d.errors.forEach((p, i) => out.push([`errors.${i}`, p]));
   d.contextLines?.forEach((p, i) => out.push([`contextLines.${i}`, p]));
   d.configNoise?.forEach((p, i) => out.push([`configNoise.${i}`, p]));
+  confirmations('pagers', d.pagers);
   if (d.fingerprint) out.push(['fingerprint.pattern', d.fingerprint.pattern]);
   return out;
 }

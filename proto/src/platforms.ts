@@ -16,6 +16,13 @@ export const PLATFORMS = [
   'fortinet',
   'paloalto_panos',
   'linux',
+  'huawei_vrpv8',
+  'hp_comware',
+  'dell_force10',
+  'ubiquiti_edgeswitch',
+  'extreme_exos',
+  'vyos',
+  'mikrotik_routeros',
 ] as const;
 export type Platform = (typeof PLATFORMS)[number];
 

@@ -396,6 +396,8 @@ class Shell {
   private stack: Frame[] = [];
   private paging: boolean;
   private pendingChanges = false;
+  /** Commands run in this shell (EXOS prompts count them). */
+  private counter = 1;
 
   constructor(
     private readonly dev: DeviceState,
@@ -492,7 +494,7 @@ class Shell {
     } else {
       text = this.mode === 'user' ? p.user : p.enable;
     }
-    let out = this.fill(text);
+    let out = this.fill(text).replaceAll('{counter}', String(this.counter));
     const ctx = this.dev.contextLine ?? '';
     const prefix = this.mode === 'config' ? this.data.config?.promptPrefix : undefined;
     if (prefix !== undefined) {
@@ -574,6 +576,7 @@ class Shell {
   /** Runs one command; false when the session ends. */
   private async handle(cmd: string): Promise<boolean> {
     if (cmd === '') return true;
+    this.counter++;
     const faults = this.dev.faults;
     this.dev.stats.commands.push({ command: cmd, at: Date.now() });
     if (matches(faults.drop, cmd)) {
@@ -696,6 +699,15 @@ class Shell {
       this.dev.stats.commits++;
       this.pendingChanges = false;
       await this.output(this.fill(textOf(d.commit.output)));
+      return true;
+    }
+    if (d.save?.inConfig === true && d.save.commands.includes(cmd)) {
+      for (const c of d.save.confirms ?? []) {
+        this.write(c.prompt);
+        if ((await this.readLine(true)) === null) return false;
+      }
+      this.dev.stats.saves++;
+      await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
     if (cfg.rollback?.includes(cmd) === true) {

@@ -25,6 +25,7 @@ export interface Confirm {
 export interface PlatformData {
   platform: string;
   defaultHostname: string;
+  /** Prompts may hold `{counter}`: the number of commands run so far plus one (EXOS). */
   prompts: {
     user: string;
     enable: string;
@@ -79,7 +80,13 @@ export interface PlatformData {
     execPrefix?: string;
   };
   commit: null | { command: string; output: Text };
-  save: null | { commands: readonly string[]; confirms?: readonly Confirm[]; output: Text };
+  save: null | {
+    commands: readonly string[];
+    confirms?: readonly Confirm[];
+    output: Text;
+    /** Saved from configuration mode (VyOS), not from exec. */
+    inConfig?: boolean;
+  };
   errors: {
     /** Unknown command. `{caret}` is a line with '^' under the command, `{cmd0}` its first word. */
     unknown: Text;

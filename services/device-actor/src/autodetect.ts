@@ -20,6 +20,7 @@ export const FINGERPRINTS: readonly { platform: string; pattern: RegExp }[] = [
   { platform: 'juniper_junos', pattern: /JUNOS|Junos:/ },
   { platform: 'aruba_aoscx', pattern: /ArubaOS-CX|AOS-CX/ },
   { platform: 'hp_procurve', pattern: /Image stamp:.*\/code\/build/ },
+  { platform: 'huawei_vrpv8', pattern: /VRP \(R\) software, Version 8\./ },
   { platform: 'huawei', pattern: /Huawei Versatile Routing Platform|VRP \(R\) software/ },
   { platform: 'paloalto_panos', pattern: /sw-version:|family: (?:vm|pa)/i },
   { platform: 'fortinet', pattern: /Version: Forti(?:Gate|OS)/ },
@@ -48,20 +49,23 @@ export function matchFingerprint(text: string): string | undefined {
 
 /** Probe commands in the order worth trying for a given prompt line. */
 export function probesFor(prompt: string): readonly string[] {
-  const base = builtinProbesFor(prompt);
-  const more = describedFingerprints()
-    .map((f) => f.probe)
-    .filter((p, i, all) => !base.includes(p) && all.indexOf(p) === i);
-  return [...base, ...more];
-}
-
-function builtinProbesFor(prompt: string): readonly string[] {
   const p = prompt.trim();
   if (/^<[^>]+>$/.test(p)) return ['display version'];
   if (/ [#$]$/.test(p)) return ['get system status', 'show version', 'uname -a'];
   if (/^[\w.-]+@[\w.()-]+>$/.test(p)) return ['show version', 'show system info'];
   if (/\$$/.test(p)) return ['uname -a', 'show version'];
-  return ['show version', 'show system info', 'get system status', 'display version', 'uname -a'];
+  // A prompt of no known shape: every probe, then those of the other descriptions.
+  const all = [
+    'show version',
+    'show system info',
+    'get system status',
+    'display version',
+    'uname -a',
+  ];
+  const more = describedFingerprints()
+    .map((f) => f.probe)
+    .filter((probe, i, list) => !all.includes(probe) && list.indexOf(probe) === i);
+  return [...all, ...more];
 }
 
 /**
@@ -95,14 +99,17 @@ const probeDriver: Driver = {
   platform: 'linux',
   loginPrompt: /[>#$%\]]\s*$/,
   loginConfirmations: [{ pattern: /Press any key to continue/i, answer: '\n' }],
+  // Without `* ` (EXOS unsaved) and `.N` (EXOS command counter): the rest stays per device.
   basePrompt: (line) =>
     line
       .trim()
+      .replace(/^\* /, '')
       .replace(/[>#$%\]]$/, '')
       .replace(/^[<[]/, '')
       .trim()
       .replace(/\s*\([^)]*\)$/, '')
-      .replace(/:.*$/, ''),
+      .replace(/:.*$/, '')
+      .replace(/\.\d+$/, ''),
   promptPattern: (b) => new RegExp(`^[<[]?${b}[^\\n]*[>#$%\\]]\\s*$`),
   enable: null,
   pagingOff: [],

@@ -60,7 +60,8 @@ const PARTIAL_ESCAPE = /^\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[()])?$/;
 
 /**
  * Incremental terminal-to-text conversion. Strips ANSI escapes (`ESC E`, "next line", becomes a
- * newline as ProCurve uses it), applies backspaces, turns `\r\n` (and `\r\r\n`) into `\n`, and
+ * newline as ProCurve uses it; `ESC [ n D`, cursor back, erases like n backspaces), applies
+ * backspaces, turns `\r\n` (and `\r\r\n`) into `\n`, and
  * treats a lone `\r` as "back to column 0", which devices use to wipe a paging prompt. Input that
  * could be the start of a longer sequence is held back until the next chunk decides it.
  */
@@ -91,6 +92,13 @@ export class TerminalText {
           continue; // a stray ESC: drop it
         }
         if (m[0] === '\x1bE') out += '\n';
+        const back = m[0].endsWith('D') ? /^.\[(\d*)D$/.exec(m[0]) : null;
+        if (back !== null) {
+          // Cursor back n columns: what follows overwrites, so it erases like n backspaces
+          // (Huawei and Comware wipe `---- More ----` with ESC[16D, spaces, ESC[16D).
+          const lineStart = out.lastIndexOf('\n') + 1;
+          out = out.slice(0, Math.max(lineStart, out.length - Number(back[1] || '1')));
+        }
         i += m[0].length - 1;
       } else if (c === 0x0d) {
         let j = i;

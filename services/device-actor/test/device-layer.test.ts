@@ -19,6 +19,10 @@ test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a per
   );
   assert.equal(normalizeTerminalText('x\n---(more)---\r            \rnext'), 'x\nnext');
   assert.equal(normalizeTerminalText('bell\x07\x00!'), 'bell!');
+  assert.equal(
+    normalizeTerminalText('x\n  ---- More ----\x1b[16D                \x1b[16Dnext'),
+    'x\nnext',
+  );
 });
 
 test('when an escape sequence or CRLF is split across chunks, then it is still removed', () => {
@@ -108,6 +112,13 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     fortinet: "command parse error before 'bogus'",
     paloalto_panos: 'Invalid syntax.',
     linux: '-bash: foo: command not found',
+    huawei_vrpv8: "Error: Unrecognized command found at '^' position.",
+    hp_comware: "% Unrecognized command found at '^' position.",
+    dell_force10: '% Error: Invalid input at "^" marker.',
+    ubiquiti_edgeswitch: "% Invalid input detected at '^' marker.",
+    extreme_exos: "%% Invalid input detected at '^' marker.",
+    vyos: '  Invalid command: [foo]',
+    mikrotik_routeros: 'bad command name foo (line 1 column 1)',
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';

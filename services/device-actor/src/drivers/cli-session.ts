@@ -13,6 +13,7 @@ import {
   type Confirmation,
   type Driver,
   type EnableMode,
+  type SaveStep,
 } from './driver.js';
 
 /**
@@ -239,7 +240,7 @@ export class CliSession {
           return dropEchoLike(before, wanted);
         }
         if (!atPrompt) {
-          const pager = matchPager(tail);
+          const pager = matchPager(tail) ?? this.driver.pagers?.find((p) => p.pattern.test(tail));
           if (pager !== undefined) {
             ssh.truncate(nl + 1);
             ssh.write(pager.answer);
@@ -400,6 +401,9 @@ export class CliSession {
         const error = this.findError(out);
         if (error !== undefined) throw rejected(commit.command, error);
       }
+      if (options.save && typeof save === 'object' && save.inConfig === true) {
+        await this.saveStep(save, results, timeoutMs);
+      }
     } catch (err) {
       if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
         await this.leaveConfig(config.abort, timeoutMs);
@@ -407,16 +411,23 @@ export class CliSession {
       throw err;
     }
     await this.leaveConfig(config.exit, timeoutMs);
-    if (options.save && typeof save === 'object') {
-      const out = await this.command(save.command, {
-        timeoutMs,
-        confirmations: save.confirmations,
-      });
-      record(results, save.command, out);
-      const error = this.findError(out);
-      if (error !== undefined) throw rejected(save.command, error);
+    if (options.save && typeof save === 'object' && save.inConfig !== true) {
+      await this.saveStep(save, results, timeoutMs);
     }
     return results;
+  }
+
+  private async saveStep(
+    save: SaveStep,
+    results: Record<string, string>,
+    timeoutMs: number,
+  ): Promise<void> {
+    const out = this.driver.cleanConfigOutput(
+      await this.command(save.command, { timeoutMs, confirmations: save.confirmations }),
+    );
+    record(results, save.command, out);
+    const error = this.findError(out);
+    if (error !== undefined) throw rejected(save.command, error);
   }
 
   /** Sends the exit (or abort) commands until the prompt is no longer a configuration prompt. */

@@ -52,10 +52,15 @@ export function compileDriver(d: DriverDescription): Driver {
     commitRequired: d.commit?.required === true,
     save:
       typeof save === 'object'
-        ? { command: save.command, confirmations: confirmations(save.confirmations) }
+        ? {
+            command: save.command,
+            confirmations: confirmations(save.confirmations),
+            inConfig: save.inConfig === true,
+          }
         : save,
     errorPatterns: d.errors.map((p) => compilePattern(p)),
     contextLines: (d.contextLines ?? []).map((p) => compilePattern(p)),
+    pagers: confirmations(d.pagers),
     cleanConfigOutput:
       noise.length === 0
         ? (output) => output

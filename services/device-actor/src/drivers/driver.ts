@@ -43,6 +43,8 @@ export interface CommitStep {
 export interface SaveStep {
   readonly command: string;
   readonly confirmations: readonly Confirmation[];
+  /** Runs in configuration mode, after the commit, before leaving it (VyOS `save`). */
+  readonly inConfig?: boolean;
 }
 
 export interface Driver {
@@ -82,6 +84,8 @@ export interface Driver {
    * `[edit interfaces]`): removed from the end of every output, like the trusted driver does.
    */
   readonly contextLines?: readonly RegExp[];
+  /** Paging prompts of this platform besides the common ones the reader knows. */
+  readonly pagers?: readonly Confirmation[];
 }
 
 /**
