@@ -78,6 +78,8 @@ export const Buckets = {
   batches: 'svc-batches',
   /** Pinned SSH host keys per device (context|address|port), shared cluster-wide. */
   hostKeys: 'svc-hostkeys',
+  /** Device session transcripts (key: job id), kept as long as job records. */
+  transcripts: 'svc-transcripts',
 } as const;
 export type Bucket = (typeof Buckets)[keyof typeof Buckets];
 

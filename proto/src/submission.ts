@@ -202,6 +202,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       ttp_template: opts.kind === 'structured' ? ttp : null,
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
+      transcript: body.transcript ?? false,
     },
     secrets: {
       username,

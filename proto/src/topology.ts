@@ -109,6 +109,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.locks]: await make(Buckets.locks),
     [Buckets.batches]: await make(Buckets.batches, opts.jobTtlSeconds),
     [Buckets.hostKeys]: await make(Buckets.hostKeys),
+    [Buckets.transcripts]: await make(Buckets.transcripts, opts.jobTtlSeconds),
   };
   // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
   const failedStream = `KV_${Buckets.failed}`;

@@ -50,6 +50,8 @@ export const JobSpec = Type.Object(
     stop_on_error: Type.Optional(Type.Boolean()),
     /** SSH profile, algorithms and jump hosts (secrets sealed). Absent: the context's profile. */
     ssh: Type.Optional(SshSpec),
+    /** Keep the session transcript even when the job finishes. Absent in older records. */
+    transcript: Type.Optional(Type.Boolean()),
   },
   { $id: 'JobSpec', additionalProperties: false },
 );

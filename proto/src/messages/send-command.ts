@@ -77,6 +77,12 @@ export const ConnectionFields = {
   webhook_url: Type.Optional(NullableString('HTTPS URL notified on completion.')),
   webhook_secret: Type.Optional(NullableString('Secret for the HMAC-SHA256 webhook signature.')),
   ssh: Type.Optional(SshRequestOptions),
+  transcript: Type.Optional(
+    Type.Boolean({
+      description:
+        'Keep the device session transcript (GET /v2/jobs/{job_id}/transcript). Default false; failed jobs and contexts in TRANSCRIPT_CONTEXTS always keep one.',
+    }),
+  ),
 };
 
 /** Show jobs only: config jobs always stop at the first rejected line. */

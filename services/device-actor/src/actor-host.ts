@@ -50,11 +50,17 @@ import {
   withSpan,
 } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
-import { CommandsRejected, type DeviceJob, type RunDeviceJob } from './device-job.js';
+import {
+  CommandsRejected,
+  transportSecretsOf,
+  type DeviceJob,
+  type RunDeviceJob,
+} from './device-job.js';
 import { hostKeyVerifier } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop } from './ssh-session.js';
 import { Mailbox, Semaphore } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
+import { TranscriptRecorder } from './transcript.js';
 
 /** Turns raw outputs of a structured job into parsed results (per command). */
 export type ParseOutputs = (
@@ -122,6 +128,9 @@ export async function startActorHost(
   );
   const reachable = deviceNetworkPolicy(config);
   const hostKeys = new HostKeyStore(stores[Buckets.hostKeys]);
+  const transcripts = stores[Buckets.transcripts];
+  const transcriptEverywhere = config.TRANSCRIPT_CONTEXTS.includes('*');
+  const transcriptContexts = new Set(config.TRANSCRIPT_CONTEXTS);
   const hostKeyMode = hostKeyModes(config.HOST_KEY_POLICY);
   for (const context of config.WORKER_CONTEXTS) {
     if (hostKeyMode(context) === 'off')
@@ -300,6 +309,21 @@ export async function startActorHost(
     // all use this one address.
     const address = envelope.address ?? (await resolveHost(spec.host));
     let reached = false;
+    // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
+    const recorder = new TranscriptRecorder(config.TRANSCRIPT_MAX_BYTES, [
+      secrets.password,
+      secrets.enable,
+      secrets.webhook_secret,
+    ]);
+    const wantsTranscript =
+      spec.transcript === true || transcriptEverywhere || transcriptContexts.has(spec.context);
+    /** Stored before the job's end is written, so a reader told "failed" finds it. */
+    const keepTranscript = async (failed: boolean): Promise<void> => {
+      if (recorder.isEmpty || !(failed || wantsTranscript)) return;
+      await transcripts
+        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job))))
+        .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
+    };
     const job: DeviceJob = {
       jobId,
       kind: spec.kind,
@@ -323,6 +347,7 @@ export async function startActorHost(
       onReached: () => {
         reached = true;
       },
+      recorder,
     };
     if (address !== null) {
       job.verifyHostKey = hostKeyVerifier(
@@ -404,6 +429,7 @@ export async function startActorHost(
           `results of ${size} bytes exceed the ${maxResultBytes}-byte limit of a job record`,
         );
       }
+      await keepTranscript(false);
       const endedAt = new Date().toISOString();
       ended = await jobs.transition(jobId, (current) =>
         current.status !== 'started'
@@ -434,8 +460,10 @@ export async function startActorHost(
         await lockout.recordFailure(started.username, deviceKey).catch(() => undefined);
       }
       if (safe.code === ErrorCode.CANCELLED) {
+        await keepTranscript(false);
         ended = null; // the gateway already wrote `cancelled`
       } else {
+        await keepTranscript(true);
         ended = await lifecycle.fail(
           jobId,
           'started',

@@ -69,6 +69,18 @@ export const DeviceActorConfig = Type.Object({
     default: false,
     description: 'Allow http:// webhook URLs (HTTPS only otherwise).',
   }),
+  TRANSCRIPT_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_*-]+$' }), {
+    default: [],
+    description:
+      'Contexts whose every job keeps its device session transcript, comma-separated (`*`: all). Elsewhere only jobs asking `transcript: true` and failed jobs keep one.',
+  }),
+  TRANSCRIPT_MAX_BYTES: Type.Integer({
+    default: 65536,
+    minimum: 1024,
+    maximum: 262144,
+    description:
+      'Largest transcript kept per job, characters; past it the start and the end are kept. At most 262144 (a transcript is one NATS message).',
+  }),
   WEBHOOK_TIMEOUT: Type.Integer({
     default: 10,
     minimum: 1,

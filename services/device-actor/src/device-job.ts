@@ -1,6 +1,7 @@
 import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
+import type { SessionTap } from './transcript.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -51,6 +52,8 @@ export interface DeviceJob {
   algorithms?: SshAlgorithms;
   /** Jump hosts in order, each resolved, checked and with its own credentials and host-key check. */
   jumpHosts?: readonly SshHop[];
+  /** Sees the command session's bytes (the job's transcript). */
+  recorder?: SessionTap;
 }
 
 /** How to open a session for `job`: the device, its login, algorithms and jump hosts. */

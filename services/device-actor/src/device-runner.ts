@@ -122,6 +122,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     else await pool?.closeDevice(job.address, job.port);
     cli ??= await CliSession.open(driver, sessionOptionsOf(job), job.signal);
     const unbind = cli.bindSignal(job.signal);
+    if (job.recorder) cli.record(job.recorder);
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
@@ -153,6 +154,8 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       return { results: shown.results, detectedPlatform, pooled, commandStatus: shown.status };
     } finally {
       unbind();
+      // A pooled session serves other jobs next: it stops reporting to this one.
+      cli.record(null);
       if (ok && poolable && cli.reusable && !job.signal.aborted) {
         pool.release(parts, platform, cli);
       } else if (ok) {

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { SvcError, ErrorCode } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
+import type { SessionTap } from './transcript.js';
 
 /**
  * The transport half of the device layer: one SSH connection with one interactive shell, and a
@@ -189,6 +190,8 @@ interface Waiter {
  */
 export class SshSession {
   private readonly term = new TerminalText();
+  /** Sees every character sent and received (the job's transcript); null when none is kept. */
+  tap: SessionTap | null = null;
   private waiter: Waiter | null = null;
   private closedError: SvcError | null = null;
   private readonly closedPromise: Promise<void>;
@@ -204,6 +207,7 @@ export class SshSession {
     });
     channel.setEncoding('utf8');
     channel.on('data', (chunk: string) => {
+      this.tap?.received(chunk);
       this.term.push(chunk);
       this.waiter?.check();
     });
@@ -295,6 +299,7 @@ export class SshSession {
 
   write(data: string): void {
     if (this.closedError !== null) throw this.closedError;
+    this.tap?.sent(data);
     this.channel.write(data);
   }
 

@@ -15,6 +15,7 @@ import {
   type EnableMode,
   type SaveStep,
 } from './driver.js';
+import type { SessionTap } from '../transcript.js';
 
 /**
  * A device CLI session: an {@link SshSession} driven by a platform {@link Driver}. It knows the
@@ -81,6 +82,11 @@ export class CliSession {
 
   get isClosed(): boolean {
     return this.ssh.isClosed;
+  }
+
+  /** Reports what this session sends and receives to `tap` (a job's transcript) until unset. */
+  record(tap: SessionTap | null): void {
+    this.ssh.tap = tap;
   }
 
   /** False once output ended on an expect_string: such a session must not be reused. */

@@ -1,5 +1,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { toJobResult, type JobKind } from '@svc/proto';
+import {
+  Buckets,
+  decodeJson,
+  toJobResult,
+  type JobKind,
+  type Stores,
+  type Transcript,
+} from '@svc/proto';
 import type { JobControl } from '../job-control.js';
 import type { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
@@ -12,6 +19,7 @@ export interface JobRoutesDeps {
   authenticate: Authenticate;
   intake: JobIntake;
   control: JobControl;
+  stores: Stores;
   onStoreError: (err: unknown, req: FastifyRequest) => void;
 }
 
@@ -54,6 +62,29 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
   app.get<JobParams>('/v2/send-command/:job_id', getJob);
   app.get<JobParams>('/v2/send-command-structured/:job_id', getJob);
   app.get<JobParams>('/v2/jobs/:job_id', getJob);
+
+  // The device session of a job: its submitter only (not even an admin key), since a session
+  // shows more of the device than the results do.
+  app.get<JobParams>(
+    '/v2/jobs/:job_id/transcript',
+    guarded<FastifyRequest<JobParams>>(async (req, reply) => {
+      const caller = await authenticate(req);
+      const jobId = req.params.job_id;
+      const record = await control.read(caller, jobId);
+      if (record.owner !== caller.id) throw HttpError.foreignJob();
+      const entry = await deps.stores[Buckets.transcripts].get(jobId);
+      if (!entry || entry.operation !== 'PUT') {
+        throw new HttpError(
+          404,
+          `job ${jobId} has no transcript (kept for failed jobs, transcript: true, or TRANSCRIPT_CONTEXTS)`,
+        );
+      }
+      return reply
+        .code(200)
+        .header('Cache-Control', 'no-store')
+        .send(decodeJson<Transcript>(entry.value));
+    }, onStoreError),
+  );
 
   app.delete<JobParams>(
     '/v2/send-command/:job_id',

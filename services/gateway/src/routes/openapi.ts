@@ -12,6 +12,8 @@ import {
   SendCommandRequest,
   SendCommandStructuredRequest,
   SendConfigRequest,
+  Transcript,
+  TranscriptEntry,
   V1SendCommandRequest,
   V1SendCommandStructuredRequest,
   ValidationErrorBody,
@@ -50,6 +52,8 @@ const COMPONENTS: Record<string, TSchema> = {
   PlatformRecord,
   PlatformList,
   JobEvent,
+  Transcript,
+  TranscriptEntry,
   HealthRecord,
   MessageBody,
   ValidationErrorBody,
@@ -259,6 +263,18 @@ export function buildOpenApi(version: string): Record<string, Json> {
     '/v2/jobs/failed': { get: failed() },
     '/v2/jobs/{job_id}': { get: read('A job with full results') },
     '/v2/jobs/{job_id}/replay': { post: replay() },
+    '/v2/jobs/{job_id}/transcript': {
+      get: {
+        summary:
+          'The device session transcript of a job (its submitter only): kept for failed jobs, on request, or per context',
+        security: secured,
+        parameters: [jobIdParam],
+        responses: {
+          '200': json('Transcript', 'what was sent and received, redacted and size-capped'),
+          ...errors(401, 403, 404, 503),
+        },
+      },
+    },
     '/v2/jobs/{job_id}/stream': { get: stream() },
     '/v2/send-command/{job_id}/stream': { get: stream() },
     '/v2/contexts': { get: contexts() },
