@@ -72,10 +72,15 @@ function objectKeys(src, open) {
   return keys;
 }
 
-/** Names of an exported settings object of proto (`export const <name> = {`), wherever it is. */
+/**
+ * Names of an exported settings object of proto (`export const <name> = {`, or the object an
+ * `export function <name>(…)` returns), wherever it is.
+ */
 function protoSettingNames(name) {
   const dir = join(root, 'proto/src');
-  const pattern = new RegExp(`export const ${name}\\s*=\\s*\\{`);
+  const pattern = new RegExp(
+    `export const ${name}\\s*=\\s*\\{|export function ${name}\\([^)]*\\)[^{]*\\{[^]*?return \\{`,
+  );
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
     const src = readFileSync(join(dir, f), 'utf8');
     const m = pattern.exec(src);

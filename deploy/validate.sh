@@ -3,7 +3,8 @@
 #   1. every NATS config (deploy/nats/*.conf) passes `nats-server -t` (config test), with the
 #      container paths (store dirs, TLS files) and environment variables substituted;
 #   2. the Kubernetes manifests and the compose file pass deploy/validate-manifests.mjs;
-#   3. if kubectl is installed, `kubectl kustomize deploy/k8s` renders (offline).
+#   3. if kubectl is installed, `kubectl kustomize deploy/k8s` renders (offline);
+#   4. the Grafana dashboards (deploy/grafana/*.json) pass deploy/validate-dashboard.mjs.
 # Exits non-zero on any failure. Needs nats-server (NATS_SERVER_BIN, PATH or /usr/sbin), openssl
 # and node with the repository's node_modules.
 #
@@ -113,6 +114,13 @@ if command -v kubectl >/dev/null 2>&1; then
   fi
 else
   say "skip kubectl kustomize (kubectl not installed)"
+fi
+
+# ---- 4. Grafana dashboards ---------------------------------------------------------------------------
+if (cd "$root" && node "$here/validate-dashboard.mjs"); then
+  say "ok   deploy/validate-dashboard.mjs"
+else
+  bad "deploy/validate-dashboard.mjs"
 fi
 
 if [ "$failures" -gt 0 ]; then

@@ -12,6 +12,8 @@ export class JobLifecycle {
     readonly jobs: JobStore,
     private readonly failed: KV,
     private readonly dedup: KV,
+    /** Told of every job this lifecycle moved to failed (the failure counter by error_code). */
+    private readonly onFailed: (record: JobRecord) => void = () => undefined,
   ) {}
 
   /**
@@ -42,6 +44,7 @@ export class JobLifecycle {
           },
     );
     if (written) {
+      this.onFailed(written);
       // Secondary records: a store outage must not turn an ended job into a lost one.
       await retryTransient(() => this.recordFailure(written)).catch(() => undefined);
       await retryTransient(() => this.releaseDedup(written)).catch(() => undefined);

@@ -188,3 +188,11 @@ export {
   BatchSummary,
   Rollout,
 } from './messages/batch.js';
+export {
+  MetricsRegistry,
+  createMetricsRegistry,
+  jobFailureCounter,
+  metricsSettings,
+  startMetricsServer,
+} from './service-metrics.js';
+export type { MetricsServer } from './service-metrics.js';

@@ -3,6 +3,12 @@ import { ConfigError } from './config-loader.js';
 import { createLogger, type Logger } from './logging.js';
 import { connectNats, type NatsCredentials } from './nats-connection.js';
 import { Sealer } from './sealing.js';
+import {
+  createMetricsRegistry,
+  startMetricsServer,
+  type MetricsRegistry,
+  type MetricsServer,
+} from './service-metrics.js';
 import { startTracing, type TracingSettings } from './tracing.js';
 
 /** The parts of `process` a service's entry point hands over (only `main.ts` touches process). */
@@ -17,14 +23,24 @@ export interface ServiceDeps {
   log: Logger;
   /** Present when the service asked for one (it handles device secrets). */
   sealer: Sealer | null;
+  /** The process's metrics registry (default Node.js metrics and svc_build_info in it). */
+  metrics: MetricsRegistry;
 }
 
 /**
  * The common life of a service process: read its settings (every bad one reported, exit 1),
- * start tracing, connect to NATS, start, and on SIGTERM/SIGINT stop, drain NATS and exit 0.
+ * start tracing and metrics, connect to NATS, start, and on SIGTERM/SIGINT stop, drain NATS and
+ * exit 0.
  */
 export async function runServiceMain<
-  C extends TracingSettings & NatsCredentials & { NATS_URL: string; SVC_ENCRYPTION_KEY: string },
+  C extends TracingSettings &
+    NatsCredentials & {
+      NATS_URL: string;
+      SVC_ENCRYPTION_KEY: string;
+      SVC_BUILD_COMMIT: string;
+      SVC_METRICS_PORT?: number;
+      SVC_METRICS_BIND?: string;
+    },
 >(
   proc: ProcessHandle,
   options: {
@@ -38,10 +54,22 @@ export async function runServiceMain<
   try {
     const { config, sealer } = readServiceSettings(proc.env, options);
     const tracing = await startTracing(config, options.service);
+    const metrics = createMetricsRegistry(options.service, config.SVC_BUILD_COMMIT);
+    // Services without an HTTP API serve /metrics on a listener of their own; the gateway
+    // serves it on its API listeners.
+    let metricsServer: MetricsServer | null = null;
+    if (config.SVC_METRICS_PORT !== undefined) {
+      metricsServer = await startMetricsServer(
+        metrics,
+        { port: config.SVC_METRICS_PORT, host: config.SVC_METRICS_BIND ?? '0.0.0.0' },
+        log,
+      );
+    }
     const nc = await connectNats(config.NATS_URL, `svc-${options.service}`, config);
-    const running = await options.start(config, { nc, log, sealer });
+    const running = await options.start(config, { nc, log, sealer, metrics });
     stopOnSignals(proc, log, async () => {
       await running.stop();
+      await metricsServer?.stop();
       await nc.drain();
       await tracing.stop();
     });

@@ -136,6 +136,11 @@ export const SharedSettings = {
     default: 'svc',
     description: 'service.name of the spans (wins over service.name in OTEL_RESOURCE_ATTRIBUTES).',
   }),
+  SVC_BUILD_COMMIT: Type.String({
+    default: '',
+    description:
+      'Source commit of this build, shown as the commit label of svc_build_info (the image sets it from a build argument). Empty: unknown.',
+  }),
   SSE_TIMEOUT: Type.Integer({
     default: 300,
     minimum: 1,

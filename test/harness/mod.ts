@@ -15,3 +15,5 @@ export { ShippedNatsCluster, NATS_USERS } from './shipped-nats.js';
 export type { NatsUser } from './shipped-nats.js';
 export { OtlpHttpCollector, decodeExportTraceRequest } from './otlp-collector.js';
 export type { ReceivedSpan } from './otlp-collector.js';
+export { lintExposition } from './prom-lint.js';
+export type { LintProblem } from './prom-lint.js';

@@ -34,6 +34,9 @@ export function testEnv(
     SVC_PORT: '0',
     SVC_HTTP_PORT: '0',
     SVC_BIND: '127.0.0.1',
+    // Several services of a kind run side by side in tests: any free port, read from the log.
+    SVC_METRICS_PORT: '0',
+    SVC_METRICS_BIND: '127.0.0.1',
     LOG_LEVEL: process.env['TEST_LOG_LEVEL'] ?? 'ERROR',
     HEARTBEAT_INTERVAL: '0.5',
     // Below WORKER_STALE_THRESHOLD: dispatchers stop placing on a host before the reaper takes it.
@@ -211,6 +214,12 @@ export class ServiceProcess {
       });
       this.child.kill(signal);
     });
+  }
+
+  /** The /metrics URL of a dispatcher, actor host or reaper, from its start line. */
+  async metricsUrl(): Promise<string> {
+    const line = await this.waitFor(/metrics listening/);
+    return (JSON.parse(line) as { url: string }).url;
   }
 
   /** The gateway's plain-HTTP URL from its start line. */

@@ -9,6 +9,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection, type Subscription } from '@nats-io/transport-node';
+import { Counter, Gauge } from 'prom-client';
 import {
   AuditEvent,
   AuditLog,
@@ -21,6 +22,8 @@ import {
   JobLifecycle,
   JobStore,
   KvMirror,
+  MetricsRegistry,
+  jobFailureCounter,
   LockoutLedger,
   retryTransient,
   Streams,
@@ -80,6 +83,8 @@ export interface ActorHostDeps {
   /** Warm-session counters for heartbeats. */
   poolStats?: () => { size: number; hits: number; misses: number };
   audit?: AuditLog;
+  /** Where its metrics go (the process's registry); a private one when absent. */
+  metrics?: MetricsRegistry;
 }
 
 export interface RunningActorHost {
@@ -111,7 +116,13 @@ export async function startActorHost(
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const jobs = new JobStore(stores[Buckets.jobs], js);
-  const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const registry = deps.metrics ?? new MetricsRegistry();
+  const lifecycle = new JobLifecycle(
+    jobs,
+    stores[Buckets.failed],
+    stores[Buckets.dedup],
+    jobFailureCounter(registry),
+  );
   const breakerMirror = await KvMirror.start(stores[Buckets.breakers]);
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
   const breaker = new CircuitBreaker(
@@ -145,6 +156,43 @@ export async function startActorHost(
   const startedAt = new Date().toISOString();
   let draining = false;
   let messages: ConsumerMessages | null = null;
+
+  // Per host (the gateway's svc_workers_* and svc_connection_pool_* are the cluster's sums).
+  const hostGauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  hostGauge(
+    'svc_actor_sessions_busy',
+    'Device sessions of this actor host running a job now.',
+    () => sessions.inUse,
+  );
+  hostGauge(
+    'svc_actor_session_slots',
+    'Device session slots of this actor host (ACTOR_MAX_SESSIONS).',
+    () => config.ACTOR_MAX_SESSIONS,
+  );
+  hostGauge(
+    'svc_actor_sessions_warm',
+    'Warm SSH sessions this actor host keeps for reuse.',
+    () => deps.poolStats?.().size ?? 0,
+  );
+  hostGauge(
+    'svc_actor_devices',
+    'Devices with a mailbox on this actor host.',
+    () => mailboxes.size,
+  );
+  const jobsEnded = new Counter({
+    name: 'svc_actor_jobs_total',
+    help: 'Jobs this actor host ran to a terminal status, by status.',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
 
   const beat = async () => {
     const pool = deps.poolStats?.() ?? { size: 0, hits: 0, misses: 0 };
@@ -484,6 +532,7 @@ export async function startActorHost(
       running.delete(jobId);
     }
     if (!ended) return;
+    jobsEnded.inc({ status: ended.status });
     await jobs.publishEvent(ended).catch(() => undefined);
     audit.emit(AuditEvent.jobCompleted, auditFields(ended, ended.status, performance.now() - t0));
     jlog.info(

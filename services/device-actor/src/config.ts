@@ -7,6 +7,7 @@ import {
   ReachabilitySettings,
   SharedSettings,
   SshSettings,
+  metricsSettings,
   deviceNetworkPolicy,
   hostKeyModes,
   sshProfiles,
@@ -17,6 +18,7 @@ import { loadTemplateIndex } from '@svc/parsers';
 
 export const DeviceActorConfig = Type.Object({
   ...SharedSettings,
+  ...metricsSettings(9102),
   ...ReachabilitySettings,
   ...HostKeySettings,
   ...DriverSettings,

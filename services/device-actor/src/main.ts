@@ -8,6 +8,6 @@ await runServiceMain(process, {
   service: 'device-actor',
   loadConfig: loadDeviceActorConfig,
   needsSealer: true,
-  start: (config, { nc, log, sealer }) =>
-    startDeviceActorService(config, { nc, log, sealer: sealer! }),
+  start: (config, { nc, log, sealer, metrics }) =>
+    startDeviceActorService(config, { nc, log, sealer: sealer!, metrics }),
 });

@@ -1,5 +1,11 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { loadDriverDir, type AuditLog, type Logger, type Sealer } from '@svc/proto';
+import {
+  loadDriverDir,
+  type AuditLog,
+  type Logger,
+  type MetricsRegistry,
+  type Sealer,
+} from '@svc/proto';
 import { startActorHost, type RunningActorHost } from './actor-host.js';
 import type { DeviceActorConfig } from './config.js';
 import { createDeviceRunner } from './device-runner.js';
@@ -13,6 +19,7 @@ export interface DeviceActorServiceDeps {
   log: Logger;
   sealer: Sealer;
   audit?: AuditLog;
+  metrics?: MetricsRegistry;
 }
 
 export interface RunningDeviceActorService extends RunningActorHost {

@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig } from '@svc/proto';
+import { SharedSettings, loadConfig, metricsSettings } from '@svc/proto';
 
 export const DispatcherConfig = Type.Object({
   ...SharedSettings,
+  ...metricsSettings(9101),
   SVC_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,

@@ -28,14 +28,18 @@ import {
   extractTraceContext,
   injectTraceContext,
   withSpan,
+  MetricsRegistry,
 } from '@svc/proto';
 import { randomUUID } from 'node:crypto';
+import { Counter, Gauge } from 'prom-client';
 import type { DispatcherConfig } from './config.js';
 import { Placement } from './placement.js';
 
 export interface DispatcherDeps {
   nc: NatsConnection;
   log: Logger;
+  /** Where its metrics go (the process's registry); a private one when absent. */
+  metrics?: MetricsRegistry;
 }
 
 export interface RunningDispatcher {
@@ -59,6 +63,21 @@ export async function startDispatcher(
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const placement = new Placement(config.DISPATCH_HOST_LIVENESS * 1000);
+  const registry = deps.metrics ?? new MetricsRegistry();
+  // Contexts come from SVC_CONTEXTS: bounded label values.
+  const placed = new Counter({
+    name: 'svc_dispatcher_jobs_placed_total',
+    help: 'Jobs this dispatcher placed on an actor host, by context.',
+    labelNames: ['context'] as const,
+    registers: [registry],
+  });
+  const leadingGauge = new Gauge({
+    name: 'svc_dispatcher_leading',
+    help: '1 while this dispatcher leads the context (holds its lease), else 0.',
+    labelNames: ['context'] as const,
+    registers: [registry],
+  });
+  for (const context of config.SVC_CONTEXTS) leadingGauge.set({ context }, 0);
 
   // Live view of actor hosts from their heartbeats.
   const watch = await stores[Buckets.workers].watch();
@@ -112,6 +131,7 @@ export async function startDispatcher(
         continue;
       }
       log.info({ context }, 'leading context');
+      leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
         if (stalled) {
@@ -151,6 +171,7 @@ export async function startDispatcher(
       } finally {
         clearInterval(renewal);
       }
+      leadingGauge.set({ context }, 0);
       if (stopping) await lease.release().catch(() => undefined);
     }
   }
@@ -210,6 +231,7 @@ export async function startDispatcher(
       try {
         await client.publish(Subjects.actor(host), m.data, { msgID, headers: h });
         m.ack();
+        placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');
         return;
       } catch (err) {

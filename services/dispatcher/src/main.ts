@@ -7,5 +7,5 @@ await runServiceMain(process, {
   service: 'dispatcher',
   loadConfig: loadDispatcherConfig,
   needsSealer: false,
-  start: (config, { nc, log }) => startDispatcher(config, { nc, log }),
+  start: (config, { nc, log, metrics }) => startDispatcher(config, { nc, log, metrics }),
 });

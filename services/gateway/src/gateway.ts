@@ -5,6 +5,9 @@ import {
   AuditLog,
   Buckets,
   JobLifecycle,
+  createMetricsRegistry,
+  jobFailureCounter,
+  type MetricsRegistry,
   JobStore,
   KvMirror,
   LockoutLedger,
@@ -47,6 +50,11 @@ export interface GatewayDeps {
   sealer: Sealer;
   log: Logger;
   audit?: AuditLog;
+  /**
+   * The process's metrics registry, served at /metrics (the all-in-one launcher shares one
+   * among its services). Absent: a registry of the gateway's own, with the default metrics.
+   */
+  metrics?: MetricsRegistry;
 }
 
 export interface RunningGateway {
@@ -64,6 +72,7 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const { nc, sealer, log } = deps;
   const audit = deps.audit ?? new AuditLog('gateway');
+  const registry = deps.metrics ?? createMetricsRegistry('gateway', config.SVC_BUILD_COMMIT);
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
@@ -127,7 +136,12 @@ export async function startGateway(
     jsm,
     stores,
     jobs,
-    lifecycle: new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]),
+    lifecycle: new JobLifecycle(
+      jobs,
+      stores[Buckets.failed],
+      stores[Buckets.dedup],
+      jobFailureCounter(registry),
+    ),
     sealer,
     log,
     audit,
@@ -158,7 +172,7 @@ export async function startGateway(
   });
   batches.start();
 
-  const metrics = await startGatewayMetrics(ctx);
+  const metrics = await startGatewayMetrics(ctx, registry);
   const register = (app: FastifyInstance) => {
     metrics.register(app);
     ctx.sse.register(app);

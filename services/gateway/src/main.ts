@@ -7,5 +7,6 @@ await runServiceMain(process, {
   service: 'gateway',
   loadConfig: loadGatewayConfig,
   needsSealer: true,
-  start: (config, { nc, log, sealer }) => startGateway(config, { nc, log, sealer: sealer! }),
+  start: (config, { nc, log, sealer, metrics }) =>
+    startGateway(config, { nc, log, sealer: sealer!, metrics }),
 });

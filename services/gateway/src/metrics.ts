@@ -1,12 +1,13 @@
 import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import {
   Streams,
   Subjects,
   TERMINAL_STATUSES,
   decodeJson,
   type JobEvent,
+  type MetricsRegistry,
   type WorkerHeartbeat,
 } from '@svc/proto';
 import type { GatewayContext } from './gateway-context.js';
@@ -37,9 +38,10 @@ interface ClusterSnapshot {
  * counted from every job event of the cluster, so each gateway reports the same cluster-wide
  * values (aggregate them with `max`, not `sum`). See docs/observability.md.
  */
-export async function startGatewayMetrics(ctx: GatewayContext): Promise<GatewayMetrics> {
-  const registry = new Registry();
-
+export async function startGatewayMetrics(
+  ctx: GatewayContext,
+  registry: MetricsRegistry,
+): Promise<GatewayMetrics> {
   const httpRequests = new Counter({
     name: 'svc_http_requests_total',
     help: 'HTTP requests answered by this gateway process.',
@@ -103,14 +105,15 @@ export async function startGatewayMetrics(ctx: GatewayContext): Promise<GatewayM
   gauge('svc_workers_busy', 'Device sessions running a job now, all actor hosts.', (s) =>
     sum(s, (h) => h.busy),
   );
+  // The specification names this gauge with a _total suffix; the name stays (HELP says so).
   gauge(
     'svc_workers_total',
-    'Device session slots (ACTOR_MAX_SESSIONS) of all live actor hosts.',
+    'Device session slots (ACTOR_MAX_SESSIONS) of all live actor hosts. A gauge despite the _total suffix: the name is fixed by the specification.',
     (s) => sum(s, (h) => h.capacity),
   );
   gauge(
     'svc_failed_jobs_total',
-    'Entries in the failed-job registry (dead-letter depth).',
+    'Entries in the failed-job registry (dead-letter depth). A gauge despite the _total suffix: the name is fixed by the specification; svc_job_failures_total counts failures.',
     (s) => s.failedJobs,
   );
   gauge('svc_connection_pool_size', 'Warm SSH sessions held by all live actor hosts.', (s) =>
@@ -139,6 +142,15 @@ export async function startGatewayMetrics(ctx: GatewayContext): Promise<GatewayM
     'Jobs that opened a new SSH session.',
     () => pool.misses,
   );
+
+  new Gauge({
+    name: 'svc_sse_streams_open',
+    help: 'SSE streams (job and batch) open on this gateway process, both listeners; they count against SSE_MAX_CONNECTIONS.',
+    registers: [registry],
+    collect() {
+      this.set(ctx.sse.open);
+    },
+  });
 
   const queueJobs = new Counter({
     name: 'svc_queue_jobs_total',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
-import { Sealer, connectNats, startTracing, type Logger } from '@svc/proto';
+import { Sealer, connectNats, createMetricsRegistry, startTracing, type Logger } from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
 import {
   installAccounts,
@@ -96,6 +96,9 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const reaperConfig = loadReaperConfig(envOf('reaper'));
   // One SDK per process: every service in it shares the gateway's OTEL_* settings.
   const tracing = await startTracing(gatewayConfig, 'all-in-one');
+  // One registry too, served by the gateway's /metrics: the services' collectors have distinct
+  // names, and the process metrics are this one process's.
+  const metrics = createMetricsRegistry('all-in-one', gatewayConfig.SVC_BUILD_COMMIT);
   const sealer = Sealer.fromSetting(gatewayConfig.SVC_ENCRYPTION_KEY);
   const natsUrl = gatewayConfig.NATS_URL;
 
@@ -106,20 +109,27 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     connectNats(natsUrl, 'svc-gateway', gatewayConfig),
   ]);
   const [ncReaper, ncDispatcher, ncActor, ncGateway] = connections;
-  const reaper = await startReaper(reaperConfig, { nc: ncReaper, log: options.log('reaper') });
+  const reaper = await startReaper(reaperConfig, {
+    nc: ncReaper,
+    log: options.log('reaper'),
+    metrics,
+  });
   const dispatcher = await startDispatcher(dispatcherConfig, {
     nc: ncDispatcher,
     log: options.log('dispatcher'),
+    metrics,
   });
   const actor = await startDeviceActorService(actorConfig, {
     nc: ncActor,
     log: options.log('device-actor'),
     sealer,
+    metrics,
   });
   const gateway = await startGateway(gatewayConfig, {
     nc: ncGateway,
     sealer,
     log: options.log('gateway'),
+    metrics,
   });
   return {
     httpsUrl: gateway.httpsUrl,

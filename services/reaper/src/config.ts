@@ -1,8 +1,9 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig } from '@svc/proto';
+import { SharedSettings, loadConfig, metricsSettings } from '@svc/proto';
 
 export const ReaperConfig = Type.Object({
   ...SharedSettings,
+  ...metricsSettings(9103),
   JOB_REAPER_ENABLED: Type.Boolean({ default: true, description: 'Run the job reaper.' }),
   JOB_REAPER_INTERVAL: Type.Number({
     default: 60,

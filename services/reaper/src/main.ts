@@ -7,5 +7,5 @@ await runServiceMain(process, {
   service: 'reaper',
   loadConfig: loadReaperConfig,
   needsSealer: false,
-  start: (config, { nc, log }) => startReaper(config, { nc, log }),
+  start: (config, { nc, log, metrics }) => startReaper(config, { nc, log, metrics }),
 });

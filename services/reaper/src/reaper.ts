@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { Counter } from 'prom-client';
 import {
   AuditEvent,
   AuditLog,
@@ -10,10 +11,12 @@ import {
   KvMirror,
   Lease,
   LockKeys,
+  MetricsRegistry,
   decodeJson,
   drainHost,
   encodeJson,
   ensureTopology,
+  jobFailureCounter,
   topologyFrom,
   type Logger,
   type WorkerHeartbeat,
@@ -24,6 +27,8 @@ export interface ReaperDeps {
   nc: NatsConnection;
   log: Logger;
   audit?: AuditLog;
+  /** Where its metrics go (the process's registry); a private one when absent. */
+  metrics?: MetricsRegistry;
 }
 
 export interface RunningReaper {
@@ -43,7 +48,23 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const id = `reaper-${randomUUID().slice(0, 8)}`;
   const stores = await ensureTopology(nc, topologyFrom(config));
   const jobs = new JobStore(stores[Buckets.jobs], jetstream(nc));
-  const lifecycle = new JobLifecycle(jobs, stores[Buckets.failed], stores[Buckets.dedup]);
+  const registry = deps.metrics ?? new MetricsRegistry();
+  const lifecycle = new JobLifecycle(
+    jobs,
+    stores[Buckets.failed],
+    stores[Buckets.dedup],
+    jobFailureCounter(registry),
+  );
+  const cyclesLed = new Counter({
+    name: 'svc_reaper_cycles_total',
+    help: 'Reaper cycles this process ran while holding the cluster lock.',
+    registers: [registry],
+  });
+  const hostsReaped = new Counter({
+    name: 'svc_reaper_hosts_reaped_total',
+    help: 'Silent actor hosts this process reaped (their started jobs failed with WORKER_LOST).',
+    registers: [registry],
+  });
   const intervalMs = config.JOB_REAPER_INTERVAL * 1000;
   const lock = new Lease(stores[Buckets.locks], LockKeys.reaper, id, intervalMs);
   const workers = stores[Buckets.workers];
@@ -58,6 +79,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
 
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
+    cyclesLed.inc();
     const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
     const reaped: string[] = [];
     const candidates = beats.ready
@@ -106,6 +128,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
         'reaped a silent actor host',
       );
       reaped.push(beat.host_id);
+      hostsReaped.inc();
     }
     return reaped;
   }
