@@ -103,7 +103,14 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
       ],
     },
     // Leaving without a commit discards the target configuration; the commit also persists.
-    commit: { command: 'commit', required: true },
+    commit: {
+      command: 'commit',
+      required: true,
+      confirmations: [
+        // Asked when other sessions committed meanwhile; the job asked for this commit.
+        { pattern: '(?i)Do you wish to proceed with this commit anyway\\?.*$', answer: 'yes\n' },
+      ],
+    },
     save: 'commit',
     errors: [
       ...CISCO_ERRORS,

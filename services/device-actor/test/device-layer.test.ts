@@ -133,6 +133,13 @@ test('when a device prints its error, then the driver patterns catch it', () => 
   }
 });
 
+test('when XR asks to proceed with a commit after other sessions committed, then the commit answers yes', () => {
+  const question =
+    'One or more commits have occurred from other configuration sessions since this session started. Do you wish to proceed with this commit anyway? [no]: ';
+  const c = DRIVERS.cisco_xr.commit?.confirmations.find((q) => q.pattern.test(question));
+  assert.equal(c?.answer, 'yes\n');
+});
+
 test('when a platform has no commit or save, then the driver says so', () => {
   assert.equal(DRIVERS.cisco_ios.commit, null);
   assert.equal(DRIVERS.cisco_xr.save, 'commit');
