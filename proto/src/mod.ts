@@ -137,7 +137,9 @@ export {
   SSH_ALGORITHM_NAMES,
   MAX_JUMP_HOSTS,
   MAX_PRIVATE_KEY_LENGTH,
+  SshReplaySecrets,
   algorithmsFor,
+  replaySshSecrets,
   sshProfiles,
 } from './ssh-options.js';
 export type { SshAlgorithmKind, SshAlgorithmLists, JumpHostSecrets } from './ssh-options.js';

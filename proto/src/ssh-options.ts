@@ -206,6 +206,86 @@ export const SshRequestOptions = Type.Object(
 );
 export type SshRequestOptions = Static<typeof SshRequestOptions>;
 
+/**
+ * The `ssh` field of a replay: the secrets of the original job's SSH profile, which are never
+ * kept (`jump_hosts` in the order of the job's jump hosts, one entry each).
+ */
+export const SshReplaySecrets = Type.Object(
+  {
+    private_key: Type.Optional(PrivateKey('Private key for the device (PEM/OpenSSH).')),
+    passphrase: Type.Optional(Passphrase),
+    jump_hosts: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            password: Type.Optional(
+              NullableDeviceText('Password on the jump host.', MAX_SECRET_LENGTH),
+            ),
+            private_key: Type.Optional(PrivateKey('Private key for the jump host.')),
+            passphrase: Type.Optional(Passphrase),
+          },
+          { additionalProperties: false },
+        ),
+        { maxItems: MAX_JUMP_HOSTS },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: "Secrets of the job's SSH profile: key, passphrase, jump-host credentials.",
+  },
+);
+export type SshReplaySecrets = Static<typeof SshReplaySecrets>;
+
+/**
+ * The sealed SSH secrets of a replay of a job with `spec`, or the problems (located under
+ * `body.ssh`): one credential entry per jump host of the job, each with a password or a key.
+ */
+export function replaySshSecrets(
+  spec: SshSpec | undefined,
+  given: SshReplaySecrets | undefined,
+): {
+  secrets: {
+    private_key: string | null;
+    passphrase: string | null;
+    jump_hosts?: JumpHostSecrets[];
+  };
+  issues: { loc: (string | number)[]; msg: string; type: string }[];
+} {
+  const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
+  const hops = spec?.jump_hosts ?? [];
+  const creds = given?.jump_hosts ?? [];
+  if (creds.length !== hops.length) {
+    issues.push({
+      loc: ['body', 'ssh', 'jump_hosts'],
+      msg: `the job has ${hops.length} jump host(s): give one credential entry for each, in order`,
+      type: 'value_error',
+    });
+  }
+  const jumpHosts = creds.map((c, i) => {
+    if (c.password == null && c.private_key == null) {
+      issues.push({
+        loc: ['body', 'ssh', 'jump_hosts', i],
+        msg: 'a jump host needs password or private_key',
+        type: 'value_error',
+      });
+    }
+    return {
+      password: c.password ?? null,
+      private_key: c.private_key ?? null,
+      passphrase: c.passphrase ?? null,
+    };
+  });
+  return {
+    secrets: {
+      private_key: given?.private_key ?? null,
+      passphrase: given?.passphrase ?? null,
+      ...(jumpHosts.length > 0 ? { jump_hosts: jumpHosts } : {}),
+    },
+    issues,
+  };
+}
+
 /** A jump host in a job spec: where, and as whom (its secrets are sealed). */
 export const JumpHostSpec = Type.Object(
   {

@@ -341,3 +341,32 @@ test("when a jump host is outside the context's reachability policy, then the jo
   // The same jump host is fine where the policy allows it.
   assert.equal((await run(d, via(hopOf(jump)))).status, 'finished');
 });
+
+test('when a failed job with a key or jump hosts is replayed, then the replay carries its SSH secrets again and runs', async () => {
+  const key = generateRsaHostKey(PASSPHRASE);
+  const d = await device({
+    authMethods: ['publickey'],
+    authorizedKeys: [publicKeyOf(key, PASSPHRASE)],
+  });
+  const jump = await jumpHost();
+  const failed = await run(d, {
+    ssh: {
+      private_key: key,
+      passphrase: 'wrong-8c1d',
+      jump_hosts: [hopOf(jump, { password: 'nope-1f2e' })],
+    },
+  });
+  assert.equal(failed.status, 'failed');
+  const replay = (body: Record<string, unknown>) =>
+    http('POST', `${stack.url}/v2/jobs/${failed.job_id}/replay`, { ...basicOf(d), body });
+  // The record keeps one jump host: the replay must give credentials for exactly that many.
+  const short = await replay({ ssh: { private_key: key, passphrase: PASSPHRASE, jump_hosts: [] } });
+  assert.equal(short.status, 422, short.text);
+  const again = await replay({
+    ssh: { private_key: key, passphrase: PASSPHRASE, jump_hosts: [{ password: JUMP_PASSWORD }] },
+  });
+  assert.equal(again.status, 202, again.text);
+  const done = (await waitForJob(stack.url, again.json.job_id, basicOf(d))).json;
+  assert.equal(done.status, 'finished', done.error);
+  assert.deepEqual(jump.stats.forwards, [{ host: '127.0.0.1', port: d.port }]);
+});

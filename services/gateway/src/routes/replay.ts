@@ -4,7 +4,9 @@ import {
   AuditEvent,
   MAX_SECRET_LENGTH,
   NullableDeviceText,
+  SshReplaySecrets,
   basicCredentialIssues,
+  replaySshSecrets,
   check,
   type DeviceSecrets,
   type ValidationIssue,
@@ -21,8 +23,9 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 /**
  * Optional body of a replay: the caller's current device credentials. Basic callers' device
  * credentials are their Basic pair (username/password here are ignored); Bearer callers must
- * give username and password. The original webhook secret is not kept, so a signed webhook
- * needs webhook_secret again.
+ * give username and password (or ssh.private_key). The original webhook secret, private key and
+ * jump-host credentials are not kept, so a signed webhook needs webhook_secret again and a job
+ * with a key or jump hosts needs `ssh` again.
  */
 const ReplayRequest = Type.Object(
   {
@@ -30,6 +33,7 @@ const ReplayRequest = Type.Object(
     password: Type.Optional(NullableDeviceText('Device password.', MAX_SECRET_LENGTH)),
     enable: Type.Optional(NullableDeviceText('Enable password.', MAX_SECRET_LENGTH)),
     webhook_secret: Type.Optional(NullableString),
+    ssh: Type.Optional(SshReplaySecrets),
   },
   { $id: 'ReplayRequest', additionalProperties: false },
 );
@@ -67,9 +71,13 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
       const checked = check<ReplayRequest>(ReplayRequest, parsed, 'body');
       if (!checked.ok) throw HttpError.validation(checked.issues);
       const body = checked.value;
-      const issues: ValidationIssue[] = [];
+      // The original job's key and jump-host credentials were never kept: given again here.
+      const ssh = replaySshSecrets(record.spec.ssh, body.ssh);
+      const issues: ValidationIssue[] = [...ssh.issues];
       let username: string | null | undefined = body.username;
       let password: string | null | undefined = body.password;
+      // A private key logs in without a password.
+      if (!caller.basic && !password && ssh.secrets.private_key !== null) password = '';
       if (caller.basic) {
         issues.push(...basicCredentialIssues(caller.basic));
         ({ username, password } = caller.basic);
@@ -80,7 +88,7 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
             msg: 'field required with Bearer authentication',
             type: 'missing',
           });
-        if (!password)
+        if (password == null || (password === '' && ssh.secrets.private_key === null))
           issues.push({
             loc: ['body', 'password'],
             msg: 'field required with Bearer authentication',
@@ -101,13 +109,14 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
           type: 'value_error',
         });
       }
-      if (issues.length > 0 || !username || !password) throw HttpError.validation(issues);
+      if (issues.length > 0 || !username || password == null) throw HttpError.validation(issues);
 
       const secrets: DeviceSecrets = {
         username,
         password,
         enable: body.enable ?? null,
         webhook_secret: body.webhook_secret ?? null,
+        ...ssh.secrets,
       };
       const address = await ctx.intake.admitReplay(caller, record.spec, username);
       const traceparent = header(req, 'traceparent');
