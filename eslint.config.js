@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -40,6 +41,15 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       // node:test's test() returns a promise the runner tracks itself.
       '@typescript-eslint/no-floating-promises': 'off',
+    },
+  },
+  {
+    // The committed bin entries are plain JavaScript outside every tsconfig.
+    files: ['**/bin/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: globals.node,
     },
   },
 );

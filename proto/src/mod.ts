@@ -37,6 +37,7 @@ export {
 export {
   JobKind,
   JobStatus,
+  DateTime,
   TERMINAL_STATUSES,
   isTerminal,
   JobSpec,

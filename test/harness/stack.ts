@@ -90,6 +90,8 @@ export async function startInProcessStack(
     credentials?: Partial<Record<'gateway' | 'dispatcher' | 'actor' | 'reaper', NatsCredentials>>;
     /** Every service's log and audit lines, DEBUG and up, go here (tests that read logs). */
     logSink?: pino.DestinationStream;
+    /** Told of every route the gateway's HTTP servers register. */
+    onGatewayRoute?: (route: { method: string; url: string }) => void;
   } = {},
 ): Promise<InProcessStack> {
   const env = testEnv(natsUrl, options.env);
@@ -138,6 +140,7 @@ export async function startInProcessStack(
       sealer,
       log: logger('gateway'),
       audit: auditor('gateway'),
+      ...(options.onGatewayRoute ? { onRoute: options.onGatewayRoute } : {}),
     });
     running.push(gateway);
     return {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { JobKind } from './job.js';
+import { DateTime, JobKind } from './job.js';
 import { ConnectionFields, Tags } from './send-command.js';
 import { MAX_SECRET_LENGTH, NullableDeviceText } from '../device-input.js';
 
@@ -147,15 +147,15 @@ export type BatchCounts = Static<typeof BatchCounts>;
 export const BatchSummary = Type.Object(
   {
     batch_id: Type.String(),
-    kind: Type.String(),
+    kind: Type.Enum(Object.values(JobKind)),
     status: Type.Enum(Object.values(BatchState)),
     total: Type.Integer(),
     counts: BatchCounts,
     error_codes: Type.Record(Type.String(), Type.Integer(), {
       description: 'error_code → number of jobs that ended with it',
     }),
-    created_at: Type.String(),
-    ended_at: Type.Union([Type.String(), Type.Null()]),
+    created_at: DateTime(),
+    ended_at: Type.Union([DateTime(), Type.Null()]),
     stopped_reason: Type.Union([Type.String(), Type.Null()]),
   },
   { $id: 'BatchSummary' },

@@ -24,6 +24,10 @@ export function isTerminal(status: JobStatus): boolean {
 }
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
+/** A time on the HTTP API: RFC 3339 (ISO 8601) in UTC, as `Date.toISOString()` writes it. */
+export const DateTime = (description?: string) =>
+  Type.String({ format: 'date-time', ...(description ? { description } : {}) });
+const NullableDateTime = Type.Union([DateTime(), Type.Null()]);
 
 /**
  * The non-secret part of a job: everything needed to run it again except credentials.
@@ -146,7 +150,7 @@ export type JobRecord = Static<typeof JobRecord>;
 export const JobResult = Type.Object(
   {
     job_id: Type.String(),
-    status: Type.String(),
+    status: Type.Enum(Object.values(JobStatus)),
     results: Type.Optional(Type.Unknown()),
     command_status: Type.Optional(CommandStatusList),
     error: Type.Optional(NullableString),
@@ -154,9 +158,9 @@ export const JobResult = Type.Object(
     error_retryable: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
     detected_platform: Type.Optional(NullableString),
     tags: Type.Optional(Tags),
-    enqueued_at: Type.Optional(Type.String()),
-    started_at: Type.Optional(NullableString),
-    ended_at: Type.Optional(NullableString),
+    enqueued_at: Type.Optional(DateTime()),
+    started_at: Type.Optional(NullableDateTime),
+    ended_at: Type.Optional(NullableDateTime),
   },
   { $id: 'JobResult' },
 );
@@ -185,7 +189,7 @@ export const EnqueueResponse = Type.Object(
     job_id: Type.String({ description: 'job identifier (equals the request id)' }),
     message: Type.String(),
     queue_position: Type.Integer({ description: 'approximate position, 1 = next to run' }),
-    enqueued_at: Type.String({ description: 'ISO 8601' }),
+    enqueued_at: DateTime('ISO 8601'),
     timeout: Type.Integer({ description: 'job timeout, seconds' }),
     deduplicated: Type.Boolean({ default: false }),
     idempotent: Type.Boolean({ default: false }),

@@ -30,16 +30,26 @@ import { JobControl } from './job-control.js';
 import { JobIntake } from './job-intake.js';
 import type { GatewayContext } from './gateway-context.js';
 import { QueueDepth } from './queue-depth.js';
-import { startGatewayMetrics } from './metrics.js';
-import { registerApiKeyRoutes } from './routes/api-keys.js';
-import { registerBatchRoutes } from './routes/batches.js';
-import { registerHostKeyRoutes } from './routes/host-keys.js';
-import { registerJobQueryRoutes } from './routes/job-queries.js';
+import { registerMetricsRoute, startGatewayMetrics } from './metrics.js';
+import {
+  ApiKeyList,
+  CreateKeyRequest,
+  IssuedApiKey,
+  registerApiKeyRoutes,
+} from './routes/api-keys.js';
+import { BatchJobPage, BatchList, registerBatchRoutes } from './routes/batches.js';
+import {
+  HostKeyList,
+  LoadHostKeyRequest,
+  PinnedHostKeySchema,
+  registerHostKeyRoutes,
+} from './routes/host-keys.js';
+import { JOB_QUERY_SCHEMAS, registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
-import { registerOpenApiRoutes } from './routes/openapi.js';
+import { registerOpenApi, registerOpenApiRoute } from './routes/openapi.js';
 import { registerOperationRoutes } from './routes/operations.js';
-import { registerPlatformRoutes } from './routes/platforms.js';
-import { registerReplayRoutes } from './routes/replay.js';
+import { PlatformList, registerPlatformRoutes } from './routes/platforms.js';
+import { ReplayRequest, registerReplayRoutes } from './routes/replay.js';
 import { registerStreamRoutes } from './routes/streams.js';
 import { SseStreams } from './sse.js';
 import { registerV1Routes } from './routes/v1.js';
@@ -55,6 +65,80 @@ export interface GatewayDeps {
    * among its services). Absent: a registry of the gateway's own, with the default metrics.
    */
   metrics?: MetricsRegistry;
+  /** Told of every route each HTTP server registers (tests compare them with the document). */
+  onRoute?: (route: { method: string; url: string }) => void;
+}
+
+/** What the routes are registered with. */
+interface RouteParts {
+  ctx: GatewayContext;
+  status: ClusterStatus;
+  apiKeys: Parameters<typeof registerApiKeyRoutes>[2];
+  batches: Batches;
+  registerMetrics: (app: FastifyInstance) => void;
+}
+
+/** Every route of the gateway, after the OpenAPI plugin that records their schemas. */
+async function registerRoutes(app: FastifyInstance, parts: RouteParts): Promise<void> {
+  const { ctx, status, apiKeys, batches } = parts;
+  await registerOpenApi(app, ctx.config.SVC_VERSION, [
+    ...JOB_QUERY_SCHEMAS,
+    PlatformList,
+    ReplayRequest,
+    BatchList,
+    BatchJobPage,
+    CreateKeyRequest,
+    IssuedApiKey,
+    ApiKeyList,
+    LoadHostKeyRequest,
+    PinnedHostKeySchema,
+    HostKeyList,
+  ]);
+  parts.registerMetrics(app);
+  ctx.sse.register(app);
+  registerOperationRoutes(app, status);
+  registerJobRoutes(app, ctx);
+  registerJobQueryRoutes(app, ctx);
+  registerPlatformRoutes(app, ctx);
+  registerStreamRoutes(app, ctx);
+  registerReplayRoutes(app, ctx);
+  registerApiKeyRoutes(app, ctx, apiKeys);
+  registerBatchRoutes(app, ctx, batches);
+  registerHostKeyRoutes(app, ctx, apiKeys);
+  registerV1Routes(app, ctx);
+  registerOpenApiRoute(app);
+}
+
+/**
+ * The OpenAPI document of the gateway's routes without a running gateway (docs/api.md is
+ * generated from it): the same registration on a server that never listens, with parts that
+ * refuse to be used.
+ */
+export async function buildOpenApiDocument(config: GatewayConfig): Promise<unknown> {
+  const unusable: object = new Proxy(() => undefined, {
+    get: (_t, key) => (key === 'then' ? undefined : unusable),
+    apply: () => {
+      throw new Error('the document builder serves no requests');
+    },
+  });
+  // No user drivers: the document describes the routes, not this installation's platforms.
+  const known = { config, userDrivers: [], sse: { register: () => undefined } };
+  const ctx = new Proxy(known as unknown as GatewayContext, {
+    get: (t, key) =>
+      key in t ? (t as unknown as Record<string | symbol, unknown>)[key] : unusable,
+  });
+  const app = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
+  await registerRoutes(app, {
+    ctx,
+    status: unusable as ClusterStatus,
+    apiKeys: unusable as RouteParts['apiKeys'],
+    batches: unusable as Batches,
+    registerMetrics: (a) => registerMetricsRoute(a, unusable as () => Promise<never>),
+  });
+  await app.ready();
+  const doc = app.swagger();
+  await app.close();
+  return doc;
 }
 
 export interface RunningGateway {
@@ -173,33 +257,32 @@ export async function startGateway(
   batches.start();
 
   const metrics = await startGatewayMetrics(ctx, registry);
-  const register = (app: FastifyInstance) => {
-    metrics.register(app);
-    ctx.sse.register(app);
-    registerOperationRoutes(app, status);
-    registerJobRoutes(app, ctx);
-    registerJobQueryRoutes(app, ctx);
-    registerPlatformRoutes(app, ctx);
-    registerStreamRoutes(app, ctx);
-    registerReplayRoutes(app, ctx);
-    registerApiKeyRoutes(app, ctx, apiKeys);
-    registerBatchRoutes(app, ctx, batches);
-    registerHostKeyRoutes(app, ctx, apiKeys);
-    registerV1Routes(app, ctx);
-    registerOpenApiRoutes(app, ctx);
+  const register = async (app: FastifyInstance) => {
+    const { onRoute } = deps;
+    if (onRoute)
+      app.addHook('onRoute', (r) => {
+        for (const method of [r.method].flat()) onRoute({ method, url: r.url });
+      });
+    await registerRoutes(app, {
+      ctx,
+      status,
+      apiKeys,
+      batches,
+      registerMetrics: (a) => metrics.register(a),
+    });
   };
 
   const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log);
   const servers: FastifyInstance[] = [];
   const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT });
-  register(https);
+  await register(https);
   servers.push(https);
   await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND || '0.0.0.0' });
   const httpsUrl = urlOf(https, 'https');
   let httpUrl: string | null = null;
   if (config.SVC_HTTP_PORT >= 0) {
     const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
-    register(http);
+    await register(http);
     servers.push(http);
     // Plain HTTP carries credentials in clear: loopback only unless SVC_BIND says otherwise.
     await http.listen({ port: config.SVC_HTTP_PORT, host: config.SVC_BIND || '127.0.0.1' });

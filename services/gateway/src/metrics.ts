@@ -12,6 +12,7 @@ import {
 } from '@svc/proto';
 import type { GatewayContext } from './gateway-context.js';
 import { endpointOf, registerHttpTracing } from './http-tracing.js';
+import { routeSchema } from './routes/route-schemas.js';
 
 /** Prometheus metrics of the cluster, served at /metrics. */
 export interface GatewayMetrics {
@@ -224,10 +225,10 @@ export async function startGatewayMetrics(
         });
         done();
       });
-      app.get('/metrics', async (_req, reply) => {
-        const text = await registry.metrics();
-        return reply.code(200).header('content-type', registry.contentType).send(text);
-      });
+      registerMetricsRoute(app, async () => ({
+        text: await registry.metrics(),
+        contentType: registry.contentType,
+      }));
     },
     async stop() {
       // Bounded: with NATS unreachable, closing the consumer would wait for the server.
@@ -275,4 +276,34 @@ class PoolCounters {
     for (const v of this.#last.values()) n += v.misses;
     return n;
   }
+}
+
+/** GET /metrics: Prometheus text, no authentication. */
+export function registerMetricsRoute(
+  app: FastifyInstance,
+  render: () => Promise<{ text: string; contentType: string }>,
+): void {
+  app.get(
+    '/metrics',
+    {
+      schema: routeSchema({
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics (no authentication)',
+        tags: ['operations'],
+        access: 'none',
+        ok: {
+          200: {
+            description: 'Prometheus text exposition format',
+            mediaType: 'text/plain',
+            body: { type: 'string' },
+            example: '# TYPE svc_queue_depth gauge\nsvc_queue_depth 0\n',
+          },
+        },
+      }),
+    },
+    async (_req, reply) => {
+      const { text, contentType } = await render();
+      return reply.code(200).header('content-type', contentType).send(text);
+    },
+  );
 }

@@ -1,7 +1,31 @@
 #!/usr/bin/env node
 import { ConfigError, createLogger } from '@svc/proto';
 import { startMcpAdapter } from './adapter.js';
-import { loadMcpAdapterConfig } from './config.js';
+import { McpAdapterConfig, loadMcpAdapterConfig } from './config.js';
+
+/** `svc-mcp --help`: what the command does and every setting, from the config schema. */
+function usage(): string {
+  const settings = Object.entries(McpAdapterConfig.properties).map(
+    ([name, p]) =>
+      `  ${name} (default ${JSON.stringify((p as { default?: unknown }).default ?? '')})\n      ${String((p as { description?: string }).description ?? '')}`,
+  );
+  return [
+    'Usage: svc-mcp [--help]',
+    '',
+    'MCP server (Model Context Protocol) in front of the svc REST API: its tools submit and',
+    'read jobs with the API key in SVC_MCP_API_KEY. Configured by environment variables only:',
+    '',
+    ...settings,
+    '',
+    'See docs/mcp.md.',
+    '',
+  ].join('\n');
+}
+
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(usage());
+  process.exit(0);
+}
 
 // stdout carries the stdio transport's JSON-RPC: every log line goes to stderr.
 const log = createLogger('mcp-adapter', process.env['LOG_LEVEL'], process.stderr);

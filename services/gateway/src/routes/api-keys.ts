@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { AuditEvent, check } from '@svc/proto';
+import { AuditEvent, DateTime, check } from '@svc/proto';
 import type { ApiKeyMeta, ApiKeys } from '../api-keys.js';
 import { attemptOf } from '../authenticate.js';
 import { Role, hasRole, mayUseContext, parseBasic, parseBearer, type Caller } from '../caller.js';
@@ -8,11 +8,12 @@ import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
+import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
 /** Longest ttl accepted: 100 years (keeps every expiry a valid date). */
 const MAX_TTL = 3_153_600_000;
 
-const CreateKeyRequest = Type.Object(
+export const CreateKeyRequest = Type.Object(
   {
     role: Type.Optional(Type.Enum([Role.admin, Role.operator, Role.viewer])),
     contexts: Type.Optional(
@@ -27,6 +28,50 @@ const CreateKeyRequest = Type.Object(
   { $id: 'CreateApiKeyRequest', additionalProperties: false },
 );
 type CreateKeyRequest = Static<typeof CreateKeyRequest>;
+
+const RoleEnum = Type.Enum([Role.admin, Role.operator, Role.viewer]);
+
+/** Create and rotate answer: the token is shown here only. */
+export const IssuedApiKey = Type.Object(
+  {
+    key_id: Type.String(),
+    token: Type.String({ description: 'The Bearer token (a JWT); shown only once.' }),
+    role: RoleEnum,
+    expires_at: DateTime('9999-12-31T23:59:59.000Z: never expires (ttl 0).'),
+    contexts: Type.Array(Type.String()),
+  },
+  { $id: 'IssuedApiKey' },
+);
+
+export const ApiKeyList = Type.Object(
+  {
+    keys: Type.Array(
+      Type.Object({
+        key_id: Type.String(),
+        role: RoleEnum,
+        contexts: Type.Array(Type.String()),
+        created_at: DateTime(),
+        expires_at: DateTime(),
+        created_by: Type.String(),
+      }),
+    ),
+  },
+  { $id: 'ApiKeyList' },
+);
+
+const KeyIdParam = { key_id: Type.String({ description: 'The key id (key_…).' }) };
+
+const keyDoc = (d: Omit<RouteDoc, 'tags' | 'access'>) => ({
+  schema: routeSchema({ ...d, tags: ['api-keys'], access: 'admin' }),
+});
+
+const ISSUED_EXAMPLE = {
+  key_id: 'key_5b0e1c2d3f4a5b6c7d8e9f00',
+  token: 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJrZXlfNWIwZSJ9.c2lnbmF0dXJl',
+  role: 'operator',
+  expires_at: '2026-04-15T09:30:00.000Z',
+  contexts: ['default'],
+};
 
 type KeyParams = { Params: { key_id: string } };
 
@@ -97,6 +142,22 @@ export function registerApiKeyRoutes(
 
   app.post(
     '/v2/api-keys',
+    keyDoc({
+      operationId: 'createApiKey',
+      summary: 'Create an API key (Basic admin:SVC_ADMIN_SECRET, or an admin key within its scope)',
+      body: ref(CreateKeyRequest),
+      bodyOptional: true,
+      bodyExample: { role: 'operator', contexts: ['default'], ttl: 7776000 },
+      ok: {
+        201: {
+          description: 'Created; the token is shown only here.',
+          body: ref(IssuedApiKey),
+          example: ISSUED_EXAMPLE,
+          headers: ['Cache-Control'],
+        },
+      },
+      errors: [403, 422],
+    }),
     guarded(async (req, reply) => {
       const actor = await authorize(req);
       const raw = req.body as string | undefined;
@@ -145,6 +206,12 @@ export function registerApiKeyRoutes(
 
   app.get(
     '/v2/api-keys',
+    keyDoc({
+      operationId: 'listApiKeys',
+      summary: 'The API keys within the caller’s scope (never their tokens)',
+      ok: { 200: { description: 'The keys.', body: ref(ApiKeyList) } },
+      errors: [403],
+    }),
     guarded(async (req, reply) => {
       const actor = await authorize(req);
       // Listed with the scope of their entries; a key's grant is its token's claims.
@@ -164,6 +231,13 @@ export function registerApiKeyRoutes(
 
   app.delete<KeyParams>(
     '/v2/api-keys/:key_id',
+    keyDoc({
+      operationId: 'revokeApiKey',
+      summary: 'Revoke an API key (and the keys it minted); rejected at once afterwards',
+      params: KeyIdParam,
+      ok: { 204: { description: 'Revoked.' } },
+      errors: [403, 404],
+    }),
     guarded<FastifyRequest<KeyParams>>(async (req, reply) => {
       const actor = await authorize(req);
       const target = await inScope(actor, req.params.key_id);
@@ -176,6 +250,20 @@ export function registerApiKeyRoutes(
 
   app.post<KeyParams>(
     '/v2/api-keys/:key_id/rotate',
+    keyDoc({
+      operationId: 'rotateApiKey',
+      summary: 'A new token for a key (the previous one stops working); same id, role, contexts',
+      params: KeyIdParam,
+      ok: {
+        200: {
+          description: 'Rotated; the new token is shown only here.',
+          body: ref(IssuedApiKey),
+          example: ISSUED_EXAMPLE,
+          headers: ['Cache-Control'],
+        },
+      },
+      errors: [403, 404, 409],
+    }),
     guarded<FastifyRequest<KeyParams>>(async (req, reply) => {
       const actor = await authorize(req);
       const target = await inScope(actor, req.params.key_id);

@@ -1,11 +1,33 @@
 import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Streams, Subjects, decodeJson, type BatchSummary, type JobEvent } from '@svc/proto';
+import {
+  BatchCreated,
+  BatchRequest,
+  BatchSummary,
+  BatchState,
+  DateTime,
+  JobKind,
+  JobResult,
+  Streams,
+  Subjects,
+  decodeJson,
+  type JobEvent,
+} from '@svc/proto';
+import { Type } from 'typebox';
 import type { Batches } from '../batches.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
+import {
+  BatchIdParam,
+  LastEventIdHeader,
+  SSE_ANSWER,
+  batchLocation,
+  ref,
+  routeSchema,
+  type RouteDoc,
+} from './route-schemas.js';
 
 type BatchParams = { Params: { batch_id: string } };
 type PageQuery = {
@@ -17,6 +39,42 @@ const MAX_PER_PAGE = 500;
 /** Event id of a batch stream's `summary`: a client that has it has the whole batch. */
 const SUMMARY_ID = 'end';
 
+/** GET /v2/batches: the caller's batches. */
+export const BatchList = Type.Object(
+  {
+    batches: Type.Array(
+      Type.Object({
+        batch_id: Type.String(),
+        kind: Type.Enum(Object.values(JobKind)),
+        status: Type.Enum(Object.values(BatchState)),
+        total: Type.Integer(),
+        created_at: DateTime(),
+        ended_at: Type.Union([DateTime(), Type.Null()]),
+        stopped_reason: Type.Union([Type.String(), Type.Null()]),
+      }),
+    ),
+  },
+  { $id: 'BatchList' },
+);
+
+/** GET /v2/batches/{batch_id}/jobs: a page of the batch's jobs, in device order. */
+export const BatchJobPage = Type.Object(
+  {
+    batch_id: Type.String(),
+    page: Type.Integer({ minimum: 1 }),
+    per_page: Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE }),
+    total: Type.Integer({ minimum: 0 }),
+    jobs: Type.Array(
+      Type.Intersect([JobResult, Type.Object({ host: Type.String(), port: Type.Integer() })]),
+    ),
+  },
+  { $id: 'BatchJobPage' },
+);
+
+const batchDoc = (d: Omit<RouteDoc, 'tags' | 'access'>) => ({
+  schema: routeSchema({ ...d, tags: ['batches'], access: 'caller' }),
+});
+
 /** POST/GET/DELETE /v2/batches… and the batch's SSE stream. */
 export function registerBatchRoutes(
   app: FastifyInstance,
@@ -27,6 +85,25 @@ export function registerBatchRoutes(
 
   app.post(
     '/v2/batches',
+    batchDoc({
+      operationId: 'createBatch',
+      summary: 'Run one job per device (command, config or structured), with rollout control',
+      body: ref(BatchRequest),
+      bodyExample: {
+        kind: 'command',
+        platform: 'cisco_ios',
+        commands: ['show version'],
+        devices: [{ host: '192.0.2.10' }, { host: '192.0.2.11' }],
+      },
+      ok: {
+        202: {
+          description: 'Accepted: one job per device; read the batch at Location.',
+          body: ref(BatchCreated),
+          headers: ['Location'],
+        },
+      },
+      errors: [403, 422],
+    }),
     guarded(async (req, reply) => {
       const caller = await authenticate(req);
       const traceparent = req.headers['traceparent'];
@@ -36,12 +113,17 @@ export function registerBatchRoutes(
         typeof traceparent === 'string' ? traceparent : undefined,
         req.ip,
       );
-      return reply.code(202).send(created);
+      return reply.code(202).header('Location', batchLocation(created.batch_id)).send(created);
     }, onStoreError),
   );
 
   app.get(
     '/v2/batches',
+    batchDoc({
+      operationId: 'listBatches',
+      summary: "The caller's batches, newest first",
+      ok: { 200: { description: 'The batches.', body: ref(BatchList) } },
+    }),
     guarded(async (req, reply) => {
       const caller = await authenticate(req);
       return reply.code(200).send({ batches: batches.list(caller) });
@@ -50,6 +132,13 @@ export function registerBatchRoutes(
 
   app.get<BatchParams>(
     '/v2/batches/:batch_id',
+    batchDoc({
+      operationId: 'getBatch',
+      summary: 'A batch: status, counts per job status and per error code',
+      params: BatchIdParam,
+      ok: { 200: { description: 'The batch.', body: ref(BatchSummary) } },
+      errors: [403, 404],
+    }),
     guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       return reply.code(200).send(await batches.summary(caller, req.params.batch_id));
@@ -58,6 +147,17 @@ export function registerBatchRoutes(
 
   app.get<PageQuery>(
     '/v2/batches/:batch_id/jobs',
+    batchDoc({
+      operationId: 'listBatchJobs',
+      summary: 'The jobs of a batch with their results, in device order',
+      params: BatchIdParam,
+      querystring: Type.Object({
+        page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+        per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE, default: 50 })),
+      }),
+      ok: { 200: { description: 'A page of jobs.', body: ref(BatchJobPage) } },
+      errors: [403, 404, 422],
+    }),
     guarded<FastifyRequest<PageQuery>>(async (req, reply) => {
       const caller = await authenticate(req);
       const page = positive(req.query.page, 'page', 1, Number.MAX_SAFE_INTEGER);
@@ -68,6 +168,13 @@ export function registerBatchRoutes(
 
   app.delete<BatchParams>(
     '/v2/batches/:batch_id',
+    batchDoc({
+      operationId: 'cancelBatch',
+      summary: 'Cancel the jobs of a batch that have not started',
+      params: BatchIdParam,
+      ok: { 200: { description: 'The batch after the cancellation.', body: ref(BatchSummary) } },
+      errors: [403, 404, 409],
+    }),
     guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       return reply.code(200).send(await batches.cancel(caller, req.params.batch_id));
@@ -84,6 +191,19 @@ export function registerBatchRoutes(
    */
   app.get<BatchParams>(
     '/v2/batches/:batch_id/stream',
+    batchDoc({
+      operationId: 'streamBatch',
+      summary: 'Server-Sent Events of a batch: one `job` per device event, then `summary`',
+      description:
+        'Events: `job` (data: job_id, host, status, error_code; id: its SVC_EVENTS sequence) for every status change of every device, from the start of the batch; `summary` (data: the GET body; id: `end`) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT. With Last-Event-ID only later events are sent; 204 once the client has the summary. Counts against SSE_MAX_CONNECTIONS.',
+      params: BatchIdParam,
+      requestHeaders: LastEventIdHeader,
+      ok: {
+        200: SSE_ANSWER,
+        204: { description: 'The batch ended and the client has its summary: stop.' },
+      },
+      errors: [403, 404],
+    }),
     guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       const slot = ctx.sse.reserve();

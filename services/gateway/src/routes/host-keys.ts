@@ -3,6 +3,7 @@ import { Type, type Static } from 'typebox';
 import {
   AuditEvent,
   Buckets,
+  DateTime,
   HostKeyStore,
   canonicalHost,
   check,
@@ -17,8 +18,9 @@ import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
 import { authorizeAdmin, type KeyActor } from './api-keys.js';
 import { guarded } from './context.js';
+import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
-const LoadHostKeyRequest = Type.Object(
+export const LoadHostKeyRequest = Type.Object(
   {
     public_key: Type.String({
       minLength: 1,
@@ -31,6 +33,37 @@ const LoadHostKeyRequest = Type.Object(
 type LoadHostKeyRequest = Static<typeof LoadHostKeyRequest>;
 
 type DeviceParams = { Params: { context: string; host: string; port: string } };
+
+export const PinnedHostKeySchema = Type.Object(
+  {
+    context: Type.String(),
+    host: Type.String(),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    key_type: Type.String({ description: 'e.g. ssh-ed25519' }),
+    public_key: Type.String({ description: 'The key blob, base64 (as in known_hosts).' }),
+    fingerprint: Type.String({ description: '`SHA256:<base64>` as OpenSSH prints it.' }),
+    source: Type.Enum(['tofu', 'admin'], {
+      description: 'tofu: pinned on first use; admin: loaded by an administrator.',
+    }),
+    pinned_at: DateTime(),
+  },
+  { $id: 'PinnedHostKey' },
+);
+
+export const HostKeyList = Type.Object(
+  { host_keys: Type.Array(PinnedHostKeySchema) },
+  { $id: 'HostKeyList' },
+);
+
+const DeviceParamsSchema = {
+  context: Type.String({ description: 'A routing context of SVC_CONTEXTS.' }),
+  host: Type.String({ description: 'The device address or name.' }),
+  port: Type.String({ pattern: '^[0-9]{1,5}$', description: 'SSH port, 1-65535.' }),
+};
+
+const hostKeyDoc = (d: Omit<RouteDoc, 'tags' | 'access'>) => ({
+  schema: routeSchema({ ...d, tags: ['host-keys'], access: 'admin' }),
+});
 
 /**
  * Pinned SSH host keys (`svc-hostkeys`): list, load (pre-load for `strict`, or replace after a
@@ -67,6 +100,12 @@ export function registerHostKeyRoutes(
 
   app.get(
     '/v2/host-keys',
+    hostKeyDoc({
+      operationId: 'listHostKeys',
+      summary: 'Pinned SSH host keys of the contexts the caller administers',
+      ok: { 200: { description: 'The pinned keys.', body: ref(HostKeyList) } },
+      errors: [403],
+    }),
     guarded(async (req, reply) => {
       const who = await authorizeAdmin(ctx, keys, req);
       const all = await store.list();
@@ -77,6 +116,15 @@ export function registerHostKeyRoutes(
 
   app.put<DeviceParams>(
     '/v2/host-keys/:context/:host/:port',
+    hostKeyDoc({
+      operationId: 'loadHostKey',
+      summary: 'Load (pin) a device’s SSH host key, replacing any pinned one',
+      params: DeviceParamsSchema,
+      body: ref(LoadHostKeyRequest),
+      bodyExample: { public_key: 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7l5Jb0rK3f8m2o router1' },
+      ok: { 200: { description: 'The pinned key.', body: ref(PinnedHostKeySchema) } },
+      errors: [403, 404, 422],
+    }),
     guarded<FastifyRequest<DeviceParams>>(async (req, reply) => {
       const { who, context, host, port } = await device(req);
       const checked = check<LoadHostKeyRequest>(
@@ -114,6 +162,13 @@ export function registerHostKeyRoutes(
 
   app.delete<DeviceParams>(
     '/v2/host-keys/:context/:host/:port',
+    hostKeyDoc({
+      operationId: 'forgetHostKey',
+      summary: 'Forget a device’s pinned SSH host key',
+      params: DeviceParamsSchema,
+      ok: { 204: { description: 'Forgotten.' } },
+      errors: [403, 404],
+    }),
     guarded<FastifyRequest<DeviceParams>>(async (req, reply) => {
       const { who, context, host, port } = await device(req);
       if (!(await store.delete(context, host, port))) {

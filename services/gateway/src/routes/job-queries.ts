@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import {
   Buckets,
+  DateTime,
   JobStatus,
   TAG_PATTERN,
   Tags,
@@ -16,6 +17,7 @@ import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { guarded } from './context.js';
+import { EXAMPLE_JOB_ID, ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
@@ -23,9 +25,9 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
 export const JobSummary = Type.Object(
   {
     job_id: Type.String(),
-    status: Type.String({ description: 'queued, started, finished, failed or cancelled' }),
-    created_at: Type.Union([Type.String(), Type.Null()], { description: 'ISO 8601 enqueue time' }),
-    ended_at: NullableString,
+    status: Type.Enum(Object.values(JobStatus)),
+    created_at: Type.Union([DateTime(), Type.Null()], { description: 'ISO 8601 enqueue time' }),
+    ended_at: Type.Union([DateTime(), Type.Null()]),
     tags: Tags,
   },
   { $id: 'JobSummary' },
@@ -55,7 +57,7 @@ export const FailedJobItem = Type.Object(
     error: Type.Union([Type.String(), Type.Null()], { description: 'sanitized message' }),
     error_code: NullableString,
     error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
-    failed_at: NullableString,
+    failed_at: Type.Union([DateTime(), Type.Null()]),
     func: Type.String({ default: '' }),
     host: Type.String({ default: '' }),
     platform: Type.String({ default: '' }),
@@ -82,6 +84,101 @@ export const ContextList = Type.Object(
   { contexts: Type.Array(ContextRecord) },
   { $id: 'ContextList' },
 );
+
+/** The named answers of the job queries (components of the OpenAPI document). */
+export const JOB_QUERY_SCHEMAS = [JobList, FailedJobList, ContextList];
+
+/** The query of GET /v2/jobs, as documented (parseListQuery enforces it with SPEC's 422s). */
+const ListQuerySchema = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  status: Type.Optional(Type.Enum(Object.values(JobStatus))),
+  tag: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9_:-]{1,64}:[A-Za-z0-9_:-]{1,64}$',
+      description: 'key:value',
+    }),
+  ),
+});
+
+/** Route schemas of the job queries; v1 reuses them, deprecated. */
+export function jobQuerySchemas(v1: boolean) {
+  const doc = (d: Omit<RouteDoc, 'tags' | 'access'>) =>
+    routeSchema({
+      ...d,
+      tags: [v1 ? 'v1' : 'jobs'],
+      access: 'caller',
+      ...(v1
+        ? {
+            deprecated: true,
+            operationId: `v1${d.operationId[0]!.toUpperCase()}${d.operationId.slice(1)}`,
+          }
+        : {}),
+    });
+  return {
+    list: doc({
+      operationId: 'listJobs',
+      summary: "The caller's jobs, newest first (admin keys: every job of their contexts)",
+      querystring: ListQuerySchema,
+      ok: {
+        200: {
+          description: 'A page of job summaries.',
+          body: ref(JobList),
+          example: {
+            jobs: [
+              {
+                job_id: EXAMPLE_JOB_ID,
+                status: 'finished',
+                created_at: '2026-01-15T09:30:00.000Z',
+                ended_at: '2026-01-15T09:30:01.480Z',
+                tags: { site: 'lab' },
+              },
+            ],
+            pagination: { page: 1, per_page: 20, total: 1, pages: 1 },
+          },
+        },
+      },
+      errors: [422],
+    }),
+    failed: doc({
+      operationId: 'listFailedJobs',
+      summary: "The caller's failed jobs (sanitized, no credentials)",
+      ok: {
+        200: {
+          description: 'Failed-job registry entries, newest first.',
+          body: ref(FailedJobList),
+          example: {
+            jobs: [
+              {
+                job_id: EXAMPLE_JOB_ID,
+                error: 'connection timed out',
+                error_code: 'CONNECTION_TIMEOUT',
+                error_retryable: true,
+                failed_at: '2026-01-15T09:30:11.000Z',
+                func: 'send_command',
+                host: '192.0.2.10',
+                platform: 'cisco_ios',
+                port: 22,
+              },
+            ],
+            total: 1,
+          },
+        },
+      },
+    }),
+    contexts: doc({
+      operationId: 'listContexts',
+      summary: 'Routing contexts the caller may use, with live workers and queue depth',
+      ok: {
+        200: {
+          description: 'The contexts.',
+          body: ref(ContextList),
+          example: { contexts: [{ name: 'default', workers: 2, queue_depth: 0 }] },
+        },
+      },
+    }),
+  };
+}
 
 /** Statuses GET /v2/jobs filters by (the specification's four, and cancelled). */
 export const LIST_STATUSES: readonly string[] = Object.values(JobStatus);
@@ -410,7 +507,8 @@ function sanitize(f: FailedJob): FailedJobItem {
 /** GET /v2/jobs, GET /v2/jobs/failed, GET /v2/contexts (GET /v1/contexts lives in v1.ts). */
 export function registerJobQueryRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const h = jobQueryHandlers(app, ctx);
-  app.get('/v2/jobs', h.list);
-  app.get('/v2/jobs/failed', h.failed);
-  app.get('/v2/contexts', h.contexts);
+  const s = jobQuerySchemas(false);
+  app.get('/v2/jobs', { schema: s.list }, h.list);
+  app.get('/v2/jobs/failed', { schema: s.failed }, h.failed);
+  app.get('/v2/contexts', { schema: s.contexts }, h.contexts);
 }

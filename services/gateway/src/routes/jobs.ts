@@ -1,17 +1,33 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   Buckets,
+  EnqueueResponse,
+  JobResult,
+  SendCommandRequest,
+  SendCommandStructuredRequest,
+  SendConfigRequest,
+  Transcript,
   decodeJson,
   toJobResult,
   type JobKind,
   type Stores,
-  type Transcript,
 } from '@svc/proto';
+import type { TSchema } from 'typebox';
 import type { JobControl } from '../job-control.js';
 import type { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
 import { requestIdOf } from '../http-server.js';
 import { guarded, type Authenticate } from './context.js';
+import {
+  ENQUEUE_EXAMPLE,
+  JOB_RESULT_EXAMPLE,
+  JobIdParam,
+  SubmitHeaders,
+  jobLocation,
+  ref,
+  routeSchema,
+  type ResponseDoc,
+} from './route-schemas.js';
 
 type JobParams = { Params: { job_id: string } };
 
@@ -23,19 +39,70 @@ export interface JobRoutesDeps {
   onStoreError: (err: unknown, req: FastifyRequest) => void;
 }
 
-const SUBMIT_ROUTES: [string, JobKind][] = [
-  ['/v2/send-command', 'command'],
-  ['/v2/send-config', 'config'],
-  ['/v2/send-command-structured', 'structured'],
+const SUBMIT_ROUTES: [string, JobKind, string, string, TSchema][] = [
+  ['/v2/send-command', 'command', 'sendCommand', 'Run read-only commands', SendCommandRequest],
+  ['/v2/send-config', 'config', 'sendConfig', 'Push configuration commands', SendConfigRequest],
+  [
+    '/v2/send-command-structured',
+    'structured',
+    'sendCommandStructured',
+    'Run commands and parse their output (TextFSM or TTP)',
+    SendCommandStructuredRequest,
+  ],
 ];
+
+/** The 202 of every submission: the job, and where to read it. */
+export const ACCEPTED: ResponseDoc = {
+  description:
+    'Accepted and queued (or an in-flight duplicate, or a repeated idempotency key): read the job at Location.',
+  body: ref(EnqueueResponse),
+  example: ENQUEUE_EXAMPLE,
+  headers: ['Location'],
+};
+
+/** The 200 of a job read. */
+export const JOB_READ: ResponseDoc = {
+  description: 'The job record: results once finished, error fields once failed.',
+  body: ref(JobResult),
+  example: JOB_RESULT_EXAMPLE,
+};
+
+/** The body example of a submission. */
+export const SUBMIT_EXAMPLE = {
+  host: '192.0.2.10',
+  platform: 'cisco_ios',
+  commands: ['show version'],
+};
+
+/** Answers a submission: 202, the job id as X-Request-ID, Location of the job. */
+export function accepted(reply: FastifyReply, jobId: string, body: unknown): FastifyReply {
+  return reply
+    .code(202)
+    .header('X-Request-ID', jobId)
+    .header('Location', jobLocation(jobId))
+    .send(body);
+}
 
 /** Submission, result and cancellation routes of v2. */
 export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): void {
   const { authenticate, intake, control, onStoreError } = deps;
 
-  for (const [path, kind] of SUBMIT_ROUTES) {
+  for (const [path, kind, operationId, summary, schema] of SUBMIT_ROUTES) {
     app.post(
       path,
+      {
+        schema: routeSchema({
+          operationId,
+          summary,
+          tags: ['jobs'],
+          access: 'caller',
+          body: ref(schema),
+          bodyExample: SUBMIT_EXAMPLE,
+          requestHeaders: SubmitHeaders,
+          ok: { 202: ACCEPTED },
+          errors: [403, 409, 422],
+        }),
+      },
       guarded(async (req, reply) => {
         const caller = await authenticate(req);
         const traceparent = req.headers['traceparent'];
@@ -48,8 +115,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           source: req.ip,
           ...(typeof traceparent === 'string' ? { traceparent } : {}),
         });
-        void reply.header('X-Request-ID', response.job_id);
-        return reply.code(202).send(response);
+        return accepted(reply, response.job_id, response);
       }, onStoreError),
     );
   }
@@ -59,14 +125,51 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
     const record = await control.read(caller, req.params.job_id);
     return reply.code(200).send(toJobResult(record));
   }, onStoreError);
-  app.get<JobParams>('/v2/send-command/:job_id', getJob);
-  app.get<JobParams>('/v2/send-command-structured/:job_id', getJob);
-  app.get<JobParams>('/v2/jobs/:job_id', getJob);
+  const readSchema = (operationId: string, summary: string) => ({
+    schema: routeSchema({
+      operationId,
+      summary,
+      tags: ['jobs'],
+      access: 'caller',
+      params: JobIdParam,
+      ok: { 200: JOB_READ },
+      errors: [403, 404],
+    }),
+  });
+  app.get<JobParams>(
+    '/v2/send-command/:job_id',
+    readSchema('getSendCommandJob', 'A job submitted with send-command'),
+    getJob,
+  );
+  app.get<JobParams>(
+    '/v2/send-command-structured/:job_id',
+    readSchema('getStructuredJob', 'A job submitted with send-command-structured'),
+    getJob,
+  );
+  app.get<JobParams>('/v2/jobs/:job_id', readSchema('getJob', 'A job, of any kind'), getJob);
 
   // The device session of a job: its submitter only (not even an admin key), since a session
   // shows more of the device than the results do.
   app.get<JobParams>(
     '/v2/jobs/:job_id/transcript',
+    {
+      schema: routeSchema({
+        operationId: 'getJobTranscript',
+        summary:
+          'The device session transcript of a job (its submitter only): kept for failed jobs, on request, or per context',
+        tags: ['jobs'],
+        access: 'caller',
+        params: JobIdParam,
+        ok: {
+          200: {
+            description: 'What was sent and received, redacted and size-capped.',
+            body: ref(Transcript),
+            headers: ['Cache-Control'],
+          },
+        },
+        errors: [403, 404],
+      }),
+    },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       const jobId = req.params.job_id;
@@ -88,6 +191,17 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
 
   app.delete<JobParams>(
     '/v2/send-command/:job_id',
+    {
+      schema: routeSchema({
+        operationId: 'cancelJob',
+        summary: 'Cancel a queued or running job (best effort)',
+        tags: ['jobs'],
+        access: 'caller',
+        params: JobIdParam,
+        ok: { 204: { description: 'Cancelled.' } },
+        errors: [403, 404, 409],
+      }),
+    },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await authenticate(req);
       if (caller.role === 'viewer') throw new HttpError(403, 'role viewer may not cancel jobs');

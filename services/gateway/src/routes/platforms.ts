@@ -3,6 +3,7 @@ import { Type, type Static } from 'typebox';
 import { BUILTIN_DRIVERS, PLATFORMS, type DriverDescription } from '@svc/proto';
 import type { GatewayContext } from '../gateway-context.js';
 import { guarded } from './context.js';
+import { ref, routeSchema } from './route-schemas.js';
 
 export const PlatformRecord = Type.Object(
   {
@@ -56,6 +57,15 @@ export function registerPlatformRoutes(app: FastifyInstance, ctx: GatewayContext
   ];
   app.get(
     '/v2/platforms',
+    {
+      schema: routeSchema({
+        operationId: 'listPlatforms',
+        summary: 'Every platform a job may name: built-in drivers, then SVC_DRIVERS_DIR ones',
+        tags: ['operations'],
+        access: 'caller',
+        ok: { 200: { description: 'The platforms.', body: ref(PlatformList) } },
+      }),
+    },
     guarded(async (req, reply) => {
       await ctx.authenticate(req);
       return reply.code(200).send({ platforms });

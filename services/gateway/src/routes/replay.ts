@@ -16,7 +16,8 @@ import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { JobIntake, parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
-import { header } from './jobs.js';
+import { ACCEPTED, accepted, header } from './jobs.js';
+import { JobIdParam, SubmitHeaders, ref, routeSchema } from './route-schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
@@ -27,7 +28,7 @@ const NullableString = Type.Union([Type.String(), Type.Null()]);
  * jump-host credentials are not kept, so a signed webhook needs webhook_secret again and a job
  * with a key or jump hosts needs `ssh` again.
  */
-const ReplayRequest = Type.Object(
+export const ReplayRequest = Type.Object(
   {
     username: Type.Optional(NullableDeviceText('Device username.', MAX_SECRET_LENGTH)),
     password: Type.Optional(NullableDeviceText('Device password.', MAX_SECRET_LENGTH)),
@@ -49,6 +50,22 @@ type JobParams = { Params: { job_id: string } };
 export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   app.post<JobParams>(
     '/v2/jobs/:job_id/replay',
+    {
+      schema: routeSchema({
+        operationId: 'replayJob',
+        summary: 'Run a failed job again as a new job, with the caller’s current credentials',
+        description:
+          'Only the submitter of the failed job may replay it. Bearer callers give username and password in the body; Basic callers use their Basic pair.',
+        tags: ['jobs'],
+        access: 'caller',
+        params: JobIdParam,
+        body: ref(ReplayRequest),
+        bodyOptional: true,
+        requestHeaders: SubmitHeaders,
+        ok: { 202: ACCEPTED },
+        errors: [403, 404, 409, 422],
+      }),
+    },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await ctx.authenticate(req);
       if (!hasRole(caller, 'operator'))
@@ -142,8 +159,7 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
         context: record.spec.context,
         replay_of: record.job_id,
       });
-      void reply.header('X-Request-ID', response.job_id);
-      return reply.code(202).send(response);
+      return accepted(reply, response.job_id, response);
     }, ctx.onStoreError),
   );
 }

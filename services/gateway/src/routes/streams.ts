@@ -12,6 +12,7 @@ import {
 import type { GatewayContext } from '../gateway-context.js';
 import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
+import { JobIdParam, LastEventIdHeader, SSE_ANSWER, routeSchema } from './route-schemas.js';
 
 type JobParams = { Params: { job_id: string } };
 
@@ -138,6 +139,23 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
     })();
   }
 
-  app.get<JobParams>('/v2/jobs/:job_id/stream', stream);
-  app.get<JobParams>('/v2/send-command/:job_id/stream', stream);
+  const schema = (operationId: string) => ({
+    schema: routeSchema({
+      operationId,
+      summary: 'Server-Sent Events of a job: status, result, timeout',
+      description:
+        'Events: `status` (data: job_id, status) on every change; `result` (data: job_id, status, results, error, error_code, error_retryable) once at the terminal state, then the stream ends; `timeout` (data: job_id, message) after SSE_TIMEOUT. The stream starts with `retry:` (SSE_RETRY); `status` and `result` carry `id:` (queued 1, started 2, terminal status 3, result 4). With Last-Event-ID only later events are sent; 204 once the client has the result of an ended job. At most SSE_MAX_CONNECTIONS streams per gateway process (429 beyond).',
+      tags: ['streams'],
+      access: 'caller',
+      params: JobIdParam,
+      requestHeaders: LastEventIdHeader,
+      ok: {
+        200: SSE_ANSWER,
+        204: { description: 'The job ended and the client has its result (Last-Event-ID): stop.' },
+      },
+      errors: [403, 404],
+    }),
+  });
+  app.get<JobParams>('/v2/jobs/:job_id/stream', schema('streamJob'), stream);
+  app.get<JobParams>('/v2/send-command/:job_id/stream', schema('streamSendCommandJob'), stream);
 }

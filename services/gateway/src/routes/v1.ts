@@ -6,14 +6,16 @@ import {
   toJobResult,
   type JobKind,
 } from '@svc/proto';
-import type { TSchema } from 'typebox';
+import { Type, type TSchema } from 'typebox';
 import { hasRole } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
-import { jobQueryHandlers } from './job-queries.js';
-import { header, originOf } from './jobs.js';
+import { jobQueryHandlers, jobQuerySchemas } from './job-queries.js';
+import { ReplayRequest } from './replay.js';
+import { ACCEPTED, JOB_READ, SUBMIT_EXAMPLE, accepted, header, originOf } from './jobs.js';
+import { JobIdParam, SubmitHeaders, ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
 type JobParams = { Params: { job_id: string } };
 
@@ -24,7 +26,21 @@ export const V1_DEPRECATED_AT = '2025-01-01T00:00:00Z';
 const V2_REPLAY = '/v2/jobs/:job_id/replay';
 
 /** Headers a delegated v2 answer keeps on its way back. */
-const PASSED_HEADERS = ['content-type', 'x-request-id', 'retry-after', 'www-authenticate'];
+const PASSED_HEADERS = [
+  'content-type',
+  'x-request-id',
+  'location',
+  'retry-after',
+  'www-authenticate',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'x-ratelimit-reset',
+];
+
+/** A v1 route's schema: deprecated, tagged v1. */
+const v1Schema = (d: Omit<RouteDoc, 'tags' | 'access' | 'deprecated'>) => ({
+  schema: routeSchema({ ...d, tags: ['v1'], access: 'caller', deprecated: true }),
+});
 
 /**
  * The deprecated /v1 routes, kept for old clients: same authentication, roles, validation and
@@ -42,6 +58,24 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
     done();
   };
   const v1 = { onRequest: deprecated };
+  const submitSchema = (operationId: string, summary: string, schema: TSchema) =>
+    v1Schema({
+      operationId,
+      summary,
+      body: ref(schema),
+      bodyExample: SUBMIT_EXAMPLE,
+      requestHeaders: SubmitHeaders,
+      ok: { 202: ACCEPTED },
+      errors: [403, 409, 422],
+    });
+  const readSchema = (operationId: string, summary: string) =>
+    v1Schema({
+      operationId,
+      summary,
+      params: JobIdParam,
+      ok: { 200: JOB_READ },
+      errors: [403, 404],
+    });
 
   const submit = (kind: JobKind, schema: TSchema) =>
     guarded(async (req, reply) => {
@@ -57,23 +91,81 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         schema,
         ...(traceparent ? { traceparent } : {}),
       });
-      void reply.header('X-Request-ID', response.job_id);
-      return reply.code(202).send(response);
+      return accepted(reply, response.job_id, response);
     }, ctx.onStoreError);
-  app.post('/v1/send_command', v1, submit('command', V1SendCommandRequest));
-  app.post('/v1/send_command_structured', v1, submit('structured', V1SendCommandStructuredRequest));
+  app.post(
+    '/v1/send_command',
+    {
+      ...v1,
+      ...submitSchema(
+        'v1SendCommand',
+        'Deprecated: use POST /v2/send-command',
+        V1SendCommandRequest,
+      ),
+    },
+    submit('command', V1SendCommandRequest),
+  );
+  app.post(
+    '/v1/send_command_structured',
+    {
+      ...v1,
+      ...submitSchema(
+        'v1SendCommandStructured',
+        'Deprecated: use POST /v2/send-command-structured',
+        V1SendCommandStructuredRequest,
+      ),
+    },
+    submit('structured', V1SendCommandStructuredRequest),
+  );
 
   const getJob = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
     const caller = await ctx.authenticate(req);
     const record = await ctx.control.read(caller, req.params.job_id);
     return reply.code(200).send(toJobResult(record));
   }, ctx.onStoreError);
-  app.get<JobParams>('/v1/send_command/:job_id', v1, getJob);
-  app.get<JobParams>('/v1/send_command_structured/:job_id', v1, getJob);
+  app.get<JobParams>(
+    '/v1/send_command/:job_id',
+    { ...v1, ...readSchema('v1GetJob', 'Deprecated: use GET /v2/send-command/{job_id}') },
+    getJob,
+  );
+  app.get<JobParams>(
+    '/v1/send_command_structured/:job_id',
+    {
+      ...v1,
+      ...readSchema(
+        'v1GetStructuredJob',
+        'Deprecated: use GET /v2/send-command-structured/{job_id}',
+      ),
+    },
+    getJob,
+  );
 
   app.delete<JobParams>(
     '/v1/send_command/:job_id',
-    v1,
+    {
+      ...v1,
+      ...v1Schema({
+        operationId: 'v1CancelJob',
+        summary: 'Deprecated cancel: 200 on success, 404 unknown, 400 already finished',
+        params: JobIdParam,
+        ok: {
+          200: {
+            description: 'Cancelled.',
+            body: Type.Object({
+              job_id: Type.String(),
+              status: Type.Literal('cancelled'),
+              message: Type.String(),
+            }),
+            example: {
+              job_id: '3f1c9a4e-8d1b-4e53-9a51-2f7f3e1f0c11',
+              status: 'cancelled',
+              message: 'job cancelled',
+            },
+          },
+        },
+        errors: [400, 403, 404],
+      }),
+    },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       const caller = await ctx.authenticate(req);
       if (caller.role === 'viewer') throw new HttpError(403, 'role viewer may not cancel jobs');
@@ -86,13 +178,25 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
   );
 
   const queries = jobQueryHandlers(app, ctx);
-  app.get('/v1/jobs', v1, queries.list);
-  app.get('/v1/jobs/failed', v1, queries.failed);
-  app.get('/v1/contexts', v1, queries.contexts);
+  const s = jobQuerySchemas(true);
+  app.get('/v1/jobs', { ...v1, schema: s.list }, queries.list);
+  app.get('/v1/jobs/failed', { ...v1, schema: s.failed }, queries.failed);
+  app.get('/v1/contexts', { ...v1, schema: s.contexts }, queries.contexts);
 
   app.post<JobParams>(
     '/v1/jobs/:job_id/replay',
-    v1,
+    {
+      ...v1,
+      ...v1Schema({
+        operationId: 'v1ReplayJob',
+        summary: 'Deprecated: use POST /v2/jobs/{job_id}/replay',
+        params: JobIdParam,
+        body: ref(ReplayRequest),
+        bodyOptional: true,
+        ok: { 202: ACCEPTED },
+        errors: [403, 404, 409, 422],
+      }),
+    },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
       if (app.hasRoute({ method: 'POST', url: V2_REPLAY })) return delegate(app, req, reply);
       return replayFallback(ctx, req, reply);
@@ -178,6 +282,5 @@ async function replayFallback(
     sealed,
     caller,
   );
-  void reply.header('X-Request-ID', response.job_id);
-  return reply.code(202).send(response);
+  return accepted(reply, response.job_id, response);
 }

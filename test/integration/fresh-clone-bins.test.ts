@@ -1,0 +1,127 @@
+// The commands a reader of the docs types on a fresh clone: `npm ci`, `npm run build`, then
+// `npx --no-install svc-mcp` and `npx --no-install svc-parse`. npm links a workspace's bin only
+// when its target exists at install time, so this runs the real `npm ci` in a copy of the
+// repository without node_modules or dist, offline (the cache is warm from the suite's own
+// `npm ci`), and checks the bins before and after the build.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile as execFileCb } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+
+const execFile = promisify(execFileCb);
+const root = new URL('../../..', import.meta.url).pathname;
+
+/** The workspaces whose build output the copy receives (see the build step below). */
+const BUILT = [
+  'proto',
+  'parsers',
+  'services/gateway',
+  'services/dispatcher',
+  'services/device-actor',
+  'services/reaper',
+  'services/mcp-adapter',
+  'services/launcher',
+  'cli',
+  'test',
+  'bench',
+];
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A shell's environment without the repository's own node_modules/.bin on PATH. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const path = (process.env['PATH'] ?? '')
+    .split(delimiter)
+    .filter((p) => !p.includes('node_modules'))
+    .join(delimiter);
+  const env: NodeJS.ProcessEnv = { PATH: path, HOME: process.env['HOME'] ?? tmpdir() };
+  for (const k of ['npm_config_cache', 'NODE_EXTRA_CA_CERTS', 'TMPDIR'])
+    if (process.env[k]) env[k] = process.env[k];
+  return env;
+}
+
+async function run(cwd: string, cmd: string, args: string[]): Promise<Run> {
+  try {
+    const { stdout, stderr } = await execFile(cmd, args, {
+      cwd,
+      env: cleanEnv(),
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return {
+      code: typeof e.code === 'number' ? e.code : 1,
+      stdout: e.stdout ?? '',
+      stderr: e.stderr ?? '',
+    };
+  }
+}
+
+test('fresh copy: npm ci --offline, then npx --no-install svc-mcp/svc-parse/svc --help', async (t) => {
+  const copy = mkdtempSync(join(tmpdir(), 'svc-fresh-'));
+  t.after(() => rmSync(copy, { recursive: true, force: true }));
+
+  // What a clone holds: the files git tracks (and new ones not ignored), nothing built.
+  const listed = await execFile(
+    'git',
+    ['ls-files', '-z', '--cached', '--others', '--exclude-standard'],
+    { cwd: root, maxBuffer: 64 * 1024 * 1024 },
+  );
+  for (const file of listed.stdout.split('\0')) {
+    if (file === '' || !existsSync(join(root, file))) continue;
+    cpSync(join(root, file), join(copy, file), { preserveTimestamps: true });
+  }
+  assert.ok(!existsSync(join(copy, 'node_modules')));
+  assert.ok(!existsSync(join(copy, 'services/mcp-adapter/dist')));
+
+  const ci = await run(copy, 'npm', [
+    'ci',
+    '--offline',
+    '--engine-strict',
+    '--no-audit',
+    '--no-fund',
+    '--loglevel=error',
+  ]);
+  assert.equal(ci.code, 0, `npm ci failed:\n${ci.stderr}`);
+
+  // Linked at install time, before any build: each says what to do.
+  for (const bin of ['svc-mcp', 'svc-parse', 'svc']) {
+    assert.ok(existsSync(join(copy, 'node_modules/.bin', bin)), `${bin} not linked by npm ci`);
+    const early = await run(copy, 'npx', ['--no-install', bin, '--help']);
+    assert.notEqual(early.code, 0, `${bin} before the build: ${early.stdout}${early.stderr}`);
+    assert.match(early.stderr, /run `?npm run build`? first/);
+  }
+
+  // The build: the copy receives the suite's own build output with its timestamps (the same
+  // files `tsc -b` writes, with their .tsbuildinfo), so `npm run build` checks them and is
+  // quick; a from-scratch build of every workspace takes minutes on a 2-core machine.
+  for (const ws of BUILT) {
+    const dist = join(root, ws, 'dist');
+    if (existsSync(dist))
+      cpSync(dist, join(copy, ws, 'dist'), { recursive: true, preserveTimestamps: true });
+  }
+  const build = await run(copy, 'npm', ['run', 'build', '--loglevel=error']);
+  assert.equal(build.code, 0, `npm run build failed:\n${build.stdout}${build.stderr}`);
+
+  const mcp = await run(copy, 'npx', ['--no-install', 'svc-mcp', '--help']);
+  assert.equal(mcp.code, 0, mcp.stderr);
+  assert.match(mcp.stdout, /^Usage: svc-mcp/m);
+  assert.match(mcp.stdout, /SVC_MCP_API_KEY/);
+
+  const parse = await run(copy, 'npx', ['--no-install', 'svc-parse', '--help']);
+  assert.equal(parse.code, 0, parse.stderr);
+  assert.match(parse.stdout, /svc-parse textfsm/);
+
+  const svc = await run(copy, 'npx', ['--no-install', 'svc', '--help']);
+  assert.equal(svc.code, 0, svc.stderr);
+  assert.match(svc.stdout, /svc/);
+  assert.ok(existsSync(dirname(join(copy, 'parsers/dist/src/cli.js'))));
+});
