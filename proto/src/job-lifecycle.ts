@@ -66,6 +66,7 @@ export class JobLifecycle {
       owner: record.owner,
       context: record.spec.context,
       tags: record.spec.tags,
+      record,
     };
     await this.failed.put(record.job_id, encodeJson(entry));
   }

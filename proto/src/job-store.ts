@@ -1,6 +1,6 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
-import type { JobEvent, JobRecord, JobStatus } from './messages/job.js';
+import type { FailedJob, JobEvent, JobRecord, JobStatus } from './messages/job.js';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { Headers, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
@@ -21,6 +21,8 @@ export function decodeJson<T>(data: Uint8Array): T {
 export interface StoredRecord {
   record: JobRecord;
   revision: number;
+  /** Read from the failed-job registry: `svc-jobs` no longer holds it; it never changes again. */
+  archived?: boolean;
 }
 
 /**
@@ -33,11 +35,14 @@ export class JobStore {
    * @param transientRetryMs how long a state change keeps retrying through store outages (a
    * cluster electing a new leader answers nothing for seconds): long for actors, whose job
    * would otherwise stay `started` forever; short for the gateway, which answers 503 instead.
+   * @param failed the failed-job registry (`svc-failed`): where `get` finds a failed job whose
+   * record has expired from `svc-jobs` while the registry still lists it (JOB_TTL_FAILED).
    */
   constructor(
     readonly kv: KV,
     private readonly js: JetStreamClient,
     private readonly transientRetryMs = 60_000,
+    private readonly failed?: KV,
   ) {}
 
   async create(record: JobRecord): Promise<void> {
@@ -48,8 +53,14 @@ export class JobStore {
     // Ids come from URL paths: one that is no valid KV key names no job (and must not be a 503).
     if (!VALID_KEY.test(jobId)) return null;
     const entry = await this.kv.get(jobId);
-    if (!entry || entry.operation !== 'PUT') return null;
-    return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };
+    if (entry?.operation === 'PUT') {
+      return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };
+    }
+    if (!this.failed) return null;
+    const archived = await this.failed.get(jobId);
+    if (archived?.operation !== 'PUT') return null;
+    const record = decodeJson<FailedJob>(archived.value).record;
+    return record ? { record, revision: archived.revision, archived: true } : null;
   }
 
   /**
@@ -66,7 +77,8 @@ export class JobStore {
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
       try {
         const stored = await this.get(jobId);
-        if (!stored) return null;
+        // An archived record is a failed job: it has no state left to change.
+        if (!stored || stored.archived) return null;
         const next = change(stored.record);
         if (!next) return null;
         await this.kv.update(jobId, encodeJson(next), stored.revision);

@@ -82,7 +82,7 @@ export type { DeviceInputLimits } from './device-input.js';
 export { UserPattern, PatternError, MAX_PATTERN_PROGRAM } from './user-pattern.js';
 export type { PatternMatch } from './user-pattern.js';
 export type { CallerCredentials, NormalizeOptions, Normalized } from './submission.js';
-export { Sealer } from './sealing.js';
+export { Sealer, openWebhookUrl } from './sealing.js';
 export { ensureTopology, DefaultTopology } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export { JobStore, encodeJson, decodeJson, isWrongRevision } from './job-store.js';

@@ -61,3 +61,12 @@ function keyId(key: Buffer): string {
 function b64(buf: Buffer): string {
   return buf.toString('base64url');
 }
+
+/**
+ * The webhook URL of a job spec: sealed (`v1.…`, which no URL can start with) since webhook URLs
+ * are treated as secrets, in clear in jobs queued before that. Null when the job has none.
+ */
+export function openWebhookUrl(sealer: Sealer, value: string | null): string | null {
+  if (value === null || value === '') return null;
+  return value.startsWith('v1.') ? sealer.open<string>(value) : value;
+}

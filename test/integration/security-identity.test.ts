@@ -430,6 +430,28 @@ test('a replay passes the same guards as a submission (MAX_QUEUE_DEPTH)', async 
   });
 });
 
+test('a failed job whose record outlived JOB_TTL_SUCCESS is still read and replayed while the failed registry lists it', async () => {
+  const wrong = basic('wrong-device-password-expiry');
+  const failedId = await submit(wrong, { commands: ['show inventory'] });
+  assert.equal((await waitForJob(G, failedId, wrong)).json.status, 'failed');
+  // What the bucket's TTL (JOB_TTL_SUCCESS) does to the record, long before JOB_TTL_FAILED.
+  const jobsKv = await new Kvm(gatewayNc).open(Buckets.jobs);
+  await jobsKv.purge(failedId);
+  const listed = await http('GET', `${G}/v2/jobs/failed`, wrong);
+  assert.equal(listed.status, 200, listed.text);
+  assert.ok(
+    (listed.json.jobs as { job_id: string }[]).some((j) => j.job_id === failedId),
+    'the registry still lists the job',
+  );
+  const read = await http('GET', `${G}/v2/jobs/${failedId}`, wrong);
+  assert.equal(read.status, 200, read.text);
+  assert.equal(read.json.status, 'failed');
+  assert.equal(read.json.error_code, 'AUTH_FAILED');
+  const own = await http('POST', `${G}/v2/jobs/${failedId}/replay`, wrong);
+  assert.equal(own.status, 202, own.text);
+  assert.notEqual(own.json.job_id, failedId);
+});
+
 // Runs last: it locks the user name `admin` for the rest of the minute.
 test('the 11th wrong admin secret within a minute gets 429; bad Bearer tokens too; audited', async () => {
   const wrongAdmin = {

@@ -35,6 +35,9 @@ const ENABLE = 'En4ble-Secr3t-93fa10';
 const WEBHOOK_SECRET = 'W3bhook-Secr3t-0aa4e2';
 const ADMIN_SECRET = 'Adm1n-Secr3t-d41c77';
 const JWT_SECRET = 'Jwt-Secr3t-long-enough-for-hs256-2f9e0c41b7';
+// A webhook URL may carry credentials of its own (user info, a token in the query).
+const WEBHOOK_URL_PASSWORD = 'H00k-Url-Pa55-8e1f02';
+const WEBHOOK_URL_TOKEN = 'Url-T0ken-4b7d21c9';
 
 interface Delivery {
   headers: IncomingHttpHeaders;
@@ -80,7 +83,7 @@ before(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   const addr = receiver.address();
-  receiverUrl = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook?token=abc`;
+  receiverUrl = `http://hook:${WEBHOOK_URL_PASSWORD}@127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook?token=${WEBHOOK_URL_TOKEN}`;
 
   const env = testEnv(nats.url, {
     LOG_LEVEL: 'DEBUG',
@@ -289,6 +292,8 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
     ['wrong password', WRONG_PASSWORD],
     ['enable secret', ENABLE],
     ['webhook secret', WEBHOOK_SECRET],
+    ['webhook URL password', WEBHOOK_URL_PASSWORD],
+    ['webhook URL token', WEBHOOK_URL_TOKEN],
     ['admin secret', ADMIN_SECRET],
     ['JWT secret', JWT_SECRET],
     ['API token', token],

@@ -45,6 +45,11 @@ export const JobSpec = Type.Object(
     read_timeout: Type.Number({ description: 'seconds' }),
     expect_string: NullableString,
     tags: Tags,
+    /**
+     * The completion webhook, sealed like the device secrets (`Sealer.seal` of the URL string):
+     * a URL may carry credentials (user info, a token in the query). A replay keeps the target.
+     * Records written before sealing hold the URL in clear; `openWebhookUrl` reads both.
+     */
     webhook_url: NullableString,
     save_config: Type.Boolean(),
     commit: Type.Boolean(),
@@ -241,6 +246,12 @@ export const FailedJob = Type.Object(
     /** Routing context of the job (admin keys see the failed jobs of their contexts). */
     context: Type.Optional(Type.String()),
     tags: Tags,
+    /**
+     * The job record as it ended (no secrets: records never hold any). Kept here because the
+     * registry outlives `svc-jobs` (JOB_TTL_FAILED > JOB_TTL_SUCCESS): a listed failed job can
+     * still be read and replayed. Absent in entries written before it.
+     */
+    record: Type.Optional(Type.Unsafe<JobRecord>({ type: 'object' })),
   },
   { $id: 'FailedJob' },
 );

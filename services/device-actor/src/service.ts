@@ -45,7 +45,7 @@ export async function startDeviceActorService(
     ttpDir: config.SVC_TTP_TEMPLATES_DIR || null,
     timeoutMs: config.SVC_PARSE_TIMEOUT_MS,
   });
-  const notify = createWebhookNotifier(config, deps.log);
+  const notify = createWebhookNotifier(config, deps.log, deps.sealer);
   const host = await startActorHost(config, {
     ...deps,
     runner,

@@ -5,11 +5,13 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import {
   canonicalIp,
+  openWebhookUrl,
   webhookNetworkPolicy,
   type AddressPolicy,
   type DeviceSecrets,
   type JobRecord,
   type Logger,
+  type Sealer,
 } from '@svc/proto';
 import type { DeviceActorConfig } from './config.js';
 import { redactSecrets } from './redaction.js';
@@ -72,17 +74,17 @@ function checkedLookup(policy: AddressPolicy): LookupFunction {
 export function createWebhookNotifier(
   config: DeviceActorConfig,
   log: Logger,
+  sealer: Sealer,
 ): (record: JobRecord, secrets: DeviceSecrets) => Promise<WebhookOutcome> {
   const timeoutMs = config.WEBHOOK_TIMEOUT * 1000;
   const policy = webhookNetworkPolicy(config);
   const lookup = checkedLookup(policy);
   return async (record, secrets) => {
-    const target = record.spec.webhook_url;
-    if (!target) return 'none';
+    if (!record.spec.webhook_url) return 'none';
     const jlog = log.child({ job_id: record.job_id });
     let url: URL;
     try {
-      url = new URL(target);
+      url = new URL(openWebhookUrl(sealer, record.spec.webhook_url) ?? '');
     } catch {
       jlog.warn(`${record.job_id} webhook skipped: not a URL`);
       return 'refused';

@@ -1,7 +1,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { createLogger, type JobRecord } from '@svc/proto';
+import { Sealer, createLogger, type JobRecord } from '@svc/proto';
 import { loadDeviceActorConfig } from '../src/config.js';
 import { createWebhookNotifier } from '../src/webhook.js';
 
@@ -17,6 +17,7 @@ const port = typeof address === 'object' && address ? address.port : 0;
 after(() => receiver.close());
 
 const log = createLogger('device-actor', 'ERROR');
+const sealer = new Sealer([Buffer.alloc(32, 7)]);
 const secrets = { username: 'u', password: 'p', enable: null, webhook_secret: null };
 const record = (webhook_url: string) =>
   ({
@@ -28,7 +29,11 @@ const record = (webhook_url: string) =>
   }) as unknown as JobRecord;
 
 test('when a webhook names a host that resolves to loopback and no setting allows it, then nothing is sent', async () => {
-  const notify = createWebhookNotifier(loadDeviceActorConfig({ WEBHOOK_ALLOW_HTTP: 'true' }), log);
+  const notify = createWebhookNotifier(
+    loadDeviceActorConfig({ WEBHOOK_ALLOW_HTTP: 'true' }),
+    log,
+    sealer,
+  );
   assert.equal(await notify(record(`http://localhost:${port}/hook`), secrets), 'refused');
   assert.equal(await notify(record(`http://127.0.0.1:${port}/hook`), secrets), 'refused');
   assert.equal(hits, 0);
@@ -38,7 +43,13 @@ test('when WEBHOOK_ALLOW_NETWORKS allows loopback, then the same webhook is deli
   const notify = createWebhookNotifier(
     loadDeviceActorConfig({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_NETWORKS: '127.0.0.0/8' }),
     log,
+    sealer,
   );
   assert.equal(await notify(record(`http://localhost:${port}/hook`), secrets), 'delivered');
   assert.equal(hits, 1);
+  // Jobs carry the URL sealed (it may hold credentials); jobs queued before that, in clear.
+  const sealed = sealer.seal(`http://localhost:${port}/hook?token=t0k`);
+  assert.ok(!sealed.includes('t0k'));
+  assert.equal(await notify(record(sealed), secrets), 'delivered');
+  assert.equal(hits, 2);
 });

@@ -55,12 +55,22 @@ export class AuthLimits {
     return new AuthLimits(kv, mirror, limit, audit, now);
   }
 
-  /** Throws 429 (audited) when the address or the user name is locked for this window. */
-  async check(source: string, username: string | null, attempt: AuthFailure): Promise<void> {
+  /**
+   * Throws 429 (audited) when the address or the user name is locked for this window.
+   * `fresh` reads the shared counters from the bucket instead of the watched copy, which trails
+   * other gateways' writes by a few milliseconds: key management (the admin secret) takes that
+   * round trip, so a guesser cannot slip an attempt past the limit by switching gateways.
+   */
+  async check(
+    source: string,
+    username: string | null,
+    attempt: AuthFailure,
+    fresh = false,
+  ): Promise<void> {
     if (!this.kv) return;
     const window = this.window();
     for (const scope of scopes(source, username)) {
-      const count = await this.count(keyOf(scope, window));
+      const count = await this.count(keyOf(scope, window), fresh);
       if (count < this.limit) continue;
       const retry = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
       this.emit({ ...attempt, reason: `locked: ${attempt.reason}` }, '429');
@@ -89,10 +99,11 @@ export class AuthLimits {
     return Math.floor(this.now() / WINDOW_MS);
   }
 
-  private async count(key: string): Promise<number> {
-    const entry = this.mirror?.ready
-      ? this.mirror.get(key)
-      : await this.kv!.get(key).then((e) => (e?.operation === 'PUT' ? e : null));
+  private async count(key: string, fresh: boolean): Promise<number> {
+    const entry =
+      !fresh && this.mirror?.ready
+        ? this.mirror.get(key)
+        : await this.kv!.get(key).then((e) => (e?.operation === 'PUT' ? e : null));
     const seen = entry ? Number(new TextDecoder().decode(entry.value)) || 0 : 0;
     return Math.max(seen, this.#written.get(key) ?? 0);
   }

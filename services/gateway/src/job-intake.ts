@@ -245,7 +245,12 @@ export class JobIntake {
     const address = await resolveHost(spec.host);
     await this.checkLockout(caller, spec, secrets.username, address);
     this.checkWebhookUrl(spec.webhook_url);
-    return { spec, secrets, address, caller };
+    // Checked in clear; from here on (record, envelope, replays) only the sealed form exists.
+    const sealedSpec =
+      spec.webhook_url === null
+        ? spec
+        : { ...spec, webhook_url: this.sealer.seal(spec.webhook_url) };
+    return { spec: sealedSpec, secrets, address, caller };
   }
 
   /**

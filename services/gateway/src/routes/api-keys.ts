@@ -304,7 +304,7 @@ export async function authorizeAdmin(
   const basic = parseBasic(header);
   if (basic) {
     const attempt = attemptOf(req, basic.username);
-    await limits.check(attempt.source, basic.username, attempt);
+    await limits.check(attempt.source, basic.username, attempt, true);
     if (keys.isAdminSecret(basic.username, basic.password)) return { kind: 'secret' };
     await limits.fail({ ...attempt, reason: 'wrong admin secret' });
     throw new HttpError(401, 'invalid admin credentials', {
@@ -314,7 +314,7 @@ export async function authorizeAdmin(
   const token = parseBearer(header);
   if (token) {
     const attempt = attemptOf(req, null);
-    await limits.check(attempt.source, null, attempt);
+    await limits.check(attempt.source, null, attempt, true);
     const caller = await keys.resolve(token);
     if (!caller) {
       await limits.fail({ ...attempt, reason: 'invalid, expired or revoked API key' });
