@@ -1,0 +1,53 @@
+import type { Counter } from 'prom-client';
+import type {
+  AuditLog,
+  DeviceSecrets,
+  JobLifecycle,
+  JobRecord,
+  JobStore,
+  Logger,
+  Sealer,
+} from '@svc/proto';
+import type { KV } from '@nats-io/kv';
+import type { DeviceActorConfig } from './config.js';
+import type { RunDeviceJob } from './device-job.js';
+import type { DeviceAdmission } from './device-admission.js';
+import type { Semaphore } from './mailbox.js';
+
+/** Turns raw outputs of a structured job into parsed results (per command). */
+export type ParseOutputs = (
+  record: JobRecord,
+  raw: Record<string, unknown>,
+  platform: string,
+) => Promise<Record<string, unknown>>;
+
+/**
+ * What every device actor of one host shares: the stores, the guards, the device layer and the
+ * host's session slots. Built once by the host; an actor holds only its own mailbox.
+ */
+export interface ActorContext {
+  readonly config: DeviceActorConfig;
+  readonly hostId: string;
+  readonly log: Logger;
+  readonly audit: AuditLog;
+  readonly sealer: Sealer;
+  readonly jobs: JobStore;
+  readonly lifecycle: JobLifecycle;
+  /** Reachability, host keys, SSH profile, lockout and breaker: what a job passes first. */
+  readonly admission: DeviceAdmission;
+  readonly runner: RunDeviceJob;
+  readonly parseOutputs: ParseOutputs | undefined;
+  /** ACTOR_MAX_SESSIONS across every device of the host. */
+  readonly sessions: Semaphore;
+  /** Jobs running now, by id: what a cancel or a shutdown aborts. */
+  readonly running: Map<string, AbortController>;
+  readonly transcripts: KV;
+  /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
+  readonly transcriptWanted: (context: string) => boolean;
+  /** The server's message size limit, less room for the rest of the record. */
+  readonly maxResultBytes: number;
+  readonly jobsEnded: Counter<'status'>;
+  /** Set once the host stops taking work: queued jobs are handed back, not run. */
+  readonly draining: () => boolean;
+  readonly onJobEnded: ((record: JobRecord, secrets: DeviceSecrets) => void) | undefined;
+}

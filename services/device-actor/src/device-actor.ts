@@ -1,0 +1,353 @@
+import type { JsMsg } from '@nats-io/jetstream';
+import {
+  AuditEvent,
+  ErrorCode,
+  SpanKind,
+  SvcError,
+  deviceKeyOf,
+  encodeJson,
+  extractTraceContext,
+  resolveHost,
+  retryTransient,
+  withSpan,
+  type DeviceSecrets,
+  type JobEnvelope,
+  type JobRecord,
+  type Logger,
+} from '@svc/proto';
+import type { ActorContext, ParseOutputs } from './actor-context.js';
+import { CommandsRejected, transportSecretsOf, type DeviceJob } from './device-job.js';
+import { Mailbox } from './mailbox.js';
+import { redactSecrets } from './redaction.js';
+import { TranscriptRecorder } from './transcript.js';
+
+/** A placed job and the message to settle once it has ended. */
+export interface Delivery {
+  envelope: JobEnvelope;
+  msg: JsMsg;
+}
+
+/**
+ * One device (context + canonical address + port): its mailbox runs the device's jobs one at a
+ * time (DEVICE_MAX_SESSIONS) and in order. A job starts only through a compare-and-set from
+ * `queued` to `started` on its record, so a redelivered or re-placed job that already started is
+ * never run a second time; its end is one more compare-and-set, then its event, audit line and
+ * webhook.
+ */
+export class DeviceActor {
+  readonly #mailbox: Mailbox<Delivery>;
+
+  constructor(
+    readonly deviceKey: string,
+    private readonly ctx: ActorContext,
+    onIdle: () => void,
+  ) {
+    this.#mailbox = new Mailbox<Delivery>(
+      ctx.config.DEVICE_MAX_SESSIONS,
+      (d) => this.#settle(d),
+      onIdle,
+    );
+  }
+
+  push(delivery: Delivery): void {
+    this.#mailbox.push(delivery);
+  }
+
+  /** The jobs that have not started (a stopping host hands them back for placement). */
+  takeWaiting(): Delivery[] {
+    return this.#mailbox.takeWaiting();
+  }
+
+  /** Runs one delivery in a host session slot and acks it once the job's end is stored. */
+  async #settle({ envelope, msg }: Delivery): Promise<void> {
+    const { ctx } = this;
+    if (ctx.draining()) return; // handed back on stop
+    await ctx.sessions.acquire();
+    try {
+      // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
+      const parent = extractTraceContext(msg.headers);
+      const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
+      await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
+        this.#run(envelope),
+      );
+      msg.ack();
+    } catch (err) {
+      // The store stayed unreachable past every retry: try the message again later. It stays
+      // on this host's subject meanwhile, so it is never lost.
+      ctx.log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');
+      msg.nak(5000);
+    } finally {
+      ctx.sessions.release();
+    }
+  }
+
+  async #run(envelope: JobEnvelope): Promise<void> {
+    const { ctx } = this;
+    const jobId = envelope.job_id;
+    const jlog = ctx.log.child({ job_id: jobId });
+    const t0 = performance.now();
+    const started = await this.#start(envelope, jlog);
+    if (!started) return;
+    await ctx.jobs.publishEvent(started).catch(() => undefined);
+    ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
+    jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
+
+    const secrets = ctx.sealer.open<DeviceSecrets>(envelope.sealed);
+    const ended = await this.#execute(started, envelope, secrets, jlog, t0);
+    if (!ended) return;
+    ctx.jobsEnded.inc({ status: ended.status });
+    await ctx.jobs.publishEvent(ended).catch(() => undefined);
+    ctx.audit.emit(
+      AuditEvent.jobCompleted,
+      auditFields(ended, ended.status, performance.now() - t0),
+    );
+    jlog.info(
+      {
+        status: ended.status,
+        error_code: ended.error_code,
+        duration_ms: Math.round(performance.now() - t0),
+      },
+      `${jobId} ${ended.status}`,
+    );
+    ctx.onJobEnded?.(ended, secrets);
+  }
+
+  /** `queued → started`, or null when the job must not run here (cancelled, started elsewhere). */
+  async #start(envelope: JobEnvelope, jlog: Logger): Promise<JobRecord | null> {
+    const { ctx } = this;
+    const jobId = envelope.job_id;
+    // The timestamp marks this attempt: if a write of ours went through but its answer was lost
+    // (a cluster electing a leader), the retry recognises its own record instead of refusing.
+    const startedAt = new Date().toISOString();
+    const started = await ctx.jobs.transition(jobId, (current) =>
+      current.status === 'queued'
+        ? { ...current, status: 'started', started_at: startedAt, actor_host: ctx.hostId }
+        : ownWrite(current, 'started', startedAt, current.started_at),
+    );
+    if (started) return started;
+    const current = await ctx.jobs.get(jobId);
+    if (
+      current?.record.status === 'started' &&
+      current.record.actor_host === ctx.hostId &&
+      !ctx.running.has(jobId)
+    ) {
+      // Started here, but its outcome never reached the store: it must not run again.
+      await ctx.lifecycle.fail(
+        jobId,
+        'started',
+        new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
+      );
+    }
+    jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
+    return null;
+  }
+
+  /**
+   * The device part of a started job: guards, session, parsing, then its end written by
+   * compare-and-set. Returns the ended record, or null when someone else ended it (a cancel).
+   */
+  async #execute(
+    started: JobRecord,
+    envelope: JobEnvelope,
+    secrets: DeviceSecrets,
+    jlog: Logger,
+    t0: number,
+  ): Promise<JobRecord | null> {
+    const { ctx } = this;
+    const { config } = ctx;
+    const jobId = started.job_id;
+    const controller = new AbortController();
+    ctx.running.set(jobId, controller);
+    const timer = setTimeout(
+      () =>
+        controller.abort(
+          new SvcError(ErrorCode.JOB_TIMEOUT, `job exceeded JOB_TIMEOUT (${config.JOB_TIMEOUT} s)`),
+        ),
+      config.JOB_TIMEOUT * 1000,
+    );
+    const spec = started.spec;
+    // Resolved once for the job (at submission when it could be): the guards and the session
+    // all use this one address.
+    const address = envelope.address ?? (await resolveHost(spec.host));
+    let reached = false;
+    // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
+    const recorder = new TranscriptRecorder(config.TRANSCRIPT_MAX_BYTES, [
+      secrets.password,
+      secrets.enable,
+      secrets.webhook_secret,
+    ]);
+    const wantsTranscript = spec.transcript === true || ctx.transcriptWanted(spec.context);
+    /** Stored before the job's end is written, so a reader told "failed" finds it. */
+    const keepTranscript = async (failed: boolean): Promise<void> => {
+      if (recorder.isEmpty || !(failed || wantsTranscript)) return;
+      await ctx.transcripts
+        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job))))
+        .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
+    };
+    const job: DeviceJob = {
+      jobId,
+      kind: spec.kind,
+      host: spec.host,
+      address: address ?? spec.host,
+      port: spec.port,
+      platform: spec.platform,
+      username: secrets.username,
+      password: secrets.password,
+      enable: secrets.enable,
+      commands: spec.commands,
+      connTimeoutMs: spec.conn_timeout * 1000,
+      readTimeoutMs: spec.read_timeout * 1000,
+      expectString: spec.expect_string,
+      saveConfig: spec.save_config,
+      commit: spec.commit,
+      stopOnError: spec.stop_on_error ?? false,
+      textfsmTemplate: spec.textfsm_template,
+      ttpTemplate: spec.ttp_template,
+      signal: controller.signal,
+      onReached: () => {
+        reached = true;
+      },
+      recorder,
+    };
+    if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
+    // The guards' key is the address the job resolved (the mailbox's key when the gateway could
+    // resolve the name at submission, as it nearly always can).
+    const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
+    try {
+      const admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
+      const outcome = await withSpan(
+        'device session',
+        {
+          attributes: {
+            'server.address': spec.host,
+            'server.port': spec.port,
+            'svc.commands': spec.commands.length,
+          },
+        },
+        () => ctx.runner(job),
+      );
+      await ctx.admission.succeeded(admitted, deviceKey);
+      const platform = outcome.detectedPlatform ?? spec.platform;
+      const results =
+        spec.kind === 'structured' && ctx.parseOutputs
+          ? await withSpan('parse output', {}, () =>
+              ctx.parseOutputs!(started, outcome.results, platform),
+            )
+          : outcome.results;
+      // A record must fit in one NATS message; say so plainly rather than fail the write.
+      const size = Buffer.byteLength(JSON.stringify(results));
+      if (size > ctx.maxResultBytes) {
+        throw new SvcError(
+          ErrorCode.INTERNAL,
+          `results of ${size} bytes exceed the ${ctx.maxResultBytes}-byte limit of a job record`,
+        );
+      }
+      await keepTranscript(false);
+      const endedAt = new Date().toISOString();
+      const finished = await ctx.jobs.transition(jobId, (current) =>
+        current.status !== 'started'
+          ? ownWrite(current, 'finished', endedAt, current.ended_at)
+          : {
+              ...current,
+              status: 'finished',
+              ended_at: endedAt,
+              results,
+              command_status: outcome.commandStatus,
+              detected_platform: outcome.detectedPlatform,
+            },
+      );
+      if (finished) {
+        await retryTransient(() => ctx.lifecycle.releaseDedup(finished)).catch(() => undefined);
+      }
+      return finished;
+    } catch (err) {
+      const failure = SvcError.from(
+        controller.signal.aborted ? (controller.signal.reason ?? err) : err,
+      );
+      const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
+      await ctx.admission.failed(safe.code, reached, started.username, deviceKey);
+      if (safe.code === ErrorCode.CANCELLED) {
+        await keepTranscript(false);
+        return null; // the gateway already wrote `cancelled`
+      }
+      await keepTranscript(true);
+      const ended = await ctx.lifecycle.fail(
+        jobId,
+        'started',
+        safe,
+        failure instanceof CommandsRejected
+          ? await keptResults(failure, started, ctx.parseOutputs, ctx.maxResultBytes)
+          : {},
+      );
+      if (ended && isDeviceFailure(safe.code)) {
+        ctx.audit.emit(
+          AuditEvent.deviceFailure,
+          auditFields(ended, 'failed', performance.now() - t0),
+        );
+      }
+      return ended;
+    } finally {
+      clearTimeout(timer);
+      ctx.running.delete(jobId);
+    }
+  }
+}
+
+/** The record as it is when it already holds this attempt's own write, else null (refuse). */
+function ownWrite(
+  current: JobRecord,
+  status: JobRecord['status'],
+  stamp: string,
+  currentStamp: string | null,
+): JobRecord | null {
+  return current.status === status && currentStamp === stamp ? current : null;
+}
+
+function isDeviceFailure(code: string): boolean {
+  return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'AUTH_FAILED'].includes(
+    code,
+  );
+}
+
+function auditFields(record: JobRecord, status: string, durationMs: number) {
+  return {
+    request_id: record.job_id,
+    job_id: record.job_id,
+    username: record.username,
+    device_ip: record.spec.host,
+    platform: record.spec.platform,
+    status,
+    duration_ms: durationMs,
+  };
+}
+
+/**
+ * What a failed show job keeps: every output the device gave (parsed for structured jobs, the
+ * rejected commands' texts as the device printed them) and each command's status. Outputs that
+ * cannot be kept (too large, a template failure) leave only the statuses.
+ */
+async function keptResults(
+  failure: CommandsRejected,
+  record: JobRecord,
+  parseOutputs: ParseOutputs | undefined,
+  maxResultBytes: number,
+): Promise<Partial<JobRecord>> {
+  const status = failure.commandStatus;
+  let results: Record<string, unknown> | null = failure.results;
+  if (record.spec.kind === 'structured' && parseOutputs) {
+    const ok = Object.fromEntries(
+      Object.entries(failure.results).filter(([cmd]) =>
+        status.some((s) => s.command === cmd && s.status === 'ok'),
+      ),
+    );
+    const parsed = await parseOutputs(
+      record,
+      ok,
+      failure.detectedPlatform ?? record.spec.platform,
+    ).catch(() => null);
+    results = parsed === null ? null : { ...failure.results, ...parsed };
+  }
+  if (results !== null && Buffer.byteLength(JSON.stringify(results)) > maxResultBytes)
+    results = null;
+  return { results, command_status: status, detected_platform: failure.detectedPlatform };
+}

@@ -1,0 +1,220 @@
+import {
+  Buckets,
+  CircuitBreaker,
+  ErrorCode,
+  HostKeyStore,
+  KvMirror,
+  LockoutLedger,
+  SvcError,
+  algorithmsFor,
+  deviceNetworkPolicy,
+  hostKeyModes,
+  resolveHost,
+  sshProfiles,
+  type BreakerVerdict,
+  type DeviceSecrets,
+  type JobRecord,
+  type Logger,
+  type Stores,
+} from '@svc/proto';
+import type { DeviceActorConfig } from './config.js';
+import type { DeviceJob } from './device-job.js';
+import { hostKeyVerifier } from './host-key-trust.js';
+import type { SshAlgorithms, SshHop } from './ssh-session.js';
+
+/** What the breaker said about a job that was let through. */
+export type Admitted = Extract<BreakerVerdict, { allowed: true }>;
+
+/**
+ * The guards between a started job and its device, shared by every actor of a host: the
+ * reachability policy on the resolved address, host-key trust, the SSH profile, jump hosts,
+ * device-account lockout and the circuit breaker. Breaker and lockout read watched copies of
+ * their buckets (no round trip per job) and fail open when the store hiccups: a cluster
+ * electing a leader must not fail a job.
+ */
+export class DeviceAdmission {
+  private constructor(
+    private readonly breaker: CircuitBreaker,
+    private readonly lockout: LockoutLedger,
+    private readonly mirrors: KvMirror[],
+    private readonly reachable: ReturnType<typeof deviceNetworkPolicy>,
+    private readonly hostKeys: HostKeyStore,
+    private readonly hostKeyMode: ReturnType<typeof hostKeyModes>,
+    private readonly sshProfile: ReturnType<typeof sshProfiles>,
+  ) {}
+
+  static async start(
+    config: DeviceActorConfig,
+    stores: Stores,
+    log: Logger,
+  ): Promise<DeviceAdmission> {
+    const breakerMirror = await KvMirror.start(stores[Buckets.breakers]);
+    const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
+    const hostKeyMode = hostKeyModes(config.HOST_KEY_POLICY);
+    for (const context of config.WORKER_CONTEXTS) {
+      if (hostKeyMode(context) === 'off')
+        log.warn({ context }, 'host keys are not checked in this context (HOST_KEY_POLICY off)');
+    }
+    return new DeviceAdmission(
+      new CircuitBreaker(
+        stores[Buckets.breakers],
+        config.BREAKER_THRESHOLD,
+        config.BREAKER_OPEN_SECONDS * 1000,
+        breakerMirror,
+      ),
+      new LockoutLedger(
+        stores[Buckets.lockout],
+        config.LOCKOUT_THRESHOLD,
+        config.LOCKOUT_WINDOW * 1000,
+        lockoutMirror,
+      ),
+      [breakerMirror, lockoutMirror],
+      deviceNetworkPolicy(config),
+      new HostKeyStore(stores[Buckets.hostKeys]),
+      hostKeyMode,
+      sshProfiles(config.SSH_PROFILE),
+    );
+  }
+
+  /** The host-key check of the job's own connection (set before anything can connect). */
+  verifierFor(spec: JobRecord['spec'], address: string, log: Logger): DeviceJob['verifyHostKey'] {
+    return hostKeyVerifier(
+      this.hostKeys,
+      this.hostKeyMode(spec.context),
+      { context: spec.context, host: spec.host, address, port: spec.port },
+      log,
+    );
+  }
+
+  /**
+   * Every check before the session opens, in order; completes `job` with the SSH profile, key
+   * and jump hosts. Throws the job's failure (a SvcError) when a guard refuses it.
+   */
+  async admit(
+    job: DeviceJob,
+    record: JobRecord,
+    secrets: DeviceSecrets,
+    address: string | null,
+    deviceKey: string,
+    log: Logger,
+  ): Promise<Admitted> {
+    const spec = record.spec;
+    if (address === null) {
+      throw new SvcError(
+        ErrorCode.HOST_UNREACHABLE,
+        `host unreachable: the name ${spec.host} did not resolve`,
+      );
+    }
+    // Checked on the address the session will connect to, before any guard or connection.
+    const verdict = this.reachable.check(spec.context, spec.host, address);
+    if (!verdict.allowed) throw new SvcError(ErrorCode.ADDRESS_NOT_ALLOWED, verdict.reason);
+    // The SSH profile: the job's, else its context's; jump hosts resolved and checked alike.
+    const algorithms = algorithmsFor(
+      spec.ssh?.profile ?? this.sshProfile(spec.context),
+      spec.ssh?.algorithms ?? null,
+    );
+    // Names were checked against SSH_ALGORITHM_NAMES at submission; one the library does not
+    // know fails the login with SSH_NEGOTIATION_FAILED.
+    if (Object.keys(algorithms).length > 0) job.algorithms = algorithms as SshAlgorithms;
+    job.privateKey = secrets.private_key ?? null;
+    job.passphrase = secrets.passphrase ?? null;
+    if (spec.ssh !== undefined && spec.ssh.jump_hosts.length > 0) {
+      job.jumpHosts = await this.jumpHostsOf(spec, secrets, log);
+    }
+    // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
+    const lockedOut = record.owner.startsWith('key:')
+      ? false
+      : await this.lockout.isLockedOut(record.username, deviceKey).catch(() => false);
+    if (lockedOut) {
+      throw new SvcError(
+        ErrorCode.DEVICE_LOCKED_OUT,
+        `user ${record.username} is locked out of ${spec.host} after repeated failed logins`,
+      );
+    }
+    const breakerVerdict = await this.breaker
+      .admit(deviceKey, job.jobId)
+      .catch((): BreakerVerdict => ({ allowed: true, probe: false, clean: true }));
+    if (!breakerVerdict.allowed) {
+      throw new SvcError(
+        ErrorCode.CIRCUIT_OPEN,
+        `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(breakerVerdict.retryAtMs).toISOString()}`,
+      );
+    }
+    return breakerVerdict;
+  }
+
+  /** A session ran: a device whose breaker was not clean is healthy again. */
+  async succeeded(admitted: Admitted, deviceKey: string): Promise<void> {
+    if (!admitted.clean) await this.breaker.recordSuccess(deviceKey);
+  }
+
+  /**
+   * A job failed with `code`. Only a device that could not be reached counts towards its
+   * breaker: a session the device ended after the handshake (a `logout` job) says nothing
+   * about its health. A refused login costs the account one attempt.
+   */
+  async failed(code: string, reached: boolean, username: string, deviceKey: string): Promise<void> {
+    if (!reached && isConnectionFailure(code))
+      await this.breaker.recordFailure(deviceKey).catch(() => false);
+    if (code === ErrorCode.AUTH_FAILED) {
+      await this.lockout.recordFailure(username, deviceKey).catch(() => undefined);
+    }
+  }
+
+  stop(): void {
+    for (const mirror of this.mirrors) mirror.stop();
+  }
+
+  /**
+   * The jump hosts of a job as session hops: each resolved once, held to the context's
+   * reachability policy, checked against its own pinned host key, with its own credentials.
+   */
+  private async jumpHostsOf(
+    spec: JobRecord['spec'],
+    secrets: DeviceSecrets,
+    log: Logger,
+  ): Promise<SshHop[]> {
+    const hops: SshHop[] = [];
+    for (const [i, jump] of (spec.ssh?.jump_hosts ?? []).entries()) {
+      const where = `jump host ${jump.host}:${jump.port}`;
+      const jumpAddress = await resolveHost(jump.host);
+      if (jumpAddress === null) {
+        throw new SvcError(
+          ErrorCode.HOST_UNREACHABLE,
+          `host unreachable: the name of the ${where} did not resolve`,
+        );
+      }
+      const verdict = this.reachable.check(spec.context, jump.host, jumpAddress);
+      if (!verdict.allowed) {
+        throw new SvcError(ErrorCode.ADDRESS_NOT_ALLOWED, `${where}: ${verdict.reason}`);
+      }
+      const own = secrets.jump_hosts?.[i];
+      hops.push({
+        host: jump.host,
+        address: jumpAddress,
+        port: jump.port,
+        username: jump.username,
+        password: own?.password ?? '',
+        privateKey: own?.private_key ?? null,
+        passphrase: own?.passphrase ?? null,
+        verifyHostKey: hostKeyVerifier(
+          this.hostKeys,
+          this.hostKeyMode(spec.context),
+          { context: spec.context, host: jump.host, address: jumpAddress, port: jump.port },
+          log,
+        ),
+      });
+    }
+    return hops;
+  }
+}
+
+/** Failures that say the device is unreachable: they count towards its breaker. */
+function isConnectionFailure(code: string): boolean {
+  return [
+    'CONNECTION_TIMEOUT',
+    'CONNECTION_REFUSED',
+    'HOST_UNREACHABLE',
+    'SESSION_DROPPED',
+  ].includes(code);
+}
