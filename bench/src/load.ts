@@ -54,6 +54,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
   --actor-pid PID   with --url: actor host process whose RSS the memory phase reads
   --processes       run gateway, dispatcher and reaper as separate processes too (as deployed;
                     default: in this process, with the fleet and the client)
+  --cpu-prof DIR    write a CPU profile of every service process into DIR (node --cpu-prof),
+                    one <service>.cpuprofile each, at the end of the run
   --json            also print the report as JSON
 `;
 
@@ -76,6 +78,8 @@ interface Options {
   actorPid: number | undefined;
   json: boolean;
   processes: boolean;
+  /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
+  cpuProf: string | undefined;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -100,6 +104,7 @@ function parseOptions(argv: string[]): Options {
       'actor-pid': { type: 'string' },
       json: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
+      'cpu-prof': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -147,6 +152,7 @@ function parseOptions(argv: string[]): Options {
     actorPid: values['actor-pid'] ? int('actor-pid', values['actor-pid'], 1) : undefined,
     json: values.json,
     processes: values.processes,
+    cpuProf: values['cpu-prof'],
   };
 }
 
@@ -760,6 +766,10 @@ function printReport(
 
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
+  const profileArgs = (name: string): string[] =>
+    opts.cpuProf
+      ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`, `--cpu-prof-name=${name}.cpuprofile`]
+      : [];
   const cleanup: (() => Promise<unknown>)[] = [];
   const teardown = async () => {
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
@@ -811,7 +821,7 @@ async function main(): Promise<void> {
           ['reaper', stackEnv],
         ];
         for (const [name, e] of procs) {
-          const proc = ServiceProcess.start(name, testEnv(natsUrl, e));
+          const proc = ServiceProcess.start(name, testEnv(natsUrl, e), profileArgs(name));
           cleanup.push(() => proc.kill('SIGTERM'));
           if (proc.child.pid) cpuWatch.push({ name, pid: proc.child.pid });
         }
@@ -831,6 +841,7 @@ async function main(): Promise<void> {
         const actor = ServiceProcess.start(
           'device-actor',
           testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }),
+          profileArgs(`device-actor-${i + 1}`),
         );
         cleanup.push(() => actor.kill('SIGTERM'));
         if (actor.child.pid) cpuWatch.push({ name: `actor host ${i + 1}`, pid: actor.child.pid });

@@ -1,7 +1,6 @@
-import type { JetStreamClient } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
-import type { FailedJob, JobEvent, JobRecord, JobStatus } from './messages/job.js';
-import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { FailedJob, JobEnvelope, JobEvent, JobRecord, JobStatus } from './messages/job.js';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { Headers, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
 
@@ -40,13 +39,14 @@ export class JobStore {
    */
   constructor(
     readonly kv: KV,
-    private readonly js: JetStreamClient,
+    private readonly nc: NatsConnection,
     private readonly transientRetryMs = 60_000,
     private readonly failed?: KV,
   ) {}
 
-  async create(record: JobRecord): Promise<void> {
-    await this.kv.create(record.job_id, encodeJson(record));
+  /** Creates a job's record; returns its revision (carried in the envelope: `record_revision`). */
+  async create(record: JobRecord): Promise<number> {
+    return await this.kv.create(record.job_id, encodeJson(record));
   }
 
   async get(jobId: string): Promise<StoredRecord | null> {
@@ -71,18 +71,34 @@ export class JobStore {
   async transition(
     jobId: string,
     change: (current: JobRecord) => JobRecord | null,
+    known?: StoredRecord,
   ): Promise<JobRecord | null> {
+    return (await this.transitionStored(jobId, change, known))?.record ?? null;
+  }
+
+  /**
+   * `transition`, returning the revision written as well. With `known` (the record as this
+   * process last wrote or created it), the first attempt writes without reading: one round trip
+   * instead of two when nobody changed the record since; a conflict falls back to a fresh read.
+   */
+  async transitionStored(
+    jobId: string,
+    change: (current: JobRecord) => JobRecord | null,
+    known?: StoredRecord,
+  ): Promise<StoredRecord | null> {
     const deadline = Date.now() + this.transientRetryMs;
     let conflicts = 0;
+    let assumed = known?.archived ? undefined : known;
     for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
       try {
-        const stored = await this.get(jobId);
+        const stored = assumed ?? (await this.get(jobId));
+        assumed = undefined;
         // An archived record is a failed job: it has no state left to change.
         if (!stored || stored.archived) return null;
         const next = change(stored.record);
         if (!next) return null;
-        await this.kv.update(jobId, encodeJson(next), stored.revision);
-        return next;
+        const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
+        return { record: next, revision };
       } catch (err) {
         if (isWrongRevision(err)) {
           if (++conflicts > 20) {
@@ -102,7 +118,7 @@ export class JobStore {
    * tracing on, the message carries the W3C `traceparent` (and `tracestate`) of the span that
    * made the change (gateway route, actor job run), so a subscriber can continue the trace.
    */
-  async publishEvent(
+  publishEvent(
     record: JobRecord,
     status: JobStatus = record.status,
     extra: Partial<JobEvent> = {},
@@ -122,22 +138,57 @@ export class JobStore {
       started_at: record.started_at,
       ended_at: record.ended_at,
     };
-    const h = natsHeaders();
-    injectTraceContext(h);
-    const headers = h.get(Headers.traceparent) ? { headers: h } : {};
-    await this.js.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
-      msgID: `${record.job_id}.${status}`,
-      ...headers,
-    });
-    // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
-    if (record.batch_id) {
-      await this.js.publish(
-        Subjects.batchJobEvent(record.batch_id, status),
-        encodeJson({ ...event, batch_id: record.batch_id }),
-        { msgID: `${record.batch_id}.${record.job_id}.${status}`, ...headers },
-      );
+    // Published without waiting for JetStream's acknowledgement: the stream de-duplicates on
+    // the message id all the same, events are for followers (a failed publish was never more
+    // than logged), and an acknowledged publish costs a round trip and a reply per event.
+    const publish = (subject: string, data: unknown, msgId: string) => {
+      const h = natsHeaders();
+      injectTraceContext(h);
+      h.set(Headers.msgId, msgId);
+      this.nc.publish(subject, encodeJson(data), { headers: h });
+    };
+    try {
+      publish(Subjects.jobEvent(record.job_id, status), event, `${record.job_id}.${status}`);
+      // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
+      if (record.batch_id) {
+        publish(
+          Subjects.batchJobEvent(record.batch_id, status),
+          { ...event, batch_id: record.batch_id },
+          `${record.batch_id}.${record.job_id}.${status}`,
+        );
+      }
+    } catch (err) {
+      // A closed or draining connection: callers decide, as they did for a failed publish.
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+    return Promise.resolve();
   }
+}
+
+/**
+ * The record of a job as the gateway creates it (`queued`), from the job's envelope: one
+ * definition for the gateway, which writes it, and the actor, which starts the job from it
+ * without reading it back (`record_revision`).
+ */
+export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
+  return {
+    job_id: envelope.job_id,
+    status: 'queued',
+    owner: envelope.owner,
+    username: envelope.username,
+    spec: envelope.spec,
+    enqueued_at: envelope.enqueued_at,
+    started_at: null,
+    ended_at: null,
+    results: null,
+    error: null,
+    error_code: null,
+    error_retryable: null,
+    detected_platform: null,
+    actor_host: null,
+    dedup_key: envelope.dedup_key ?? null,
+    ...(envelope.batch_id != null ? { batch_id: envelope.batch_id } : {}),
+  };
 }
 
 export function isWrongRevision(err: unknown): boolean {

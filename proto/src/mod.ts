@@ -85,7 +85,7 @@ export type { CallerCredentials, NormalizeOptions, Normalized } from './submissi
 export { Sealer, openWebhookUrl } from './sealing.js';
 export { ensureTopology, DefaultTopology } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
-export { JobStore, encodeJson, decodeJson, isWrongRevision } from './job-store.js';
+export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';
 export type { StoredRecord } from './job-store.js';
 export { createLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';

@@ -175,9 +175,14 @@ export class ServiceProcess {
     readonly child: ChildProcess,
   ) {}
 
-  static start(name: string, env: Record<string, string>): ServiceProcess {
+  /** @param nodeArgs options for node itself (e.g. `--cpu-prof`: the benchmark's profiles). */
+  static start(
+    name: string,
+    env: Record<string, string>,
+    nodeArgs: readonly string[] = [],
+  ): ServiceProcess {
     const entry = fileURLToPath(new URL(ENTRY[name]!, import.meta.url));
-    const child = spawn(process.execPath, [entry], {
+    const child = spawn(process.execPath, [...nodeArgs, entry], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -87,6 +87,15 @@ export const JobEnvelope = Type.Object(
     enqueued_at: Type.String(),
     /** How many times the job has been placed; re-placement after a host loss increments it. */
     placement: Type.Integer({ minimum: 0 }),
+    /**
+     * The revision of the record the gateway created (`queuedRecordOf` of this envelope): the
+     * actor starts the job by a compare-and-set on it without reading the record first. Absent
+     * in envelopes of older gateways (the actor reads the record then).
+     */
+    record_revision: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** The record's `dedup_key` and `batch_id`, so that `queuedRecordOf` rebuilds it exactly. */
+    dedup_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    batch_id: Type.Optional(Type.String()),
   },
   { $id: 'JobEnvelope', additionalProperties: false },
 );

@@ -83,7 +83,7 @@ export async function startActorHost(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(stores[Buckets.jobs], js);
+  const jobs = new JobStore(stores[Buckets.jobs], nc);
   const registry = deps.metrics ?? new MetricsRegistry();
   const lifecycle = new JobLifecycle(
     jobs,

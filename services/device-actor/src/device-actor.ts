@@ -7,6 +7,7 @@ import {
   deviceKeyOf,
   encodeJson,
   extractTraceContext,
+  queuedRecordOf,
   resolveHost,
   retryTransient,
   withSpan,
@@ -14,6 +15,7 @@ import {
   type JobEnvelope,
   type JobRecord,
   type Logger,
+  type StoredRecord,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import { CommandsRejected, transportSecretsOf, type DeviceJob } from './device-job.js';
@@ -86,14 +88,15 @@ export class DeviceActor {
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
     const t0 = performance.now();
-    const started = await this.#start(envelope, jlog);
-    if (!started) return;
+    const startedStored = await this.#start(envelope, jlog);
+    if (!startedStored) return;
+    const started = startedStored.record;
     await ctx.jobs.publishEvent(started).catch(() => undefined);
     ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
     jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
 
     const secrets = ctx.sealer.open<DeviceSecrets>(envelope.sealed);
-    const ended = await this.#execute(started, envelope, secrets, jlog, t0);
+    const ended = await this.#execute(startedStored, envelope, secrets, jlog, t0);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     await ctx.jobs.publishEvent(ended).catch(() => undefined);
@@ -113,16 +116,24 @@ export class DeviceActor {
   }
 
   /** `queued → started`, or null when the job must not run here (cancelled, started elsewhere). */
-  async #start(envelope: JobEnvelope, jlog: Logger): Promise<JobRecord | null> {
+  async #start(envelope: JobEnvelope, jlog: Logger): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     // The timestamp marks this attempt: if a write of ours went through but its answer was lost
     // (a cluster electing a leader), the retry recognises its own record instead of refusing.
     const startedAt = new Date().toISOString();
-    const started = await ctx.jobs.transition(jobId, (current) =>
-      current.status === 'queued'
-        ? { ...current, status: 'started', started_at: startedAt, actor_host: ctx.hostId }
-        : ownWrite(current, 'started', startedAt, current.started_at),
+    // The record as the gateway created it: unchanged since (no cancel), one write starts it.
+    const created =
+      envelope.record_revision !== undefined
+        ? { record: queuedRecordOf(envelope), revision: envelope.record_revision }
+        : undefined;
+    const started = await ctx.jobs.transitionStored(
+      jobId,
+      (current) =>
+        current.status === 'queued'
+          ? { ...current, status: 'started', started_at: startedAt, actor_host: ctx.hostId }
+          : ownWrite(current, 'started', startedAt, current.started_at),
+      created,
     );
     if (started) return started;
     const current = await ctx.jobs.get(jobId);
@@ -147,7 +158,7 @@ export class DeviceActor {
    * compare-and-set. Returns the ended record, or null when someone else ended it (a cancel).
    */
   async #execute(
-    started: JobRecord,
+    startedStored: StoredRecord,
     envelope: JobEnvelope,
     secrets: DeviceSecrets,
     jlog: Logger,
@@ -155,6 +166,7 @@ export class DeviceActor {
   ): Promise<JobRecord | null> {
     const { ctx } = this;
     const { config } = ctx;
+    const started = startedStored.record;
     const jobId = started.job_id;
     const controller = new AbortController();
     ctx.running.set(jobId, controller);
@@ -244,17 +256,21 @@ export class DeviceActor {
       }
       await keepTranscript(false);
       const endedAt = new Date().toISOString();
-      const finished = await ctx.jobs.transition(jobId, (current) =>
-        current.status !== 'started'
-          ? ownWrite(current, 'finished', endedAt, current.ended_at)
-          : {
-              ...current,
-              status: 'finished',
-              ended_at: endedAt,
-              results,
-              command_status: outcome.commandStatus,
-              detected_platform: outcome.detectedPlatform,
-            },
+      // Written on the revision this actor started it with: no read unless a cancel came between.
+      const finished = await ctx.jobs.transition(
+        jobId,
+        (current) =>
+          current.status !== 'started'
+            ? ownWrite(current, 'finished', endedAt, current.ended_at)
+            : {
+                ...current,
+                status: 'finished',
+                ended_at: endedAt,
+                results,
+                command_status: outcome.commandStatus,
+                detected_platform: outcome.detectedPlatform,
+              },
+        startedStored,
       );
       if (finished) {
         await retryTransient(() => ctx.lifecycle.releaseDedup(finished)).catch(() => undefined);

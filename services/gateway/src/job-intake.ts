@@ -23,6 +23,7 @@ import {
   type JobEnvelope,
   type JobKind,
   type JobRecord,
+  queuedRecordOf,
   type JobSpec,
   type JobStore,
   type LockoutLedger,
@@ -465,32 +466,6 @@ export class JobIntake {
     // alongside the record's creation, which does not change the count.
     const aheadRead = this.depth.forContext(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
-    const record: JobRecord = {
-      job_id: jobId,
-      status: 'queued',
-      owner: caller.id,
-      username,
-      spec,
-      enqueued_at: enqueuedAt,
-      started_at: null,
-      ended_at: null,
-      results: null,
-      error: null,
-      error_code: null,
-      error_retryable: null,
-      detected_platform: null,
-      actor_host: null,
-      dedup_key: extras.dedupKey ?? null,
-      ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
-    };
-    try {
-      await Promise.all([this.jobs.create(record), aheadRead]);
-    } catch (err) {
-      if (/exists|wrong last sequence/i.test(String(err))) {
-        throw new HttpError(409, `a job with id ${jobId} already exists`);
-      }
-      throw err;
-    }
     const address = extras.address !== undefined ? extras.address : await resolveHost(spec.host);
     const envelope: JobEnvelope = {
       v: 1,
@@ -502,7 +477,21 @@ export class JobIntake {
       ...(address !== null ? { address } : {}),
       enqueued_at: enqueuedAt,
       placement: 0,
+      dedup_key: extras.dedupKey ?? null,
+      ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
     };
+    // The record is the envelope's queued form (one definition, shared with the actor, which
+    // starts the job by a compare-and-set on this revision without reading the record).
+    const record = queuedRecordOf(envelope);
+    try {
+      const [revision] = await Promise.all([this.jobs.create(record), aheadRead]);
+      envelope.record_revision = revision;
+    } catch (err) {
+      if (/exists|wrong last sequence/i.test(String(err))) {
+        throw new HttpError(409, `a job with id ${jobId} already exists`);
+      }
+      throw err;
+    }
     try {
       if (extras.hold) await extras.hold(envelope);
       else await this.publishEnvelope(envelope, traceparent);

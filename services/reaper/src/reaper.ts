@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
@@ -47,7 +46,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const audit = deps.audit ?? new AuditLog('reaper');
   const id = `reaper-${randomUUID().slice(0, 8)}`;
   const stores = await ensureTopology(nc, topologyFrom(config));
-  const jobs = new JobStore(stores[Buckets.jobs], jetstream(nc));
+  const jobs = new JobStore(stores[Buckets.jobs], nc);
   const registry = deps.metrics ?? new MetricsRegistry();
   const lifecycle = new JobLifecycle(
     jobs,
