@@ -181,6 +181,45 @@ test('when a canary of a config batch fails, then the rest never start and the b
     assert.ok(d.stats.configLines > 0, `${d.hostname} configured`);
 });
 
+test('when a config batch without canary sets stop_on_failure_ratio, then it runs on below the ratio and cancels the rest once failed/ended exceeds it', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 8 });
+  const stack = await startInProcessStack(nats.url);
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  // One at a time: ok, ok, fail (1 of 3 ended failed: below 0.4), fail (2 of 4: above), …
+  await fleet.devices[2]!.setFaults({ refuse: true });
+  await fleet.devices[3]!.setFaults({ refuse: true });
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'config',
+      commands: ['interface Gi0/1', 'description ratio'],
+      enable: fleet.devices[0]!.enable,
+      max_parallel: 1,
+      stop_on_failure_ratio: 0.4,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const end = await waitBatch(stack.url, created.json.batch_id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 2, failed: 2, cancelled: 4 });
+  assert.equal(end.error_codes['CANCELLED'], 4);
+  assert.match(
+    end.stopped_reason,
+    /^stopped: 2 of 4 ended jobs failed \(stop_on_failure_ratio 0\.4\)/,
+  );
+  for (const d of fleet.devices.slice(0, 2)) assert.ok(d.stats.configLines > 0, d.hostname);
+  for (const d of fleet.devices.slice(4))
+    assert.equal(d.stats.handshakes, 0, `${d.hostname} untouched`);
+});
+
 test('when a batch is cancelled, then its queued jobs are cancelled and started ones finish', async (t) => {
   const nats = await NatsServerProcess.start();
   const fleet = await startFleet({ count: 6, commandLatencyMs: 1500 });
