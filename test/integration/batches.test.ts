@@ -430,3 +430,66 @@ test('when a batch webhook_url is a loopback address and no setting allows it, t
   });
   assert.equal(ok.status, 202, ok.text);
 });
+
+test('when a batch with a webhook_url is cancelled, then its one delivery says cancelled with the counts, unsigned without a secret', async (t) => {
+  const deliveries: { headers: IncomingHttpHeaders; body: string }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const addr = receiver.address();
+  const hook = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook`;
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 3, commandLatencyMs: 1500 });
+  const stack = await startInProcessStack(nats.url, {
+    env: { ACTOR_MAX_SESSIONS: '1', WEBHOOK_ALLOW_HTTP: 'true' },
+  });
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+    await new Promise((r) => receiver.close(r));
+  });
+  await waitHealthy(stack.url);
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      webhook_url: hook,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+  for (;;) {
+    const s = await http('GET', `${stack.url}/v2/batches/${id}`, me);
+    if (s.json.counts.started === 1) break;
+    assert.equal(s.json.counts.finished, 0, 'cancel must come while the first job runs');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.equal((await http('DELETE', `${stack.url}/v2/batches/${id}`, me)).status, 200);
+  const end = await waitBatch(stack.url, id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 1, failed: 0, cancelled: 2 });
+  for (let i = 0; deliveries.length === 0; i++) {
+    assert.ok(i < 400, 'no batch webhook delivery');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(deliveries.length, 1);
+  const payload = JSON.parse(deliveries[0]!.body);
+  assert.equal(payload.status, 'cancelled');
+  assert.deepEqual(payload.counts, end.counts);
+  assert.deepEqual(payload.error_codes, { CANCELLED: 2 });
+  assert.equal(payload.stopped_reason, 'cancelled by its submitter');
+  assert.equal(deliveries[0]!.headers['x-svc-signature-256'], undefined);
+  assert.match(String(deliveries[0]!.headers['x-svc-timestamp']), /^\d+$/);
+});
