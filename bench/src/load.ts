@@ -7,6 +7,7 @@
  *   npm run bench -- --jobs 1000 --devices 50                     # issue-2 numbers
  *   npm run bench -- --devices 1000 --latency 50 --rate 200 --jobs 2000 --hold 1000
  *   npm run bench -- --url http://127.0.0.1:8080 --nats nats://127.0.0.1:4222   # a running stack
+ *   npm run bench -- --processes --devices 1000 --latency 50 --batch --reps 1   # a 1000-device batch
  *   npm run bench -- --help
  *
  * Everything runs on 127.0.0.1; every phase is bounded in job count and time.
@@ -14,7 +15,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { readFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -56,6 +57,10 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     default: in this process, with the fleet and the client)
   --cpu-prof DIR    write a CPU profile of every service process into DIR (node --cpu-prof),
                     one <service>.cpuprofile each, at the end of the run
+  --batch           instead of the load phases: per repetition ONE POST /v2/batches (kind
+                    command, show version) over all --devices; reports POST->202, POST->last job
+                    ended, the slowest device's own time and CPU per job (no warm-up: sessions
+                    are cold, as a site batch meets them)
   --json            also print the report as JSON
 `;
 
@@ -80,6 +85,7 @@ interface Options {
   processes: boolean;
   /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
   cpuProf: string | undefined;
+  batch: boolean;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -105,6 +111,7 @@ function parseOptions(argv: string[]): Options {
       json: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
+      batch: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -153,6 +160,7 @@ function parseOptions(argv: string[]): Options {
     json: values.json,
     processes: values.processes,
     cpuProf: values['cpu-prof'],
+    batch: values.batch,
   };
 }
 
@@ -239,37 +247,40 @@ class Client {
       : new HttpAgent({ keepAlive: true, maxSockets });
   }
   post(path: string, body: unknown, auth: string): Promise<{ status: number; json: unknown }> {
-    const payload = JSON.stringify(body);
+    return this.#send('POST', path, JSON.stringify(body), auth);
+  }
+  get(path: string, auth: string): Promise<{ status: number; json: unknown }> {
+    return this.#send('GET', path, null, auth);
+  }
+  #send(
+    method: string,
+    path: string,
+    payload: string | null,
+    auth: string,
+  ): Promise<{ status: number; json: unknown }> {
     const req = this.#https ? httpsRequest : httpRequest;
+    const headers: Record<string, string | number> = { authorization: auth };
+    if (payload !== null) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(payload);
+    }
     return new Promise((resolve, reject) => {
-      const r = req(
-        new URL(path, this.base),
-        {
-          method: 'POST',
-          agent: this.#agent,
-          headers: {
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(payload),
-            authorization: auth,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: unknown;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = text;
-            }
-            resolve({ status: res.statusCode ?? 0, json });
-          });
-        },
-      );
+      const r = req(new URL(path, this.base), { method, agent: this.#agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = text;
+          }
+          resolve({ status: res.statusCode ?? 0, json });
+        });
+      });
       r.on('error', reject);
-      r.end(payload);
+      r.end(payload ?? undefined);
     });
   }
   close(): void {
@@ -764,6 +775,146 @@ function printReport(
 
 // ---- main ------------------------------------------------------------------------------------
 
+// ---- batch mode ------------------------------------------------------------------------------
+
+interface BatchResult {
+  devices: number;
+  finished: number;
+  failed: number;
+  cancelled: number;
+  incomplete: number;
+  errorCodes: Record<string, number>;
+  /** ms, client clock (the stack runs on this machine: one clock). */
+  postTo202: number;
+  /** POST sent -> the latest `ended_at` of the batch's job records. */
+  lastEndedMs: number;
+  /** POST sent -> the batch record's `ended_at`. */
+  batchEndedMs: number;
+  /** POST sent -> GET /v2/batches/{id} (polled every 100 ms) answers an ended batch. */
+  clientSeesEndMs: number;
+  /** The slowest device's own time: commands it answered x the simulated latency. */
+  slowestOwnMs: number;
+  /** The longest span on one device: first command read -> last command answered. */
+  slowestSpanMs: number;
+  cpuMsPerJob: Record<string, number>;
+}
+
+/** One POST /v2/batches of kind command (`show version`) over every device, followed to its end. */
+async function batchPhase(
+  opts: Options,
+  devices: SimulatedDevice[],
+  client: Client,
+  kv: KV,
+  watcher: JobWatcher,
+): Promise<BatchResult> {
+  for (const d of devices) d.resetStats();
+  const first = devices[0]!;
+  const auth = 'Basic ' + Buffer.from(`${first.username}:${first.password}`).toString('base64');
+  const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const start = Date.now();
+  const created = await client.post(
+    '/v2/batches',
+    {
+      kind: 'command',
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      enable: first.enable,
+      devices: devices.map((d) => ({ host: d.host, port: d.port })),
+    },
+    auth,
+  );
+  const postTo202 = Date.now() - start;
+  if (created.status !== 202) {
+    throw new Error(`POST /v2/batches: ${created.status} ${JSON.stringify(created.json)}`);
+  }
+  const answer = created.json as { batch_id: string; jobs: { job_id: string }[] };
+  const ids = answer.jobs.map((j) => j.job_id);
+  const deadline = start + opts.timeoutMs;
+  const open = await watcher.waitAll(ids, deadline);
+  let batch: { status: string; ended_at: string | null } = { status: 'running', ended_at: null };
+  while (Date.now() < deadline) {
+    const a = await client.get(`/v2/batches/${answer.batch_id}`, auth);
+    batch = a.json as typeof batch;
+    if (batch.status !== 'running') break;
+    await sleep(100);
+  }
+  const clientSeesEndMs = Date.now() - start;
+  const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+
+  const counts = { finished: 0, failed: 0, cancelled: 0 };
+  const errorCodes: Record<string, number> = {};
+  let lastEnded = NaN;
+  for (let i = 0; i < ids.length; i += 64) {
+    const got = await Promise.all(ids.slice(i, i + 64).map((id) => kv.get(id)));
+    for (const e of got) {
+      if (!e || e.operation !== 'PUT') continue;
+      const rec = decodeJson<JobRecord>(e.value);
+      if (rec.status in counts) counts[rec.status as keyof typeof counts]++;
+      if (rec.error_code) errorCodes[rec.error_code] = (errorCodes[rec.error_code] ?? 0) + 1;
+      if (rec.ended_at) {
+        const t = Date.parse(rec.ended_at);
+        if (!(t <= lastEnded)) lastEnded = t;
+      }
+    }
+  }
+  let slowestOwnMs = 0;
+  let slowestSpanMs = 0;
+  for (const d of devices) {
+    const cmds = d.stats.commands;
+    slowestOwnMs = Math.max(slowestOwnMs, cmds.length * opts.latencyMs);
+    if (cmds.length > 0)
+      slowestSpanMs = Math.max(slowestSpanMs, cmds.at(-1)!.at + opts.latencyMs - cmds[0]!.at);
+  }
+  return {
+    devices: devices.length,
+    ...counts,
+    incomplete: open.length,
+    errorCodes,
+    postTo202,
+    lastEndedMs: lastEnded - start,
+    batchEndedMs: batch.ended_at ? Date.parse(batch.ended_at) - start : NaN,
+    clientSeesEndMs,
+    slowestOwnMs,
+    slowestSpanMs,
+    cpuMsPerJob: Object.fromEntries(
+      cpuWatch.map((p, i) => [
+        p.name,
+        ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, ids.length),
+      ]),
+    ),
+  };
+}
+
+function printBatchReport(opts: Options, results: BatchResult[], setup: string): void {
+  const col = (f: (r: BatchResult) => number, fmt: (n: number) => string) =>
+    spread(results.map(f), fmt);
+  const lines = [
+    `svc batch benchmark: ${opts.devices} devices, one POST /v2/batches (command, show version), ${opts.latencyMs} ms per command`,
+    `setup: ${setup}`,
+    `machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`,
+    `load average at the end: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+    `repetitions: ${results.length}${results.length > 1 ? ' (median (min-max))' : ''}`,
+    `  jobs finished/failed/cancelled/incomplete: ${results.map((r) => `${r.finished}/${r.failed}/${r.cancelled}/${r.incomplete}`).join(', ')}`,
+    `  error codes: ${results.map((r) => JSON.stringify(r.errorCodes)).join(', ')}`,
+    `  POST -> 202:                  ${col((r) => r.postTo202, f0)} ms`,
+    `  POST -> last job ended:       ${col((r) => r.lastEndedMs / 1000, f2)} s`,
+    `  POST -> batch ended_at:       ${col((r) => r.batchEndedMs / 1000, f2)} s`,
+    `  POST -> GET shows the end:    ${col((r) => r.clientSeesEndMs / 1000, f2)} s`,
+    `  slowest device's own time:    ${col((r) => r.slowestOwnMs, f0)} ms (commands x latency)`,
+    `  longest span on one device:   ${col((r) => r.slowestSpanMs, f0)} ms`,
+    `  fleet target (issue 16), 1.5 x own + 2 s: ${col((r) => (1.5 * r.slowestOwnMs + 2000) / 1000, f2)} s -> ${results.map((r) => (r.lastEndedMs <= 1.5 * r.slowestOwnMs + 2000 ? 'met' : 'not met')).join(', ')}`,
+  ];
+  for (const { name } of cpuWatch) {
+    lines.push(
+      `  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`,
+    );
+  }
+  process.stdout.write(lines.join('\n') + '\n');
+  if (opts.json) process.stdout.write(JSON.stringify({ options: opts, results }, null, 2) + '\n');
+}
+
 async function main(): Promise<void> {
   const opts = parseOptions(process.argv.slice(2));
   const profileArgs = (name: string): string[] =>
@@ -806,6 +957,7 @@ async function main(): Promise<void> {
         RATE_LIMIT_PER_MINUTE: '0',
         RATE_LIMIT_DEVICE_PER_MINUTE: '0',
         MAX_QUEUE_DEPTH: '0',
+        BATCH_MAX_DEVICES: String(Math.max(1000, opts.devices)),
       };
       // The memory phase runs on an actor host of its own, serving a context of its own, so that
       // its RSS starts from an idle process (a host that just ran the load phases keeps a grown
@@ -894,6 +1046,19 @@ async function main(): Promise<void> {
       latencyMs: opts.latencyMs,
       timeoutMs: opts.timeoutMs,
     });
+    if (opts.batch) {
+      const results: BatchResult[] = [];
+      for (let i = 0; i < opts.reps; i++) {
+        const r = await batchPhase(opts, loadDevices, client, kv, watcher);
+        process.stderr.write(
+          `batch ${i + 1}/${opts.reps}: last job ended ${f1(r.lastEndedMs / 1000)} s after POST, ${r.finished} finished\n`,
+        );
+        results.push(r);
+        await sleep(500);
+      }
+      printBatchReport(opts, results, setup);
+      return;
+    }
     if (opts.warmup > 0) {
       // Every device gets at least one job, so measured repetitions start with warm sessions
       // (as a long-running service has) and JIT-compiled code paths.

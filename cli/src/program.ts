@@ -675,9 +675,11 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     .option('--wait', 'wait for the new job to end')
     .option('--timeout <seconds>', 'with --wait: stop waiting after this long (exit 7)', seconds)
     .action(async (id: string, o: { wait?: boolean; timeout?: number }, cmd: Command) => {
+      // The current device credentials, enable secret included, as `svc run` sends them.
       const { body } = await clientOf(cmd).request(
         'POST',
         `/v2/jobs/${encodeURIComponent(id)}/replay`,
+        { body: credentialFields(cmd) },
       );
       if (!o.wait) {
         out(cmd, body, () => `${body.job_id as string}\n`);

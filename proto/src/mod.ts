@@ -83,6 +83,13 @@ export { UserPattern, PatternError, MAX_PATTERN_PROGRAM } from './user-pattern.j
 export type { PatternMatch } from './user-pattern.js';
 export type { CallerCredentials, NormalizeOptions, Normalized } from './submission.js';
 export { Sealer, openWebhookUrl } from './sealing.js';
+export {
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  signWebhook,
+  webhookSender,
+} from './webhook-delivery.js';
+export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './webhook-delivery.js';
 export { ensureTopology, DefaultTopology } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';

@@ -3,6 +3,11 @@
 // real HTTP, SSH device simulators.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { Kvm } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
+import { connectNats } from '@svc/proto';
 import { startFleet, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
@@ -176,6 +181,45 @@ test('when a canary of a config batch fails, then the rest never start and the b
     assert.ok(d.stats.configLines > 0, `${d.hostname} configured`);
 });
 
+test('when a config batch without canary sets stop_on_failure_ratio, then it runs on below the ratio and cancels the rest once failed/ended exceeds it', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 8 });
+  const stack = await startInProcessStack(nats.url);
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  // One at a time: ok, ok, fail (1 of 3 ended failed: below 0.4), fail (2 of 4: above), …
+  await fleet.devices[2]!.setFaults({ refuse: true });
+  await fleet.devices[3]!.setFaults({ refuse: true });
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'config',
+      commands: ['interface Gi0/1', 'description ratio'],
+      enable: fleet.devices[0]!.enable,
+      max_parallel: 1,
+      stop_on_failure_ratio: 0.4,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const end = await waitBatch(stack.url, created.json.batch_id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 2, failed: 2, cancelled: 4 });
+  assert.equal(end.error_codes['CANCELLED'], 4);
+  assert.match(
+    end.stopped_reason,
+    /^stopped: 2 of 4 ended jobs failed \(stop_on_failure_ratio 0\.4\)/,
+  );
+  for (const d of fleet.devices.slice(0, 2)) assert.ok(d.stats.configLines > 0, d.hostname);
+  for (const d of fleet.devices.slice(4))
+    assert.equal(d.stats.handshakes, 0, `${d.hostname} untouched`);
+});
+
 test('when a batch is cancelled, then its queued jobs are cancelled and started ones finish', async (t) => {
   const nats = await NatsServerProcess.start();
   const fleet = await startFleet({ count: 6, commandLatencyMs: 1500 });
@@ -251,4 +295,201 @@ test('when the gateway that took a rollout batch is killed, then another gateway
   for (let i = 1; i < spans.length; i++) {
     assert.ok(spans[i]![0]! >= spans[i - 1]!.at(-1)!, 'waves of one device each');
   }
+});
+
+test('when a batch has a webhook_url, then exactly one signed delivery with its counts comes at its end and the batch record holds no secret of the URL', async (t) => {
+  const SECRET = 'B4tch-Hook-Secr3t-61c0';
+  const URL_PASSWORD = 'B4tch-Url-Pa55-9d2e';
+  const URL_TOKEN = 'B4tch-Url-T0ken-07aa';
+  const deliveries: { headers: IncomingHttpHeaders; body: string; url: string }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body, url: req.url ?? '' });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const addr = receiver.address();
+  const hook = `http://hook:${URL_PASSWORD}@127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/batch-hook?token=${URL_TOKEN}`;
+  const env = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_NETWORKS: '127.0.0.0/8' };
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 5 });
+  const stack = await startInProcessStack(nats.url, { env });
+  // A second gateway drives the same batch: only the one that ends it may deliver.
+  const second = ServiceProcess.start('gateway', testEnv(nats.url, { ...env, LOG_LEVEL: 'INFO' }));
+  const nc = await connectNats(nats.url, 'batch-webhook-test');
+  t.after(async () => {
+    await nc.close();
+    await second.kill();
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+    await new Promise((r) => receiver.close(r));
+  });
+  await waitHealthy(stack.url);
+  await waitHealthy(await second.httpUrl());
+  await fleet.devices[4]!.setFaults({ refuse: true });
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      webhook_url: hook,
+      webhook_secret: SECRET,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+
+  // The batch record, straight from the bucket: the URL and the secret only sealed.
+  const kv = await new Kvm(jetstream(nc)).open('svc-batches');
+  const stored = new TextDecoder().decode((await kv.get(id))!.value);
+  assert.match(stored, /"webhook_url":"v1\./);
+  for (const secret of [SECRET, URL_PASSWORD, URL_TOKEN, '127.0.0.1:']) {
+    assert.ok(!stored.includes(secret), `${secret} in the batch record`);
+  }
+
+  const end = await waitBatch(stack.url, id, me);
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 4, failed: 1, cancelled: 0 });
+  for (let i = 0; deliveries.length === 0; i++) {
+    assert.ok(i < 400, 'no batch webhook delivery');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // Both gateways sweep running batches; give a second delivery the chance to show up.
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal(deliveries.length, 1, 'one delivery per batch, none per job');
+  const [d] = deliveries;
+  assert.equal(d!.url, `/batch-hook?token=${URL_TOKEN}`);
+  const expected = `sha256=${createHmac('sha256', SECRET).update(d!.body).digest('hex')}`;
+  assert.equal(d!.headers['x-svc-signature-256'], expected);
+  assert.match(String(d!.headers['x-svc-timestamp']), /^\d+$/);
+  const payload = JSON.parse(d!.body);
+  assert.equal(payload.batch_id, id);
+  assert.equal(payload.status, 'finished');
+  assert.equal(payload.total, 5);
+  assert.deepEqual(payload.counts, end.counts);
+  assert.deepEqual(payload.error_codes, end.error_codes);
+  assert.equal(payload.created_at, end.created_at);
+  assert.equal(payload.ended_at, end.ended_at);
+  assert.equal(payload.results, undefined);
+  for (const secret of [SECRET, URL_PASSWORD, URL_TOKEN, fleet.devices[0]!.password]) {
+    assert.ok(!d!.body.includes(secret), `${secret} in the delivery`);
+  }
+  // The jobs carry no webhook of their own.
+  const job = await http('GET', `${stack.url}/v2/jobs/${created.json.jobs[0].job_id}`, me);
+  assert.equal(job.status, 200, job.text);
+  assert.ok(!job.text.includes('batch-hook'), job.text);
+});
+
+test('when a batch webhook_url is a loopback address and no setting allows it, then the batch is 422 and nothing is queued', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const stack = await startInProcessStack(nats.url, {
+    actors: 0,
+    // The test environment allows loopback targets; this stack does not.
+    env: { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_NETWORKS: '' },
+  });
+  t.after(async () => {
+    await stack.stop();
+    await nats.stop();
+  });
+  const me: HttpOptions = { basic: { username: 'u', password: 'p' } };
+  for (const webhook_url of [
+    'http://127.0.0.1:9/hook',
+    'https://10.1.2.3/hook',
+    'ftp://x.example/',
+  ]) {
+    const a = await http('POST', `${stack.url}/v2/batches`, {
+      ...me,
+      body: {
+        kind: 'command',
+        commands: ['show version'],
+        webhook_url,
+        devices: [{ host: '192.0.2.10' }],
+      },
+    });
+    assert.equal(a.status, 422, `${webhook_url}: ${a.text}`);
+    assert.deepEqual(a.json.validation_error.json[0].loc, ['body', 'webhook_url']);
+  }
+  assert.deepEqual((await http('GET', `${stack.url}/v2/batches`, me)).json.batches, []);
+  const jobs = await http('GET', `${stack.url}/v2/jobs`, me);
+  assert.equal(jobs.json.jobs?.length ?? jobs.json.items?.length ?? 0, 0, jobs.text);
+  // A public https target is taken.
+  const ok = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      webhook_url: 'https://hooks.example.com/batch',
+      devices: [{ host: '192.0.2.10' }],
+    },
+  });
+  assert.equal(ok.status, 202, ok.text);
+});
+
+test('when a batch with a webhook_url is cancelled, then its one delivery says cancelled with the counts, unsigned without a secret', async (t) => {
+  const deliveries: { headers: IncomingHttpHeaders; body: string }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      deliveries.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const addr = receiver.address();
+  const hook = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/hook`;
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 3, commandLatencyMs: 1500 });
+  const stack = await startInProcessStack(nats.url, {
+    env: { ACTOR_MAX_SESSIONS: '1', WEBHOOK_ALLOW_HTTP: 'true' },
+  });
+  t.after(async () => {
+    await stack.stop();
+    await fleet.stop();
+    await nats.stop();
+    await new Promise((r) => receiver.close(r));
+  });
+  await waitHealthy(stack.url);
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      webhook_url: hook,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+  for (;;) {
+    const s = await http('GET', `${stack.url}/v2/batches/${id}`, me);
+    if (s.json.counts.started === 1) break;
+    assert.equal(s.json.counts.finished, 0, 'cancel must come while the first job runs');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.equal((await http('DELETE', `${stack.url}/v2/batches/${id}`, me)).status, 200);
+  const end = await waitBatch(stack.url, id, me);
+  assert.equal(end.status, 'cancelled');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 1, failed: 0, cancelled: 2 });
+  for (let i = 0; deliveries.length === 0; i++) {
+    assert.ok(i < 400, 'no batch webhook delivery');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(deliveries.length, 1);
+  const payload = JSON.parse(deliveries[0]!.body);
+  assert.equal(payload.status, 'cancelled');
+  assert.deepEqual(payload.counts, end.counts);
+  assert.deepEqual(payload.error_codes, { CANCELLED: 2 });
+  assert.equal(payload.stopped_reason, 'cancelled by its submitter');
+  assert.equal(deliveries[0]!.headers['x-svc-signature-256'], undefined);
+  assert.match(String(deliveries[0]!.headers['x-svc-timestamp']), /^\d+$/);
 });

@@ -446,3 +446,80 @@ test('when svc health, parse and completion run, then they answer without device
   const zsh = await svc(['completion', 'zsh']);
   assert.match(zsh.stdout, /^#compdef svc/);
 });
+
+test('when svc jobs cancel names a running job, then it exits 0 and the job reads cancelled (exit 8 on get --wait); a second cancel is refused with exit 6', async (t) => {
+  // Slow enough that the job is still running when the cancel comes.
+  const slow = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'SLOW',
+    commandLatencyMs: 4000,
+  });
+  t.after(() => slow.stop());
+  const submitted = await svc([
+    '-o',
+    'json',
+    'run',
+    'show version',
+    '--host',
+    `${slow.host}:${slow.port}`,
+    '--no-wait',
+  ]);
+  assert.equal(submitted.code, 0, submitted.stderr);
+  const jobId = JSON.parse(submitted.stdout).job_id as string;
+  for (let i = 0; ; i++) {
+    const got = await svc(['-o', 'json', 'jobs', 'get', jobId]);
+    assert.equal(got.code, 0, got.stderr);
+    const status = JSON.parse(got.stdout).status;
+    if (status === 'started') break;
+    assert.equal(status, 'queued', 'the cancel must come while the job runs');
+    assert.ok(i < 200, 'the job never started');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const cancel = await svc(['-o', 'json', 'jobs', 'cancel', jobId]);
+  assert.equal(cancel.code, 0, cancel.stderr);
+  assert.deepEqual(JSON.parse(cancel.stdout), { job_id: jobId, cancelled: true });
+  const after = await svc(['-o', 'json', 'jobs', 'get', jobId, '--wait']);
+  assert.equal(after.code, 8, after.stderr);
+  const job = JSON.parse(after.stdout);
+  assert.equal(job.status, 'cancelled');
+  assert.equal(job.error_code, 'CANCELLED');
+  const again = await svc(['jobs', 'cancel', jobId]);
+  assert.equal(again.code, 6, again.stderr);
+  assert.match(again.stderr, /409/);
+});
+
+test('when svc jobs replay names a failed job, then a new job runs the same commands with the current credentials', async (t) => {
+  const locked = await startDevice({
+    platform: 'cisco_ios',
+    hostname: 'REPLAYED',
+    faults: { wrongPassword: true },
+  });
+  t.after(() => locked.stop());
+  const first = await svc([
+    '-o',
+    'json',
+    'run',
+    'show version',
+    '--host',
+    `${locked.host}:${locked.port}`,
+  ]);
+  assert.equal(first.code, 1, first.stderr);
+  const failed = JSON.parse(first.stdout);
+  assert.equal(failed.status, 'failed');
+  assert.equal(failed.error_code, 'AUTH_FAILED');
+  // The device takes the password again: the replay succeeds.
+  await locked.setFaults({});
+  const replay = await svc(['-o', 'json', 'jobs', 'replay', failed.job_id, '--wait']);
+  assert.equal(replay.code, 0, replay.stderr + replay.stdout);
+  const job = JSON.parse(replay.stdout);
+  assert.notEqual(job.job_id, failed.job_id);
+  assert.equal(job.status, 'finished');
+  assert.match(job.results['show version'], /REPLAYED uptime/);
+  // Without --wait it prints the new job's id; an unknown job is exit 4.
+  const ids = await svc(['jobs', 'replay', failed.job_id]);
+  assert.equal(ids.code, 0, ids.stderr);
+  assert.match(ids.stdout.trim(), /^[0-9a-f-]{36}$/);
+  assert.notEqual(ids.stdout.trim(), failed.job_id);
+  const unknown = await svc(['jobs', 'replay', '00000000-0000-4000-8000-000000000000']);
+  assert.equal(unknown.code, 4, unknown.stderr);
+});

@@ -42,6 +42,10 @@ before(async () => {
       SVC_ADMIN_SECRET: ADMIN_SECRET,
       TRANSCRIPT_MAX_BYTES: String(CAP),
       WEBHOOK_ALLOW_HTTP: 'true',
+      // Every job of the `audited` context keeps its transcript; `default` only on request.
+      SVC_CONTEXTS: 'default,audited',
+      WORKER_CONTEXTS: 'default,audited',
+      TRANSCRIPT_CONTEXTS: 'audited',
     },
   });
   await waitHealthy(stack.url);
@@ -138,6 +142,35 @@ test('when another caller asks for a transcript, then it is 403 (even an admin k
   const notKept = await http('GET', `${stack.url}/v2/jobs/${finished}/transcript`, me);
   assert.equal(notKept.status, 404);
   assert.match(notKept.json.message, /no transcript/);
+});
+
+test('when a context is in TRANSCRIPT_CONTEXTS, then its finished jobs keep a transcript without asking; another context does not', async () => {
+  const audited = await submit('/v2/send-command', {
+    context: 'audited',
+    commands: ['show version'],
+  });
+  assert.equal((await waitForJob(stack.url, audited, me)).json.status, 'finished');
+  const t = await http('GET', `${stack.url}/v2/jobs/${audited}/transcript`, me);
+  assert.equal(t.status, 200, t.text);
+  assert.equal(t.json.job_id, audited);
+  assert.ok(
+    t.json.entries.some(
+      (e: { dir: string; data: string }) => e.dir === 'sent' && /show version/.test(e.data),
+    ),
+    t.text,
+  );
+  assert.ok(
+    t.json.entries.some(
+      (e: { dir: string; data: string }) => e.dir === 'received' && /TR1/.test(e.data),
+    ),
+    t.text,
+  );
+  for (const secret of [device.password, device.enable]) {
+    assert.ok(!t.text.includes(secret), `transcript holds ${secret}`);
+  }
+  const plain = await submit('/v2/send-command', { commands: ['show version'] });
+  assert.equal((await waitForJob(stack.url, plain, me)).json.status, 'finished');
+  assert.equal((await http('GET', `${stack.url}/v2/jobs/${plain}/transcript`, me)).status, 404);
 });
 
 test('when a finished job asked for its transcript and passes the cap, then the start and the end are kept within the cap', async () => {

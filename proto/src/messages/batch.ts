@@ -41,6 +41,14 @@ export const BatchRequest = Type.Object(
       description: 'Job kind of every device: command, config or structured.',
     }),
     ...SharedFields,
+    webhook_url: Type.Optional(
+      NullableString(
+        'HTTPS URL notified once when the batch ends (finished or cancelled), with the batch summary; not per job.',
+      ),
+    ),
+    webhook_secret: Type.Optional(
+      NullableString('Secret for the HMAC-SHA256 signature of the batch webhook.'),
+    ),
     devices: Type.Array(BatchDevice, {
       minItems: 1,
       description: 'One job per device, in this order. At most BATCH_MAX_DEVICES.',
@@ -110,7 +118,7 @@ export const Rollout = Type.Object({
 });
 export type Rollout = Static<typeof Rollout>;
 
-/** The batch record in `svc-batches` (key: batch id). Never holds credentials. */
+/** The batch record in `svc-batches` (key: batch id). Never holds credentials in clear. */
 export const BatchRecord = Type.Object(
   {
     batch_id: Type.String(),
@@ -129,6 +137,13 @@ export const BatchRecord = Type.Object(
     released: Type.Integer(),
     /** Why jobs not yet started were cancelled: `cancelled by its submitter` or the ratio rule. */
     stopped_reason: Type.Union([Type.String(), Type.Null()]),
+    /**
+     * The batch's webhook, sealed (`Sealer.seal` of the URL string, as a job's `webhook_url`):
+     * a URL may carry credentials. Absent or null: none.
+     */
+    webhook_url: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    /** The webhook's signing secret, sealed. Absent or null: deliveries are unsigned. */
+    webhook_secret: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   },
   { $id: 'BatchRecord' },
 );

@@ -10,7 +10,9 @@ import {
   encodeJson,
   isTerminal,
   isWrongRevision,
+  openWebhookUrl,
   toJobResult,
+  webhookSender,
   type BatchCreated,
   type BatchJobRef,
   type BatchRecord,
@@ -23,7 +25,10 @@ import {
   type KvMirror,
   type Logger,
   type Rollout,
+  type Sealer,
   type ValidationIssue,
+  type WebhookAttempt,
+  type WebhookSenderOptions,
 } from '@svc/proto';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
@@ -34,6 +39,10 @@ export interface BatchOptions {
   maxDevices: number;
   /** BATCH_SWEEP_INTERVAL, milliseconds. */
   sweepIntervalMs: number;
+  /** Seals the batch's webhook URL and secret in its record. */
+  sealer: Sealer;
+  /** WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_NETWORKS, WEBHOOK_TIMEOUT. */
+  webhook: WebhookSenderOptions;
 }
 
 /** Fields of a device entry that override the shared field of the same name. */
@@ -67,7 +76,15 @@ export class Batches {
     private readonly intake: JobIntake,
     private readonly log: Logger,
     private readonly options: BatchOptions,
-  ) {}
+  ) {
+    this.sendWebhook = webhookSender(options.webhook);
+  }
+
+  private readonly sendWebhook: (
+    target: string,
+    body: string,
+    secret: string | null,
+  ) => Promise<WebhookAttempt>;
 
   private sub: Subscription | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -126,17 +143,26 @@ export class Batches {
         });
       }
     }
-    if (req.webhook_url != null || req.webhook_secret != null) {
-      issues.push({
-        loc: ['body', 'webhook_url'],
-        msg: 'batches do not take webhook_url yet; follow GET /v2/batches/{id}/stream',
-        type: 'value_error',
-      });
+    // The webhook belongs to the batch (one delivery at its end), not to each job.
+    try {
+      this.intake.checkWebhookUrl(req.webhook_url ?? null);
+    } catch (err) {
+      if (!(err instanceof HttpError) || !err.issues) throw err;
+      issues.push(...err.issues);
     }
     if (issues.length > 0) throw HttpError.validation(issues);
 
     // Every device is checked before any is admitted: a bad device queues nothing.
-    const { kind, devices, max_parallel, canary, stop_on_failure_ratio, ...shared } = req;
+    const {
+      kind,
+      devices,
+      max_parallel,
+      canary,
+      stop_on_failure_ratio,
+      webhook_url,
+      webhook_secret,
+      ...shared
+    } = req;
     const prepared: PreparedJob[] = [];
     for (const [i, device] of devices.entries()) {
       const jobBody: Record<string, unknown> = { ...shared, ...device };
@@ -223,6 +249,10 @@ export class Batches {
       rollout,
       released: firstWave,
       stopped_reason: null,
+      // Sealed: a URL may carry credentials (user info, a token in the query).
+      webhook_url: webhook_url ? this.options.sealer.seal(webhook_url) : null,
+      webhook_secret:
+        webhook_url && webhook_secret ? this.options.sealer.seal(webhook_secret) : null,
     };
     await this.kv.create(batchId, encodeJson(record));
     this.schedule(batchId);
@@ -409,9 +439,50 @@ export class Batches {
     );
     if (!done) return;
     const summary = summarize(done, records);
+    // Only the gateway whose compare-and-set ended the batch gets here: one delivery. It is not
+    // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
+    void this.deliverWebhook(done, summary);
     await this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
       msgID: `${batchId}.end`,
     });
+  }
+
+  /**
+   * The batch webhook: its summary (the GET body: counts, no results, no credentials), signed
+   * like a job's. At most once: a gateway that dies between the end transition and this POST
+   * loses it, and no other gateway sends it (the record is already ended).
+   */
+  private async deliverWebhook(record: BatchRecord, summary: BatchSummary): Promise<void> {
+    if (!record.webhook_url) return;
+    const blog = this.log.child({ batch_id: record.batch_id });
+    try {
+      const { sealer } = this.options;
+      const target = openWebhookUrl(sealer, record.webhook_url) ?? '';
+      const secret = record.webhook_secret ? sealer.open<string>(record.webhook_secret) : null;
+      const sent = await this.sendWebhook(target, JSON.stringify(summary), secret);
+      if (sent.outcome === 'delivered') {
+        blog.debug(
+          { target: sent.target, status: sent.status, duration_ms: sent.durationMs },
+          `batch ${record.batch_id} webhook delivered`,
+        );
+        return;
+      }
+      // Origin and reason only; the reason is stripped of the URL's user info and the secret.
+      let reason = sent.reason ?? sent.stage;
+      const url = URL.canParse(target) ? new URL(target) : null;
+      for (const s of [secret, url?.password, url?.username, url?.search.slice(1)]) {
+        if (s) reason = reason.split(s).join('[redacted]');
+      }
+      blog.warn(
+        { target: sent.target ?? null, reason },
+        `batch ${record.batch_id} webhook ${sent.outcome}`,
+      );
+    } catch (err) {
+      blog.warn(
+        { reason: err instanceof Error ? err.name : 'error' },
+        `batch ${record.batch_id} webhook failed`,
+      );
+    }
   }
 
   /** Moves every queued job of the batch to cancelled and drops envelopes not yet released. */

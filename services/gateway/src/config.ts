@@ -148,6 +148,11 @@ export const GatewayConfig = Type.Object({
     default: false,
     description: 'Allow http:// webhook URLs (HTTPS only otherwise).',
   }),
+  WEBHOOK_TIMEOUT: Type.Integer({
+    default: 10,
+    minimum: 1,
+    description: 'Batch webhook timeout, seconds (the gateway sends the webhook of a batch).',
+  }),
 });
 export type GatewayConfig = Static<typeof GatewayConfig>;
 

@@ -253,6 +253,12 @@ export async function startGateway(
   const batches = new Batches(nc, js, stores[Buckets.batches], batchMirror, jobs, intake, log, {
     maxDevices: config.BATCH_MAX_DEVICES,
     sweepIntervalMs: config.BATCH_SWEEP_INTERVAL * 1000,
+    sealer,
+    webhook: {
+      allowHttp: config.WEBHOOK_ALLOW_HTTP,
+      policy: webhookNetworkPolicy(config),
+      timeoutMs: config.WEBHOOK_TIMEOUT * 1000,
+    },
   });
   batches.start();
 

@@ -370,7 +370,7 @@ export class JobIntake {
   }
 
   /** HTTPS only unless WEBHOOK_ALLOW_HTTP; the actor checks again before it sends. */
-  private checkWebhookUrl(url: string | null): void {
+  checkWebhookUrl(url: string | null): void {
     if (url === null) return;
     let parsed: URL | null;
     try {
