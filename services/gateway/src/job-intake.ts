@@ -492,6 +492,10 @@ export class JobIntake {
       }
       throw err;
     }
+    // The queued event goes out on this connection before the envelope: NATS keeps one
+    // connection's messages in order, so no follower sees `started` before `queued`.
+    const held = extras.hold !== undefined;
+    if (!held) void this.jobs.publishEvent(record).catch(() => undefined);
     try {
       if (extras.hold) await extras.hold(envelope);
       else await this.publishEnvelope(envelope, traceparent);
@@ -501,8 +505,8 @@ export class JobIntake {
       throw err;
     }
     const ahead = await aheadRead;
-    // The queued event is for followers; the 202 need not wait for it.
-    void this.jobs.publishEvent(record).catch(() => undefined);
+    // A held job (a batch's later wave) is queued now all the same: its record says so.
+    if (held) void this.jobs.publishEvent(record).catch(() => undefined);
     this.audit.emit(AuditEvent.jobSubmitted, {
       request_id: jobId,
       job_id: jobId,
