@@ -234,8 +234,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     },
     (conn) => {
       clients.add(conn);
-      // Nagle + delayed ACK would add ~40 ms per command (STACK.md §3). The server-side client
-      // object has setNoDelay at runtime; @types/ssh2 only declares it on the Client class.
+      // Nagle + delayed ACK would add ~40 ms per command (small writes wait for the peer's ACK).
+      // The server-side client object has setNoDelay at runtime; @types/ssh2 only declares it on
+      // the Client class.
       (conn as unknown as { setNoDelay(noDelay: boolean): void }).setNoDelay(true);
       let ready = false;
       conn.on('error', () => undefined); // clients vanish mid-handshake in failure tests
