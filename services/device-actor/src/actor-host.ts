@@ -20,6 +20,7 @@ import {
   Consumers,
   ErrorCode,
   JobLifecycle,
+  JobResults,
   JobStore,
   KvMirror,
   MetricsRegistry,
@@ -115,7 +116,8 @@ export async function startActorHost(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(stores[Buckets.jobs], js);
+  const results = await JobResults.open(nc, config.SVC_MAX_RESULT_BYTES);
+  const jobs = new JobStore(stores[Buckets.jobs], js, undefined, undefined, results);
   const registry = deps.metrics ?? new MetricsRegistry();
   const lifecycle = new JobLifecycle(
     jobs,
@@ -149,8 +151,6 @@ export async function startActorHost(
   }
   const sshProfile = sshProfiles(config.SSH_PROFILE);
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
-  // The server's message size limit, less room for the rest of the record.
-  const maxResultBytes = (nc.info?.max_payload ?? 1_048_576) - 32 * 1024;
   const mailboxes = new Map<string, Mailbox<Delivery>>();
   const running = new Map<string, AbortController>();
   const startedAt = new Date().toISOString();
@@ -463,20 +463,14 @@ export async function startActorHost(
       );
       if (!breakerVerdict.clean) await breaker.recordSuccess(deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
-      const results =
+      const parsed =
         spec.kind === 'structured' && deps.parseOutputs
           ? await withSpan('parse output', {}, () =>
               deps.parseOutputs!(started, outcome.results, platform),
             )
           : outcome.results;
-      // A record must fit in one NATS message; say so plainly rather than fail the write.
-      const size = Buffer.byteLength(JSON.stringify(results));
-      if (size > maxResultBytes) {
-        throw new SvcError(
-          ErrorCode.INTERNAL,
-          `results of ${size} bytes exceed the ${maxResultBytes}-byte limit of a job record`,
-        );
-      }
+      // Inline, or in the object store with a pointer (a record is one NATS message).
+      const stored = await results.keep(jobId, parsed);
       await keepTranscript(false);
       const endedAt = new Date().toISOString();
       ended = await jobs.transition(jobId, (current) =>
@@ -486,7 +480,7 @@ export async function startActorHost(
               ...current,
               status: 'finished',
               ended_at: endedAt,
-              results,
+              ...stored,
               command_status: outcome.commandStatus,
               detected_platform: outcome.detectedPlatform,
             },
@@ -517,7 +511,7 @@ export async function startActorHost(
           'started',
           safe,
           failure instanceof CommandsRejected
-            ? await keptResults(failure, started, deps.parseOutputs, maxResultBytes)
+            ? await keptResults(failure, started, deps.parseOutputs, results)
             : {},
         );
         if (ended && isDeviceFailure(safe.code)) {
@@ -671,14 +665,15 @@ function sleep(ms: number): Promise<void> {
 
 /**
  * What a failed show job keeps: every output the device gave (parsed for structured jobs, the
- * rejected commands' texts as the device printed them) and each command's status. Outputs that
- * cannot be kept (too large, a template failure) leave only the statuses.
+ * rejected commands' texts as the device printed them) and each command's status, large ones in
+ * the object store. Outputs that cannot be kept (too large, a template failure) leave only the
+ * statuses.
  */
 async function keptResults(
   failure: CommandsRejected,
   record: JobRecord,
   parseOutputs: ParseOutputs | undefined,
-  maxResultBytes: number,
+  store: JobResults,
 ): Promise<Partial<JobRecord>> {
   const status = failure.commandStatus;
   let results: Record<string, unknown> | null = failure.results;
@@ -695,7 +690,7 @@ async function keptResults(
     ).catch(() => null);
     results = parsed === null ? null : { ...failure.results, ...parsed };
   }
-  if (results !== null && Buffer.byteLength(JSON.stringify(results)) > maxResultBytes)
-    results = null;
-  return { results, command_status: status, detected_platform: failure.detectedPlatform };
+  // Past SVC_MAX_RESULT_BYTES (or with the store unreachable) only the statuses are kept.
+  const kept = await store.keep(record.job_id, results).catch(() => ({ results: null }));
+  return { ...kept, command_status: status, detected_platform: failure.detectedPlatform };
 }
