@@ -187,3 +187,24 @@ test('when results exceed SVC_MAX_RESULT_BYTES, then the job fails RESULT_TOO_LA
   const os = await new Objm(nc).open(ObjectBuckets.results);
   assert.equal(await os.info(jobId), null);
 });
+
+test('when a job with 3 MB of results is streamed after it ended, then the result event carries the whole output', async () => {
+  const chars = 3_000_000;
+  const jobId = await submit('/v2/send-command', [big(chars)]);
+  await waitForJob(stack.url, jobId, auth, WAIT_MS);
+  const basic = Buffer.from(`${auth.basic.username}:${auth.basic.password}`).toString('base64');
+  const res = await fetch(`${stack.url}/v2/send-command/${jobId}/stream`, {
+    headers: { authorization: `Basic ${basic}`, accept: 'text/event-stream' },
+  });
+  assert.equal(res.status, 200);
+  // The stream of an ended job ends after its result event.
+  const body = await res.text();
+  const block = body.split('\n\n').find((b) => /^event: result$/m.test(b));
+  assert.ok(block, body.slice(0, 500));
+  const data = JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as {
+    status: string;
+    results: Record<string, string>;
+  };
+  assert.equal(data.status, 'finished');
+  assert.equal(data.results[big(chars)], expected(chars));
+});
