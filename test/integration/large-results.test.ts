@@ -208,3 +208,16 @@ test('when a job with 3 MB of results is streamed after it ended, then the resul
   assert.equal(data.status, 'finished');
   assert.equal(data.results[big(chars)], expected(chars));
 });
+
+test('when a stored results object is gone (expired), then GET answers the job with results null', async () => {
+  const chars = 1_500_000;
+  const jobId = await submit('/v2/send-command', [big(chars)]);
+  const done = await waitForJob(stack.url, jobId, auth, WAIT_MS);
+  assert.equal(done.json.status, 'finished', done.text.slice(0, 500));
+  const os = await new Objm(nc).open(ObjectBuckets.results);
+  assert.equal((await os.delete(jobId)).success, true);
+  const read = await http('GET', `${stack.url}/v2/jobs/${jobId}`, auth);
+  assert.equal(read.status, 200, read.text.slice(0, 500));
+  assert.equal(read.json.status, 'finished');
+  assert.equal(read.json.results, null);
+});
