@@ -92,6 +92,19 @@ grep -q '^accounts' "$here/nats/leaf-site-a.conf" || bad "deploy/nats/leaf-site-
 actor_block() { awk '/^ACTOR_PERMISSIONS = \{/,/^\}/' "$1"; }
 [ "$(actor_block "$here/nats/permissions.conf")" = "$(actor_block "$here/nats/leaf-site-a.conf")" ] ||
   bad "ACTOR_PERMISSIONS differ between deploy/nats/permissions.conf and leaf-site-a.conf"
+# Stored results (object store svc-results) are written by the actor alone, and the only purge
+# granted anywhere is the actor's of that stream (a replaced or failed object put needs it).
+perm_block() { awk "/^$1_PERMISSIONS = \\{/,/^\\}/" "$here/nats/permissions.conf"; }
+actor_block "$here/nats/permissions.conf" | grep -qF '"$O.svc-results.>"' ||
+  bad "ACTOR_PERMISSIONS do not let the actor write svc-results (\$O.svc-results.>)"
+for user in GATEWAY DISPATCHER REAPER EVENTS; do
+  if perm_block "$user" | grep -qE '"\$O\.|STREAM\.PURGE'; then
+    bad "${user}_PERMISSIONS may write or purge stored results (only the actor may)"
+  fi
+done
+if actor_block "$here/nats/permissions.conf" | grep -oE 'STREAM\.PURGE[^"]*' | grep -vqx 'STREAM\.PURGE\.OBJ_svc-results'; then
+  bad "ACTOR_PERMISSIONS purge a stream other than OBJ_svc-results"
+fi
 if grep -q '^jetstream' "$here/nats/leaf-site-a.conf"; then
   bad "deploy/nats/leaf-site-a.conf must not enable JetStream (the hub serves it)"
 fi

@@ -40,6 +40,8 @@ const REMEDY = {
     'Compare the two offers in the error text; an old device needs ssh.profile "legacy" (or SSH_PROFILE for its context) or explicit ssh.algorithms (see ssh.md).',
   SSH_KEY_INVALID:
     'Give the private key in PEM or OpenSSH format with its passphrase if it is encrypted; the error names the hop.',
+  RESULT_TOO_LARGE:
+    'Ask for less output (narrower show commands, fewer per job), or raise SVC_MAX_RESULT_BYTES on the actor hosts (and size the svc-results bucket, see operations.md).',
   INTERNAL: 'A service fault; retry, and report it if it persists.',
 };
 

@@ -23,6 +23,7 @@ export const ErrorCode = {
   HOST_KEY_UNKNOWN: 'HOST_KEY_UNKNOWN',
   SSH_NEGOTIATION_FAILED: 'SSH_NEGOTIATION_FAILED',
   SSH_KEY_INVALID: 'SSH_KEY_INVALID',
+  RESULT_TOO_LARGE: 'RESULT_TOO_LARGE',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -69,6 +70,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   SSH_KEY_INVALID: {
     retryable: false,
     meaning: 'a private key of the job cannot be read (unsupported format or wrong passphrase)',
+  },
+  RESULT_TOO_LARGE: {
+    retryable: false,
+    meaning:
+      'the results of the job are larger than SVC_MAX_RESULT_BYTES; the error names both sizes',
   },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };

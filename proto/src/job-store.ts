@@ -3,6 +3,7 @@ import type { FailedJob, JobEnvelope, JobEvent, JobRecord, JobStatus } from './m
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { Headers, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
+import type { JobResults } from './job-results.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -36,12 +37,14 @@ export class JobStore {
    * would otherwise stay `started` forever; short for the gateway, which answers 503 instead.
    * @param failed the failed-job registry (`svc-failed`): where `get` finds a failed job whose
    * record has expired from `svc-jobs` while the registry still lists it (JOB_TTL_FAILED).
+   * @param results where results too large for a record live: `withResults` reads them there.
    */
   constructor(
     readonly kv: KV,
     private readonly nc: NatsConnection,
     private readonly transientRetryMs = 60_000,
     private readonly failed?: KV,
+    readonly results?: JobResults,
   ) {}
 
   /** Creates a job's record; returns its revision (carried in the envelope: `record_revision`). */
@@ -61,6 +64,17 @@ export class JobStore {
     if (archived?.operation !== 'PUT') return null;
     const record = decodeJson<FailedJob>(archived.value).record;
     return record ? { record, revision: archived.revision, archived: true } : null;
+  }
+
+  /**
+   * The record as a reader of results sees it: results kept in the object store are put in
+   * place of the record's pointer. Every path that answers results goes through here;
+   * `get` (and `transition`) keep the pointer, so no write ever carries the large results.
+   */
+  async withResults(record: JobRecord): Promise<JobRecord> {
+    if (!record.results_ref) return record;
+    if (!this.results) throw new Error(`job ${record.job_id}: results store not opened`);
+    return this.results.resolve(record);
   }
 
   /**

@@ -17,6 +17,7 @@ export {
   Subjects,
   Consumers,
   Buckets,
+  ObjectBuckets,
   LockKeys,
   Headers,
   subjectToken,
@@ -44,6 +45,7 @@ export {
   JobEnvelope,
   JobRecord,
   CommandStatus,
+  ResultsRef,
   JobResult,
   toJobResult,
   EnqueueResponse,
@@ -94,6 +96,8 @@ export { ensureTopology, DefaultTopology } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';
 export type { StoredRecord } from './job-store.js';
+export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';
+export type { StoredResults } from './job-results.js';
 export { createLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';
 export { loadConfig, ConfigError } from './config-loader.js';

@@ -83,6 +83,15 @@ export const Buckets = {
 } as const;
 export type Bucket = (typeof Buckets)[keyof typeof Buckets];
 
+/**
+ * Object store buckets (stream `OBJ_<bucket>`, subjects `$O.<bucket>.C.>` for chunks and
+ * `$O.<bucket>.M.>` for metadata).
+ */
+export const ObjectBuckets = {
+  /** Job results too large for a record (key: job id); the record's `results_ref` points here. */
+  results: 'svc-results',
+} as const;
+
 /** Keys inside `svc-locks`. */
 export const LockKeys = {
   reaper: 'reaper',

@@ -8,8 +8,9 @@ import {
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Buckets, Streams, Subjects, type Bucket } from './subjects.js';
+import { Buckets, ObjectBuckets, Streams, Subjects, type Bucket } from './subjects.js';
 
 /** Retention settings of the shared NATS state. Durations in seconds. */
 export interface TopologyOptions {
@@ -111,6 +112,12 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.hostKeys]: await make(Buckets.hostKeys),
     [Buckets.transcripts]: await make(Buckets.transcripts, opts.jobTtlSeconds),
   };
+  // Results too large for a record (proto/src/job-results.ts) live as long as records do.
+  await new Objm(jetstream(nc)).create(ObjectBuckets.results, {
+    replicas,
+    ttl: opts.jobTtlSeconds * NS_PER_S,
+    storage: StorageType.File,
+  });
   // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
   const failedStream = `KV_${Buckets.failed}`;
   const info = await jsm.streams.info(failedStream);

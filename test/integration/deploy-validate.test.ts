@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findNatsServer } from '@svc/launcher';
 
@@ -21,5 +24,33 @@ test(
     const output = `${run.stdout}\n${run.stderr}`;
     assert.equal(run.status, 0, `deploy/validate.sh exited ${run.status}:\n${output}`);
     assert.match(run.stdout, /all checks passed/);
+  },
+);
+
+test(
+  'when a user other than the actor may write stored results, then deploy/validate.sh fails naming it',
+  { skip: natsServer ? false : 'nats-server not found on PATH (set NATS_SERVER_BIN)' },
+  (t) => {
+    // A copy of deploy/ next to the repository's node_modules, with the gateway granted svc-results.
+    const dir = mkdtempSync(join(tmpdir(), 'svc-validate-perm-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    cpSync(join(root, 'deploy'), join(dir, 'deploy'), { recursive: true });
+    symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+    const perms = join(dir, 'deploy/nats/permissions.conf');
+    const text = readFileSync(perms, 'utf8');
+    const widened = text.replace(
+      /(GATEWAY_PERMISSIONS = \{\n {2}publish: \{\n {4}allow: \[\n)/,
+      '$1      "$O.svc-results.>"\n',
+    );
+    assert.notEqual(widened, text);
+    writeFileSync(perms, widened);
+    const run = spawnSync('bash', [join(dir, 'deploy/validate.sh')], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: { ...process.env, NATS_SERVER_BIN: natsServer ?? '' },
+      timeout: 120_000,
+    });
+    assert.notEqual(run.status, 0, run.stdout);
+    assert.match(run.stderr, /GATEWAY_PERMISSIONS may write or purge stored results/);
   },
 );

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { Buckets, Streams, Subjects, connectNats } from '@svc/proto';
+import { Buckets, ObjectBuckets, Streams, Subjects, connectNats } from '@svc/proto';
 import { findNatsServer } from '@svc/launcher';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
@@ -126,6 +126,51 @@ test(
     }
     sub.unsubscribe();
     assert.ok(seen.includes(Subjects.jobEvent(jobId, 'finished')), seen.join(', '));
+  },
+);
+
+test(
+  'when a job prints more than one NATS message holds, then the actor user stores it in svc-results and the gateway user reads it back',
+  { skip },
+  async () => {
+    const chars = 1_500_000;
+    const auth = { basic: { username: device.username, password: device.password } };
+    const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: {
+        host: '127.0.0.1',
+        port: device.port,
+        platform: 'cisco_ios',
+        enable: device.enable,
+        commands: [`show tech-support bytes ${chars}`],
+      },
+    });
+    assert.equal(submitted.status, 202, submitted.text);
+    const done = await waitForJob(stack.url, submitted.json.job_id, auth, 180_000);
+    assert.equal(done.json.status, 'finished', done.text.slice(0, 500));
+    const output = done.json.results[`show tech-support bytes ${chars}`] as string;
+    assert.ok(output.length >= chars, `output of ${output.length} characters`);
+    assert.match(output.slice(-200), /GigabitEthernet0\/\d+ is up/);
+  },
+);
+
+/** Results objects: only the actor user may write them or purge their stream. */
+async function refusedResultsWrite(nc: NatsConnection): Promise<void> {
+  await refusedPublish(nc, `$O.${ObjectBuckets.results}.C.intruder`);
+  await refusedPublish(nc, `$O.${ObjectBuckets.results}.M.aW50cnVkZXI=`);
+  const jsm = await jetstreamManager(nc);
+  await assert.rejects(jsm.streams.purge(`OBJ_${ObjectBuckets.results}`), (err: Error) =>
+    /permission|timeout/i.test(err.message),
+  );
+}
+
+test(
+  'when a user other than the actor writes or purges stored results, then NATS refuses it',
+  { skip },
+  async () => {
+    for (const user of ['gateway', 'dispatcher', 'reaper'] as const) {
+      await refusedResultsWrite(await as(user));
+    }
   },
 );
 

@@ -1,7 +1,13 @@
 import ssh2, { type Algorithms, type Connection, type ServerChannel } from 'ssh2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateHostKey, generateRsaHostKey } from './host-key.js';
-import { loadPlatform, textOf, type CatalogEntry, type PlatformData } from './platform-data.js';
+import {
+  loadPlatform,
+  repeatedOutput,
+  textOf,
+  type CatalogEntry,
+  type PlatformData,
+} from './platform-data.js';
 
 /**
  * An SSH network device simulator: an ssh2 `Server` on loopback that behaves like the platform
@@ -654,7 +660,10 @@ class Shell {
       if (groups === null) continue;
       const privileged = e.privileged === true || this.dev.privilegedOnly.has(cmd);
       if (privileged && this.mode === 'user') return undefined;
-      return this.fill(textOf(e.output), groups);
+      const text = this.fill(textOf(e.output), groups);
+      return e.repeatTo === undefined
+        ? text
+        : repeatedOutput(text, Number(this.fill(e.repeatTo, groups)));
     }
     return undefined;
   }

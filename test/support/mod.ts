@@ -14,7 +14,7 @@ export type {
 } from './device-sim.js';
 export { startFleet } from './fleet.js';
 export type { StartFleetOptions, Fleet } from './fleet.js';
-export { loadPlatform, textOf, PLATFORMS_DIR } from './platform-data.js';
+export { loadPlatform, repeatedOutput, textOf, PLATFORMS_DIR } from './platform-data.js';
 export type { PlatformData, CatalogEntry, Text } from './platform-data.js';
 export { generateHostKey, generateRsaHostKey, publicKeyOf } from './host-key.js';
 export { startJumpHost } from './jump-host.js';

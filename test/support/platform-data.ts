@@ -15,6 +15,11 @@ export interface CatalogEntry {
   output: Text;
   /** Only answered in privileged (enable) mode. */
   privileged?: boolean;
+  /**
+   * A large output: `output` is one line, repeated (`{line}` numbers it from 1) until the text
+   * holds at least this many characters; a number or `$1`..`$9` of the regex.
+   */
+  repeatTo?: string;
 }
 
 export interface Confirm {
@@ -96,6 +101,18 @@ export interface PlatformData {
   /** Configuration lines matching this regex are rejected. Default `^bogus\b`. */
   configReject?: string;
   commands: readonly CatalogEntry[];
+}
+
+/** The text of a `repeatTo` entry: whole numbered lines, at least `chars` characters. */
+export function repeatedOutput(line: string, chars: number): string {
+  const lines: string[] = [];
+  let size = -1;
+  for (let n = 1; size < chars; n++) {
+    const next = line.replaceAll('{line}', String(n));
+    lines.push(next);
+    size += next.length + 1;
+  }
+  return lines.join('\n');
 }
 
 export function textOf(t: Text | undefined): string {

@@ -131,6 +131,20 @@ const CommandStatusList = Type.Union([Type.Array(CommandStatus), Type.Null()], {
     'Show jobs: one entry per command that ran, in order (a rejected command has status "error"); null for config jobs and jobs that failed before any command ran.',
 });
 
+/** A job's results kept in an object store bucket: the JSON of the results map. */
+export const ResultsRef = Type.Object(
+  {
+    bucket: Type.String(),
+    name: Type.String(),
+    /** Bytes of the stored JSON. */
+    size: Type.Integer(),
+    /** The object store's digest of it (`SHA-256=<base64url>`). */
+    digest: Type.String(),
+  },
+  { $id: 'ResultsRef', additionalProperties: false },
+);
+export type ResultsRef = Static<typeof ResultsRef>;
+
 /** The job record kept in the `svc-jobs` bucket (key: job id). */
 export const JobRecord = Type.Object(
   {
@@ -143,6 +157,11 @@ export const JobRecord = Type.Object(
     started_at: NullableString,
     ended_at: NullableString,
     results: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    /**
+     * Where results too large for the record are kept (then `results` is null): readers
+     * resolve it through `JobResults`. Absent when the results are inline.
+     */
+    results_ref: Type.Optional(ResultsRef),
     /** Absent in records written before it. */
     command_status: Type.Optional(CommandStatusList),
     error: NullableString,

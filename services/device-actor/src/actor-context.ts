@@ -4,6 +4,7 @@ import type {
   DeviceSecrets,
   JobLifecycle,
   JobRecord,
+  JobResults,
   JobStore,
   Logger,
   Sealer,
@@ -44,8 +45,8 @@ export interface ActorContext {
   readonly transcripts: KV;
   /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
   readonly transcriptWanted: (context: string) => boolean;
-  /** The server's message size limit, less room for the rest of the record. */
-  readonly maxResultBytes: number;
+  /** Keeps results inline in the record, or in the object store when too large for it. */
+  readonly results: JobResults;
   readonly jobsEnded: Counter<'status'>;
   /** Set once the host stops taking work: queued jobs are handed back, not run. */
   readonly draining: () => boolean;

@@ -18,6 +18,7 @@ import {
   Consumers,
   ErrorCode,
   JobLifecycle,
+  JobResults,
   JobStore,
   MetricsRegistry,
   jobFailureCounter,
@@ -83,7 +84,8 @@ export async function startActorHost(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(stores[Buckets.jobs], nc);
+  const results = await JobResults.open(nc, config.SVC_MAX_RESULT_BYTES);
+  const jobs = new JobStore(stores[Buckets.jobs], nc, undefined, undefined, results);
   const registry = deps.metrics ?? new MetricsRegistry();
   const lifecycle = new JobLifecycle(
     jobs,
@@ -116,7 +118,7 @@ export async function startActorHost(
     running,
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
-    maxResultBytes: (nc.info?.max_payload ?? 1_048_576) - 32 * 1024,
+    results,
     jobsEnded: new Counter({
       name: 'svc_actor_jobs_total',
       help: 'Jobs this actor host ran to a terminal status, by status.',

@@ -83,6 +83,12 @@ export const DeviceActorConfig = Type.Object({
     description:
       'Largest transcript kept per job, characters; past it the start and the end are kept. At most 262144 (a transcript is one NATS message).',
   }),
+  SVC_MAX_RESULT_BYTES: Type.Integer({
+    default: 67108864,
+    minimum: 1024,
+    description:
+      'Largest results a job keeps, bytes of JSON (default 64 MiB); past it the job fails RESULT_TOO_LARGE. Results larger than one NATS message go to the svc-results object store.',
+  }),
   WEBHOOK_TIMEOUT: Type.Integer({
     default: 10,
     minimum: 1,

@@ -14,6 +14,7 @@ import {
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
+  type JobResults,
   type Logger,
   type StoredRecord,
 } from '@svc/proto';
@@ -240,20 +241,14 @@ export class DeviceActor {
       );
       await ctx.admission.succeeded(admitted, deviceKey);
       const platform = outcome.detectedPlatform ?? spec.platform;
-      const results =
+      const parsed =
         spec.kind === 'structured' && ctx.parseOutputs
           ? await withSpan('parse output', {}, () =>
               ctx.parseOutputs!(started, outcome.results, platform),
             )
           : outcome.results;
-      // A record must fit in one NATS message; say so plainly rather than fail the write.
-      const size = Buffer.byteLength(JSON.stringify(results));
-      if (size > ctx.maxResultBytes) {
-        throw new SvcError(
-          ErrorCode.INTERNAL,
-          `results of ${size} bytes exceed the ${ctx.maxResultBytes}-byte limit of a job record`,
-        );
-      }
+      // Inline, or in the object store with a pointer (a record is one NATS message).
+      const stored = await ctx.results.keep(jobId, parsed);
       await keepTranscript(false);
       const endedAt = new Date().toISOString();
       // Written on the revision this actor started it with: no read unless a cancel came between.
@@ -266,7 +261,7 @@ export class DeviceActor {
                 ...current,
                 status: 'finished',
                 ended_at: endedAt,
-                results,
+                ...stored,
                 command_status: outcome.commandStatus,
                 detected_platform: outcome.detectedPlatform,
               },
@@ -292,7 +287,7 @@ export class DeviceActor {
         'started',
         safe,
         failure instanceof CommandsRejected
-          ? await keptResults(failure, started, ctx.parseOutputs, ctx.maxResultBytes)
+          ? await keptResults(failure, started, ctx.parseOutputs, ctx.results)
           : {},
       );
       if (ended && isDeviceFailure(safe.code)) {
@@ -339,14 +334,15 @@ function auditFields(record: JobRecord, status: string, durationMs: number) {
 
 /**
  * What a failed show job keeps: every output the device gave (parsed for structured jobs, the
- * rejected commands' texts as the device printed them) and each command's status. Outputs that
- * cannot be kept (too large, a template failure) leave only the statuses.
+ * rejected commands' texts as the device printed them) and each command's status, large ones in
+ * the object store. Outputs that cannot be kept (too large, a template failure) leave only the
+ * statuses.
  */
 async function keptResults(
   failure: CommandsRejected,
   record: JobRecord,
   parseOutputs: ParseOutputs | undefined,
-  maxResultBytes: number,
+  store: JobResults,
 ): Promise<Partial<JobRecord>> {
   const status = failure.commandStatus;
   let results: Record<string, unknown> | null = failure.results;
@@ -363,7 +359,7 @@ async function keptResults(
     ).catch(() => null);
     results = parsed === null ? null : { ...failure.results, ...parsed };
   }
-  if (results !== null && Buffer.byteLength(JSON.stringify(results)) > maxResultBytes)
-    results = null;
-  return { results, command_status: status, detected_platform: failure.detectedPlatform };
+  // Past SVC_MAX_RESULT_BYTES (or with the store unreachable) only the statuses are kept.
+  const kept = await store.keep(record.job_id, results).catch(() => ({ results: null }));
+  return { ...kept, command_status: status, detected_platform: failure.detectedPlatform };
 }

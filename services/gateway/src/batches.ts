@@ -288,7 +288,7 @@ export class Batches {
   }> {
     const record = await this.read(caller, batchId);
     const refs = record.jobs.slice((page - 1) * perPage, page * perPage);
-    const records = await this.jobRecords(refs);
+    const records = await this.jobRecords(refs, true);
     return {
       batch_id: batchId,
       page,
@@ -538,13 +538,20 @@ export class Batches {
     throw new Error(`batch record ${batchId} kept changing`);
   }
 
-  private async jobRecords(refs: BatchJobRef[]): Promise<Map<string, JobRecord>> {
+  /** The jobs' records; `withResults`: with results kept in the object store in place. */
+  private async jobRecords(
+    refs: BatchJobRef[],
+    withResults = false,
+  ): Promise<Map<string, JobRecord>> {
     const out = new Map<string, JobRecord>();
+    const read = async (jobId: string) => {
+      const stored = await this.jobs.get(jobId);
+      if (!stored) return null;
+      return withResults ? this.jobs.withResults(stored.record) : stored.record;
+    };
     for (let i = 0; i < refs.length; i += READ_CHUNK) {
-      const got = await Promise.all(
-        refs.slice(i, i + READ_CHUNK).map((r) => this.jobs.get(r.job_id)),
-      );
-      for (const g of got) if (g) out.set(g.record.job_id, g.record);
+      const got = await Promise.all(refs.slice(i, i + READ_CHUNK).map((r) => read(r.job_id)));
+      for (const g of got) if (g) out.set(g.job_id, g);
     }
     return out;
   }

@@ -8,6 +8,7 @@ import {
   createMetricsRegistry,
   jobFailureCounter,
   type MetricsRegistry,
+  JobResults,
   JobStore,
   KvMirror,
   LockoutLedger,
@@ -160,7 +161,13 @@ export async function startGateway(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(stores[Buckets.jobs], nc, 2000, stores[Buckets.failed]);
+  const jobs = new JobStore(
+    stores[Buckets.jobs],
+    nc,
+    2000,
+    stores[Buckets.failed],
+    await JobResults.open(nc),
+  );
   // Hosts come from the cluster status below (called only once requests are served).
   const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers());
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);

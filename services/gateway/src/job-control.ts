@@ -29,6 +29,11 @@ export class JobControl {
     return stored.record;
   }
 
+  /** `read`, with the results in place (also those kept in the object store). */
+  async readWithResults(caller: Caller, jobId: string): Promise<JobRecord> {
+    return this.jobs.withResults(await this.read(caller, jobId));
+  }
+
   /**
    * Cancels a queued or started job: the record becomes `cancelled` at once (so an actor that
    * has not started it never will), and a running session is told to abort, best effort.

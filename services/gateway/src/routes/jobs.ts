@@ -122,7 +122,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
 
   const getJob = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
     const caller = await authenticate(req);
-    const record = await control.read(caller, req.params.job_id);
+    const record = await control.readWithResults(caller, req.params.job_id);
     return reply.code(200).send(toJobResult(record));
   }, onStoreError);
   const readSchema = (operationId: string, summary: string) => ({

@@ -97,7 +97,8 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
       sendStatus(status);
       if (!isTerminal(status)) return;
       // Results are not in events (they can be large): read the record once, at the end.
-      const final = (await ctx.jobs.get(jobId).catch(() => null))?.record ?? null;
+      const stored = (await ctx.jobs.get(jobId).catch(() => null))?.record ?? null;
+      const final = stored && (await ctx.jobs.withResults(stored).catch(() => stored));
       sse.send(
         'result',
         {

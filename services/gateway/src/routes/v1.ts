@@ -120,7 +120,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
 
   const getJob = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
     const caller = await ctx.authenticate(req);
-    const record = await ctx.control.read(caller, req.params.job_id);
+    const record = await ctx.control.readWithResults(caller, req.params.job_id);
     return reply.code(200).send(toJobResult(record));
   }, ctx.onStoreError);
   app.get<JobParams>(
