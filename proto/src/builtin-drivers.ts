@@ -56,6 +56,31 @@ const VRP_PROMPT = {
 /** `[edit]`, `[edit interfaces ge-0/0/1]` above a configuration prompt. */
 const EDIT_BANNER = '^\\[edit(?: [^\\]]*)?\\]$';
 
+/** `(UBNT EdgeSwitch) >`, `(Routing) #`, `(aruba-mc) (config) #`: the name in parentheses. */
+const PAREN_PROMPT = {
+  login: '[>#]\\s*$',
+  base: '^(\\([^)]*\\))',
+  any: '^{base} ?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
+};
+const PAREN_CONFIG_PROMPT = '\\) ?\\([^)]*\\) ?#\\s*$';
+
+/** FASTPATH-based switches (EdgeSwitch, Broadcom ICOS) ask before `write memory`. */
+const FASTPATH_SAVE_CONFIRMATIONS = [
+  { pattern: '(?i)Are you sure you want to save\\?.*\\(y/n\\)\\s*$', answer: 'y\n' },
+];
+
+/** Brocade/Ruckus IronWare: `Invalid input -> foo` then `Type ? for a list`. */
+const IRONWARE_ERRORS = [
+  '^Invalid input ->',
+  '(?i)^Incomplete command',
+  '(?i)^Ambiguous input ->',
+  '^Error[ -]',
+  '(?i)^Unrecognized command',
+];
+
+/** The Marvell-based CLIs (Eltex MES, Cisco Sx300) page with this line. */
+const MARVELL_PAGER = { pattern: '(?i)^More: <space>,\\s+Quit: q', answer: ' ' };
+
 const ios: DriverDescription = {
   platform: 'cisco_ios',
   name: 'Cisco IOS',
@@ -410,26 +435,12 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     platform: 'ubiquiti_edgeswitch',
     name: 'Ubiquiti EdgeSwitch',
     // `(UBNT EdgeSwitch) >`, `(UBNT EdgeSwitch) #`, `(UBNT EdgeSwitch) (Config)#`.
-    prompt: {
-      login: '[>#]\\s*$',
-      base: '^(\\([^)]*\\))',
-      any: '^{base} ?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
-    },
+    prompt: PAREN_PROMPT,
     enable: CISCO_ENABLE,
     pagingOff: ['terminal length 0'],
-    config: {
-      enter: 'configure',
-      exit: ['end'],
-      abort: ['end'],
-      prompt: '\\) ?\\([^)]*\\) ?#\\s*$',
-    },
+    config: { enter: 'configure', exit: ['end'], abort: ['end'], prompt: PAREN_CONFIG_PROMPT },
     commit: null,
-    save: {
-      command: 'write memory',
-      confirmations: [
-        { pattern: '(?i)Are you sure you want to save\\?.*\\(y/n\\)\\s*$', answer: 'y\n' },
-      ],
-    },
+    save: { command: 'write memory', confirmations: FASTPATH_SAVE_CONFIRMATIONS },
     errors: [
       '(?i)^%\\s*Invalid input',
       '(?i)^Command not found',
@@ -519,5 +530,193 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
       '(?i)^no such item',
     ],
     fingerprint: { probe: '/system resource print', pattern: 'platform: MikroTik' },
+  },
+  broadcom_icos: {
+    platform: 'broadcom_icos',
+    name: 'Broadcom ICOS (FASTPATH)',
+    // `(Routing) >`, `(Routing) #`, `(Routing) (Config)#`, `(Routing) (Interface 0/1)#`.
+    prompt: PAREN_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    // `configure` enters, `exit` leaves each level (the trusted driver exits with `exit`).
+    config: { enter: 'configure', exit: ['exit'], abort: ['exit'], prompt: PAREN_CONFIG_PROMPT },
+    commit: null,
+    save: { command: 'write memory', confirmations: FASTPATH_SAVE_CONFIRMATIONS },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' }],
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'System Description\\.+ .*(?:Broadcom|ICOS|FASTPATH)',
+    },
+  },
+  brocade_netiron: {
+    platform: 'brocade_netiron',
+    name: 'Brocade (Extreme) NetIron',
+    // `SSH@MLX-8>`, `SSH@MLX-8#`, `SSH@MLX-8(config-if-e10000-1/1)#`.
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'NetIron|IronWare : Version' },
+  },
+  brocade_fastiron: {
+    platform: 'brocade_fastiron',
+    name: 'Brocade FastIron (ICX, FCX)',
+    prompt: CISCO_PROMPT,
+    // With RADIUS the enable asks `User Name:` first.
+    enable: { ...CISCO_ENABLE, usernamePrompt: '(?i)(?:User Name|Login):\\s*$' },
+    // Only allowed in privileged mode, which the session enters first.
+    pagingOff: ['skip-page-display'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    // Brocade-era images: Ruckus images say Ruckus (ruckus_fastiron).
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'Brocade Communications Systems[\\s\\S]*HW: (?:Stackable )?(?:ICX|FCX|FastIron)',
+    },
+  },
+  ruckus_fastiron: {
+    platform: 'ruckus_fastiron',
+    name: 'Ruckus FastIron (ICX)',
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, usernamePrompt: '(?i)(?:User Name|Login):\\s*$' },
+    pagingOff: ['skip-page-display'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'Ruckus (?:Networks|Wireless)[\\s\\S]*HW: (?:Stackable )?ICX',
+    },
+  },
+  eltex: {
+    platform: 'eltex',
+    name: 'Eltex MES',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal datadump'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: {
+      command: 'copy running-config startup-config',
+      confirmations: [{ pattern: '(?i)Overwrite file .*\\(Y/N\\)\\[N\\] \\?\\s*$', answer: 'Y\n' }],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    // `show version` names no vendor; the system OID is Eltex's enterprise number (35265).
+    fingerprint: {
+      probe: 'show system',
+      pattern: 'System Object ID:\\s+1\\.3\\.6\\.1\\.4\\.1\\.35265\\.',
+    },
+  },
+  dlink_ds: {
+    platform: 'dlink_ds',
+    name: 'D-Link DES/DGS',
+    // `DGS-3120-24TC:admin#` (the second part is the access level).
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['disable clipaging'],
+    // No configuration mode: `config ...` lines run at the prompt and apply at once.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save' },
+    errors: [
+      '^Available commands:',
+      '(?i)^Next possible completions:',
+      '^Fail!',
+      '(?i)^ERROR:',
+      '(?i)^Invalid (?:command|parameter)',
+    ],
+    pagers: [{ pattern: '^CTRL\\+C ESC q Quit SPACE n Next Page', answer: ' ' }],
+    fingerprint: { probe: 'show switch', pattern: 'Device Type\\s+:\\s+D[EGX]S-\\d' },
+  },
+  allied_telesis_awplus: {
+    platform: 'allied_telesis_awplus',
+    name: 'Allied Telesis AlliedWare Plus',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: {
+      ...CISCO_CONFIG,
+      exitConfirmations: [{ pattern: '(?i)Exit with uncommitted changes\\?.*$', answer: 'yes\n' }],
+    },
+    commit: null,
+    save: { command: 'copy running-config startup-config' },
+    errors: CISCO_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'AlliedWare Plus' },
+  },
+  avaya_vsp: {
+    platform: 'avaya_vsp',
+    name: 'Extreme (Avaya) VSP / VOSS',
+    // `VSP-8284XSQ:1>`, `VSP-8284XSQ:1#`, `VSP-8284XSQ:1(config)#`.
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal more disable'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'save config' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show sys-info', pattern: 'SysDescr\\s+:\\s+VSP' },
+  },
+  aruba_os: {
+    platform: 'aruba_os',
+    name: 'ArubaOS (Mobility Controller)',
+    // `(aruba-mc) >`, `(aruba-mc) #`, `(aruba-mc) (config) #`.
+    prompt: PAREN_PROMPT,
+    enable: CISCO_ENABLE,
+    // `no paging` is a privileged command: sent after enable.
+    pagingOff: ['no paging'],
+    config: { ...CISCO_CONFIG, prompt: PAREN_CONFIG_PROMPT },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^--More-- \\(q\\) quit', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'ArubaOS \\(MODEL:' },
+  },
+  ipinfusion_ocnos: {
+    platform: 'ipinfusion_ocnos',
+    name: 'IP Infusion OcNOS',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    // Logging on the terminal would mix into outputs.
+    pagingOff: ['terminal length 0', 'terminal no monitor'],
+    config: {
+      ...CISCO_CONFIG,
+      // Changes are a transaction: `end` is refused until it is committed or aborted.
+      abort: ['abort transaction', 'end'],
+    },
+    commit: { command: 'commit', required: true },
+    save: { command: 'write' },
+    errors: [...CISCO_ERRORS, '(?i)^%\\s*Failed to commit', '(?i)^%\\s*Parameter not configured'],
+    fingerprint: { probe: 'show version', pattern: 'OcNOS|IP Infusion' },
+  },
+  ericsson_ipos: {
+    platform: 'ericsson_ipos',
+    name: 'Ericsson IPOS',
+    // `[local]R1>`, `[local]R1#`, `[local]R1(config-ctx)#`.
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, command: 'enable 15' },
+    pagingOff: ['terminal length 0', 'terminal width 512'],
+    config: {
+      enter: 'configure',
+      // `end` commits what is pending and leaves; `abort` discards it and leaves.
+      exit: ['end'],
+      abort: ['abort'],
+      prompt: '\\(config[^)]*\\)#\\s*$',
+    },
+    commit: { command: 'commit' },
+    save: {
+      command: 'save config',
+      confirmations: [{ pattern: '(?i)\\(y/n\\)\\s*\\??\\s*$', answer: 'yes\n' }],
+    },
+    errors: [...CISCO_ERRORS, '(?i)^%\\s*Invalid input'],
+    fingerprint: { probe: 'show version', pattern: 'Ericsson IPOS|IPOS-\\d' },
   },
 };

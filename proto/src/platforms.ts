@@ -23,6 +23,17 @@ export const PLATFORMS = [
   'extreme_exos',
   'vyos',
   'mikrotik_routeros',
+  'broadcom_icos',
+  'brocade_netiron',
+  'brocade_fastiron',
+  'ruckus_fastiron',
+  'eltex',
+  'dlink_ds',
+  'allied_telesis_awplus',
+  'avaya_vsp',
+  'aruba_os',
+  'ipinfusion_ocnos',
+  'ericsson_ipos',
 ] as const;
 export type Platform = (typeof PLATFORMS)[number];
 

@@ -119,6 +119,17 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     extreme_exos: "%% Invalid input detected at '^' marker.",
     vyos: '  Invalid command: [foo]',
     mikrotik_routeros: 'bad command name foo (line 1 column 1)',
+    broadcom_icos: "% Invalid input detected at '^' marker.",
+    brocade_netiron: 'Invalid input -> foo',
+    brocade_fastiron: 'Invalid input -> foo',
+    ruckus_fastiron: 'Error - Incorrect username or password.',
+    eltex: '% Unrecognized command',
+    dlink_ds: 'Available commands:',
+    allied_telesis_awplus: "% Invalid input detected at '^' marker.",
+    avaya_vsp: "% Invalid input detected at '^' marker.",
+    aruba_os: '% Incomplete command.',
+    ipinfusion_ocnos: '% Failed to commit .. As error(s) encountered during commit operation...',
+    ericsson_ipos: "% Invalid input at '^' marker.",
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';
