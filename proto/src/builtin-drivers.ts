@@ -97,6 +97,40 @@ const ios: DriverDescription = {
   },
 };
 
+const VYOS: DriverDescription = {
+  platform: 'vyos',
+  name: 'VyOS',
+  // `vyos@vyos:~$` operational, `vyos@vyos#` in configuration mode (`[edit]` above it).
+  prompt: {
+    login: '[$#]\\s*$',
+    base: '^([^:#$]*?)(?::.*)?[$#]$',
+    any: '^{base}(?::[^\\n]*)?[$#]\\s*$',
+  },
+  enable: null,
+  pagingOff: ['set terminal length 0', 'set terminal width 512'],
+  config: {
+    enter: 'configure',
+    exit: ['exit'],
+    abort: ['exit discard'],
+    prompt: '#\\s*$',
+  },
+  // `exit` with a modified candidate refuses: config jobs must commit.
+  commit: { command: 'commit', required: true },
+  // `save` persists the committed configuration and runs in configuration mode.
+  save: { command: 'save', inConfig: true },
+  errors: [
+    '(?i)^\\s*Invalid command:',
+    '(?i)^\\s*Configuration path: .* is not valid',
+    '(?i)^\\s*Set failed',
+    '(?i)^\\s*Commit failed',
+    '(?i)^\\s*Invalid value',
+  ],
+  // `less` shows `:` at the bottom of each page.
+  pagers: [{ pattern: '^:$', answer: ' ' }],
+  configNoise: [EDIT_BANNER],
+  fingerprint: { probe: 'show version', pattern: 'Version:\\s+VyOS' },
+};
+
 export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
   cisco_ios: ios,
   cisco_xe: {
@@ -473,39 +507,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     pagers: [{ pattern: '(?i)^Press <SPACE> to continue or <Q> to quit:\\s*$', answer: ' ' }],
     fingerprint: { probe: 'show version', pattern: 'ExtremeXOS|EXOS version' },
   },
-  vyos: {
-    platform: 'vyos',
-    name: 'VyOS',
-    // `vyos@vyos:~$` operational, `vyos@vyos#` in configuration mode (`[edit]` above it).
-    prompt: {
-      login: '[$#]\\s*$',
-      base: '^([^:#$]*?)(?::.*)?[$#]$',
-      any: '^{base}(?::[^\\n]*)?[$#]\\s*$',
-    },
-    enable: null,
-    pagingOff: ['set terminal length 0', 'set terminal width 512'],
-    config: {
-      enter: 'configure',
-      exit: ['exit'],
-      abort: ['exit discard'],
-      prompt: '#\\s*$',
-    },
-    // `exit` with a modified candidate refuses: config jobs must commit.
-    commit: { command: 'commit', required: true },
-    // `save` persists the committed configuration and runs in configuration mode.
-    save: { command: 'save', inConfig: true },
-    errors: [
-      '(?i)^\\s*Invalid command:',
-      '(?i)^\\s*Configuration path: .* is not valid',
-      '(?i)^\\s*Set failed',
-      '(?i)^\\s*Commit failed',
-      '(?i)^\\s*Invalid value',
-    ],
-    // `less` shows `:` at the bottom of each page.
-    pagers: [{ pattern: '^:$', answer: ' ' }],
-    configNoise: [EDIT_BANNER],
-    fingerprint: { probe: 'show version', pattern: 'Version:\\s+VyOS' },
-  },
+  vyos: VYOS,
   mikrotik_routeros: {
     platform: 'mikrotik_routeros',
     name: 'MikroTik RouterOS',
@@ -718,5 +720,143 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     },
     errors: [...CISCO_ERRORS, '(?i)^%\\s*Invalid input'],
     fingerprint: { probe: 'show version', pattern: 'Ericsson IPOS|IPOS-\\d' },
+  },
+  alcatel_aos: {
+    platform: 'alcatel_aos',
+    name: 'Alcatel-Lucent Enterprise OmniSwitch AOS',
+    // `->` by default, `OS6860->` when a prompt is set.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: [],
+    // No configuration mode: every command applies at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: ['^ERROR:', '(?i)^Error:'],
+    fingerprint: { probe: 'show system', pattern: 'Alcatel-Lucent(?: Enterprise)? OS\\d' },
+  },
+  zyxel_os: {
+    platform: 'zyxel_os',
+    name: 'Zyxel ZyNOS switches',
+    prompt: CISCO_PROMPT,
+    enable: null,
+    // ZyNOS has no paging command; the trusted driver sends none.
+    pagingOff: [],
+    // The trusted driver sends configuration lines at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: [...CISCO_ERRORS, '(?i)^%?\\s*Invalid command'],
+    fingerprint: { probe: 'show system-information', pattern: 'ZyNOS F/W Version' },
+  },
+  juniper_screenos: {
+    platform: 'juniper_screenos',
+    name: 'Juniper ScreenOS',
+    // `ssg5-serial->`.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['set console page 0'],
+    // `set`/`unset` lines apply at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save config' },
+    // `           ^-------unknown keyword foo`
+    errors: ['\\^-+(?:unknown keyword|command not completed|invalid)', '(?i)^\\s*Error:'],
+    fingerprint: {
+      probe: 'get system',
+      pattern: 'Software Version: [\\d.]+r[\\d.]+, Type: Firewall',
+    },
+  },
+  checkpoint_gaia: {
+    platform: 'checkpoint_gaia',
+    name: 'Check Point Gaia (clish)',
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['set clienv rows 0'],
+    // clish applies `set`/`add`/`delete` at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    // Persists the running clish configuration.
+    save: { command: 'save config' },
+    errors: ['^CLINFR\\d+\\s', '(?i)^Invalid command'],
+    fingerprint: { probe: 'show version all', pattern: 'Check Point Gaia' },
+  },
+  ciena_saos: {
+    platform: 'ciena_saos',
+    name: 'Ciena SAOS 6',
+    prompt: {
+      login: '[>#$]\\s*$',
+      base: '^(.*?)\\*?[>#$]$',
+      // `*` appears before the terminator while there are unsaved changes.
+      any: '^{base}\\*?[>#$]\\s*$',
+    },
+    enable: null,
+    pagingOff: ['system shell session set more off'],
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'configuration save' },
+    errors: ['^SHELL (?:PARSER|COMMAND) FAILURE', '(?i)^\\s*ERROR:'],
+    fingerprint: { probe: 'software show', pattern: 'Running Package\\s+:\\s+saos-' },
+  },
+  yamaha: {
+    platform: 'yamaha',
+    name: 'Yamaha RTX',
+    // `>` and `#` alone (no host name unless one is configured).
+    prompt: CISCO_PROMPT,
+    // The administrator level is where configuration and `save` are allowed.
+    enable: {
+      command: 'administrator',
+      enabledPrompt: '#\\s*$',
+      passwordPrompt: '(?i)Password:\\s*$',
+    },
+    pagingOff: ['console lines infinity'],
+    // Configuration commands apply at the administrator prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save' },
+    errors: ['(?i)^Error:', '(?i)^エラー'],
+    fingerprint: { probe: 'show environment', pattern: 'RTX\\d+ Rev\\.\\d|Yamaha Corporation' },
+  },
+  ubiquiti_edgerouter: {
+    ...VYOS,
+    platform: 'ubiquiti_edgerouter',
+    name: 'Ubiquiti EdgeOS (EdgeRouter)',
+    pagingOff: ['terminal length 0', 'terminal width 512'],
+    fingerprint: { probe: 'show version', pattern: 'HW model:\\s+EdgeRouter' },
+  },
+  cisco_ftd: {
+    platform: 'cisco_ftd',
+    name: 'Cisco Firepower Threat Defense',
+    // The FTD CLI prompt is `>` alone.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    // No paging command: the reader answers `<--- More --->`.
+    pagingOff: [],
+    // No configuration mode over SSH: `configure ...` commands run at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: 'none',
+    errors: CISCO_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'Cisco Firepower Threat Defense' },
+  },
+  alcatel_sros: {
+    platform: 'alcatel_sros',
+    name: 'Nokia SR OS (classic CLI)',
+    // `A:R1#`, `*A:R1#` (unsaved changes), `A:R1>config>port#`.
+    prompt: {
+      login: '#\\s*$',
+      base: '^\\*?(.*?)(?:>[^#]*)?#$',
+      any: '^\\*?{base}(?:>[^#\\n]*)?#\\s*$',
+    },
+    enable: null,
+    pagingOff: ['environment no more'],
+    // Classic CLI applies each line at once; `configure ...` moves into a context, `exit all`
+    // returns to the root.
+    config: { enter: null, exit: ['exit all'], abort: ['exit all'], prompt: '>config[^#]*#\\s*$' },
+    commit: null,
+    save: { command: '/admin save' },
+    errors: ['^Error: ', '^(?:MINOR|MAJOR|CRITICAL): '],
+    pagers: [{ pattern: '(?i)^Press any key to continue \\(Q to quit\\)\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'TiMOS-[A-Z]-\\d' },
   },
 };

@@ -34,6 +34,15 @@ export const PLATFORMS = [
   'aruba_os',
   'ipinfusion_ocnos',
   'ericsson_ipos',
+  'alcatel_aos',
+  'zyxel_os',
+  'juniper_screenos',
+  'checkpoint_gaia',
+  'ciena_saos',
+  'yamaha',
+  'ubiquiti_edgerouter',
+  'cisco_ftd',
+  'alcatel_sros',
 ] as const;
 export type Platform = (typeof PLATFORMS)[number];
 

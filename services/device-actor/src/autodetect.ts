@@ -13,6 +13,8 @@ import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 export const FINGERPRINTS: readonly { platform: string; pattern: RegExp }[] = [
   { platform: 'cisco_xr', pattern: /Cisco IOS XR Software|IOS-XR/ },
   { platform: 'cisco_nxos', pattern: /Cisco Nexus Operating System|NX-OS/ },
+  // FTD's `show version` also prints the ASA engine's version line.
+  { platform: 'cisco_ftd', pattern: /Cisco Firepower Threat Defense/ },
   { platform: 'cisco_asa', pattern: /Cisco Adaptive Security Appliance/ },
   { platform: 'cisco_xe', pattern: /Cisco IOS[ -]XE Software|IOS-XE/ },
   { platform: 'cisco_ios', pattern: /Cisco IOS Software|Cisco Internetwork Operating System/ },
@@ -53,6 +55,12 @@ export function probesFor(prompt: string): readonly string[] {
   if (/^<[^>]+>$/.test(p)) return ['display version'];
   if (/ [#$]$/.test(p)) return ['get system status', 'show version', 'uname -a'];
   if (/^[\w.-]+@[\w.()-]+>$/.test(p)) return ['show version', 'show system info'];
+  // OmniSwitch AOS and ScreenOS end in `->`; their `show version` answers an `ERROR:` that
+  // looks like a user-exec refusal, and they have no enable to try.
+  if (/->$/.test(p)) return ['show system', 'get system'];
+  // `user@host:~$` is also EdgeOS and VyOS, whose shell answers `uname -a` like any Linux:
+  // their own `show version` first.
+  if (/^[\w.-]+@[\w.-]+:[^\s]*\$$/.test(p)) return ['show version', 'uname -a'];
   if (/\$$/.test(p)) return ['uname -a', 'show version'];
   // A prompt of no known shape: every probe, then those of the other descriptions.
   const all = [

@@ -130,6 +130,15 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     aruba_os: '% Incomplete command.',
     ipinfusion_ocnos: '% Failed to commit .. As error(s) encountered during commit operation...',
     ericsson_ipos: "% Invalid input at '^' marker.",
+    alcatel_aos: 'ERROR: Invalid entry: "foo"',
+    zyxel_os: '% Invalid command: "foo"',
+    juniper_screenos: '                  ^-------unknown keyword foo',
+    checkpoint_gaia: "CLINFR0329  Invalid command:'foo'.",
+    ciena_saos: "SHELL PARSER FAILURE: 'foo' - invalid input",
+    yamaha: 'Error: Command not found',
+    ubiquiti_edgerouter: '  Invalid command: [foo]',
+    cisco_ftd: "ERROR: % Invalid input detected at '^' marker.",
+    alcatel_sros: 'Error: Bad command.',
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';
@@ -179,6 +188,16 @@ test('when version texts are fingerprinted, then the most specific platform wins
   assert.deepEqual(probesFor('<R1>'), ['display version']);
   assert.equal(probesFor('R1 # ')[0], 'get system status');
   assert.equal(probesFor('R1$')[0], 'uname -a');
+  // FTD prints the ASA engine's line too; EdgeOS/VyOS shells answer `uname -a` like Linux; AOS
+  // and ScreenOS answer `show version` with an `ERROR:` that looks like a user-exec refusal.
+  assert.equal(
+    matchFingerprint(
+      'Model : Cisco Firepower Threat Defense for VMware (75) Version 7.0.1\nCisco Adaptive Security Appliance Software Version 9.16(2)',
+    ),
+    'cisco_ftd',
+  );
+  assert.equal(probesFor('ubnt@ubnt:~$')[0], 'show version');
+  assert.deepEqual(probesFor('OS6860->'), ['show system', 'get system']);
 });
 
 test('when secrets appear in a text, then they are redacted', () => {
