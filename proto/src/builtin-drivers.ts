@@ -859,4 +859,94 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     pagers: [{ pattern: '(?i)^Press any key to continue \\(Q to quit\\)\\s*$', answer: ' ' }],
     fingerprint: { probe: 'show version', pattern: 'TiMOS-[A-Z]-\\d' },
   },
+  cisco_s300: {
+    platform: 'cisco_s300',
+    name: 'Cisco Small Business Sx300',
+    prompt: CISCO_PROMPT,
+    // Without `ip ssh password-auth` the switch asks for the user again inside the shell.
+    loginConfirmations: [
+      { pattern: '^User Name:\\s*$', answer: '{username}\n' },
+      { pattern: '^Password:\\s*$', answer: '{password}\n' },
+    ],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal width 511', 'terminal datadump'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: {
+      command: 'write memory',
+      confirmations: [{ pattern: '(?i)Overwrite file .*\\(Y/N\\)\\[N\\] \\?\\s*$', answer: 'Y\n' }],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    fingerprint: { probe: 'show system', pattern: 'System Description:\\s+S[GFX]\\d{3}' },
+  },
+  dell_powerconnect: {
+    platform: 'dell_powerconnect',
+    name: 'Dell PowerConnect',
+    prompt: CISCO_PROMPT,
+    // The SSH server lets anyone in and asks for the user inside the shell.
+    loginConfirmations: [
+      { pattern: '^User Name:\\s*$', answer: '{username}\n' },
+      { pattern: '^Password:\\s*$', answer: '{password}\n' },
+    ],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal datadump'],
+    config: { ...CISCO_CONFIG, enter: 'configure' },
+    commit: null,
+    save: {
+      command: 'copy running-config startup-config',
+      confirmations: [
+        { pattern: '(?i)Overwrite file .*\\[Yes/press any key for no\\]\\.*\\s*$', answer: 'Y\n' },
+      ],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    fingerprint: { probe: 'show system', pattern: 'System Description:\\s+(?:Dell )?PowerConnect' },
+  },
+  avaya_ers: {
+    platform: 'avaya_ers',
+    name: 'Extreme (Avaya) Ethernet Routing Switch',
+    prompt: CISCO_PROMPT,
+    // The banner waits for Ctrl-Y before the CLI starts.
+    loginConfirmations: [{ pattern: '(?i)Ctrl-Y to begin', answer: '\u0019' }],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'save config' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show sys-info', pattern: 'Ethernet Routing Switch' },
+  },
+  huawei_smartax: {
+    platform: 'huawei_smartax',
+    name: 'Huawei SmartAX (MA5600/MA5800 OLT)',
+    // `MA5608T>`, `MA5608T#`, `MA5608T(config)#`, `MA5608T(config-if-gpon-0/1)#`.
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, enabledPrompt: '#\\s*$' },
+    // `undo smart` stops the `{ <cr>||<K> }:` question after commands; `infoswitch cli OFF`
+    // stops debugging output on the terminal (privileged); `scroll` turns paging off.
+    pagingOff: ['undo smart', 'infoswitch cli OFF', 'scroll'],
+    config: {
+      enter: 'config',
+      exit: ['return'],
+      abort: ['return'],
+      prompt: '\\(config[^)]*\\)#\\s*$',
+    },
+    commit: null,
+    save: {
+      command: 'save',
+      confirmations: [{ pattern: '^\\s*\\{ <cr>[^}]*\\}:\\s*$', answer: '\n' }],
+    },
+    errors: [
+      '^\\s*% (?:Unknown command|Parameter error|Incomplete command|Ambiguous command|Too many parameters)',
+      '^\\s*Failure:',
+    ],
+    pagers: [
+      // Asked before the output while smart interaction is on (before `undo smart`).
+      { pattern: '^\\s*\\{ <cr>[^}]*\\}:\\s*$', answer: '\n' },
+      { pattern: "(?i)^\\s*-+ More \\( Press 'Q' to break \\) -+\\s*$", answer: ' ' },
+    ],
+    fingerprint: { probe: 'display version', pattern: 'PRODUCT\\s*:\\s*MA\\d{4}|SmartAX' },
+  },
 };

@@ -43,6 +43,10 @@ export const PLATFORMS = [
   'ubiquiti_edgerouter',
   'cisco_ftd',
   'alcatel_sros',
+  'cisco_s300',
+  'dell_powerconnect',
+  'avaya_ers',
+  'huawei_smartax',
 ] as const;
 export type Platform = (typeof PLATFORMS)[number];
 

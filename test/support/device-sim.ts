@@ -396,6 +396,8 @@ class Shell {
   private stack: Frame[] = [];
   private paging: boolean;
   private pendingChanges = false;
+  /** SmartAX asks `{ <cr>||<K> }:` before each output until `undo smart`. */
+  private questions: boolean;
   /** Commands run in this shell (EXOS prompts count them). */
   private counter = 1;
 
@@ -406,6 +408,7 @@ class Shell {
   ) {
     this.mode = dev.data.loginMode;
     this.paging = dev.data.paging !== null;
+    this.questions = dev.data.commandQuestion !== undefined;
     stream.on('data', (d: Buffer) => {
       this.inbox += d.toString('utf8');
       this.wake();
@@ -552,8 +555,9 @@ class Shell {
     } else if (banner !== '') {
       this.write(this.fill(banner).split('\n').join('\r\n') + '\r\n');
     }
+    if (!(await this.inbandLogin())) return;
     if (this.data.pressAnyKey === true) {
-      this.write('Press any key to continue');
+      this.write(this.data.pressAnyKeyPrompt ?? 'Press any key to continue');
       if ((await this.nextChar()) === null) return;
       this.write('\r\x1b[2K');
     }
@@ -565,6 +569,25 @@ class Shell {
       const keepGoing = await this.handle(line.trim());
       if (!keepGoing) return;
     }
+  }
+
+  /** The in-band login of `inbandLogin` platforms; false when the session ended. */
+  private async inbandLogin(): Promise<boolean> {
+    const login = this.data.inbandLogin;
+    if (login === undefined) return true;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      this.write(login.usernamePrompt);
+      const user = await this.readLine(true);
+      if (user === null) return false;
+      this.write(login.passwordPrompt);
+      const password = await this.readLine(false);
+      if (password === null) return false;
+      if (user.trim() === this.dev.username && password === this.dev.password) return true;
+      this.dev.stats.authFailures++;
+      this.write(`${textOf(login.failure)}\r\n`);
+    }
+    this.close();
+    return false;
   }
 
   private close(): void {
@@ -595,6 +618,11 @@ class Shell {
       await this.output(this.fill(textOf(pg.offOutput)));
       return true;
     }
+    const question = this.data.commandQuestion;
+    if (question?.off.includes(cmd) === true) {
+      this.questions = false;
+      return true;
+    }
     if (this.data.silent?.includes(cmd) === true) return true;
     if (this.mode === 'config') return this.handleConfig(cmd);
     return this.handleExec(cmd);
@@ -611,6 +639,10 @@ class Shell {
       if (d.enable.usernamePrompt !== undefined) {
         this.write(d.enable.usernamePrompt);
         if ((await this.readLine(true)) === null) return false;
+      }
+      if (d.enable.passwordPrompt === '') {
+        this.mode = 'enable';
+        return true;
       }
       this.write(d.enable.passwordPrompt);
       const secret = await this.readLine(false);
@@ -642,6 +674,10 @@ class Shell {
     }
     const hit = this.lookup(cmd);
     if (hit === undefined) return this.unknown(cmd);
+    if (this.questions && this.data.commandQuestion !== undefined) {
+      this.write(this.data.commandQuestion.prompt);
+      if ((await this.readLine(true)) === null) return false;
+    }
     await this.output(hit);
     return true;
   }

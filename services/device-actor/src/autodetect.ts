@@ -2,6 +2,7 @@ import { BUILTIN_DRIVERS, PLATFORMS, SvcError, ErrorCode, compilePattern } from 
 import { CliSession } from './drivers/cli-session.js';
 import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
 import { userDriverDescriptions } from './drivers/registry.js';
+import { withLoginCredentials } from './drivers/compile.js';
 import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 
 /**
@@ -106,7 +107,15 @@ const probeEnable: EnableMode = {
 const probeDriver: Driver = {
   platform: 'linux',
   loginPrompt: /[>#$%\]]\s*$/,
-  loginConfirmations: [{ pattern: /Press any key to continue/i, answer: '\n' }],
+  loginConfirmations: [
+    { pattern: /Press any key to continue/i, answer: '\n' },
+    { pattern: /Ctrl-Y to begin/i, answer: '\x19' },
+    // In-band logins (Cisco Sx300, PowerConnect) ask again inside the shell.
+    { pattern: /^User ?Name:\s*$/i, answer: '{username}\n' },
+    { pattern: /^Password:\s*$/i, answer: '{password}\n' },
+  ],
+  // SmartAX asks `{ <cr>||<K> }:` before answering a command.
+  pagers: [{ pattern: /^\s*\{ <cr>[^}]*\}:\s*$/, answer: '\n' }],
   // Without `* ` (EXOS unsaved) and `.N` (EXOS command counter): the rest stays per device.
   basePrompt: (line) =>
     line
@@ -133,7 +142,11 @@ const probeDriver: Driver = {
  * anything else that prevents a decision is PLATFORM_AUTODETECT_FAILED.
  */
 export async function autodetectPlatform(job: DeviceJob): Promise<string> {
-  const cli = await CliSession.open(probeDriver, sessionOptionsOf(job), job.signal);
+  const cli = await CliSession.open(
+    withLoginCredentials(probeDriver, job.username, job.password),
+    sessionOptionsOf(job),
+    job.signal,
+  );
   const unbind = cli.bindSignal(job.signal);
   try {
     const seen: string[] = [];

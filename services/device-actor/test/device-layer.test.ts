@@ -7,6 +7,7 @@ import { DRIVERS, getDriver } from '../src/drivers/registry.js';
 import { escapeRegExp } from '../src/drivers/driver.js';
 import { matchFingerprint, probesFor } from '../src/autodetect.js';
 import { redactValues } from '../src/redaction.js';
+import { withLoginCredentials } from '../src/drivers/compile.js';
 
 test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
   assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');
@@ -139,6 +140,10 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     ubiquiti_edgerouter: '  Invalid command: [foo]',
     cisco_ftd: "ERROR: % Invalid input detected at '^' marker.",
     alcatel_sros: 'Error: Bad command.',
+    cisco_s300: '% Unrecognized command',
+    dell_powerconnect: '% Unrecognized command',
+    avaya_ers: "% Invalid input detected at '^' marker.",
+    huawei_smartax: "  % Unknown command, the error locates at '^'",
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';
@@ -206,4 +211,26 @@ test('when secrets appear in a text, then they are redacted', () => {
     'pw *** and en ***',
   );
   assert.equal(redactValues('nothing', ['', null]), 'nothing');
+});
+
+test('when a driver answers an in-band login with {username} and {password}, then the job credentials are filled and line breaks refused', () => {
+  const s300 = DRIVERS.cisco_s300;
+  const filled = withLoginCredentials(s300, 'svc', 'pa$1&{x}');
+  assert.deepEqual(
+    filled.loginConfirmations.map((c) => c.answer),
+    ['svc\n', 'pa$1&{x}\n'],
+  );
+  // The compiled driver itself keeps the placeholders (it is shared by every job).
+  assert.deepEqual(
+    s300.loginConfirmations.map((c) => c.answer),
+    ['{username}\n', '{password}\n'],
+  );
+  assert.equal(withLoginCredentials(DRIVERS.cisco_ios, 'svc', 'x'), DRIVERS.cisco_ios);
+  assert.throws(
+    () => withLoginCredentials(s300, 'svc', 'top\nsecret'),
+    (err: Error & { code?: string }) =>
+      err.code === 'COMMAND_ERROR' &&
+      !err.message.includes('secret') &&
+      /password/.test(err.message),
+  );
 });
