@@ -19,3 +19,17 @@ for (const platform of ['cisco_s300', 'dell_powerconnect']) {
     assert.ok(!dev.stats.commands.some((c) => c.command.includes(dev.password)));
   });
 }
+
+test('cisco_s300: when the in-band login refuses the password, then the job fails AUTH_FAILED without the password in the error', async (t) => {
+  const dev = await startDevice({ platform: 'cisco_s300', inbandPassword: 'in-band-only' });
+  t.after(() => dev.stop());
+  await assert.rejects(
+    run(jobFor(dev, { commands: ['show version'] })),
+    (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'AUTH_FAILED', err.message);
+      assert.ok(!err.message.includes(dev.password));
+      return true;
+    },
+  );
+  assert.equal(dev.stats.authFailures, 1, 'the password was typed once, not retried');
+});

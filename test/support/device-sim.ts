@@ -106,6 +106,11 @@ export interface StartDeviceOptions {
    */
   privilegedOnly?: readonly string[];
   /**
+   * The password the in-band login of `inbandLogin` platforms accepts; default: the SSH
+   * password (a device whose SSH server lets anyone in, as PowerConnect's does, checks here).
+   */
+  inbandPassword?: string;
+  /**
    * Writes the banner line by line and, after a line ending in `#` or `>` (which looks like a
    * prompt while its newline has not arrived), pauses this long before the newline: a slow
    * link splitting the banner where a prompt could be read.
@@ -176,6 +181,7 @@ interface DeviceState {
   contextLine: string | undefined;
   privilegedOnly: ReadonlySet<string>;
   bannerPauseMs: number;
+  inbandPassword: string;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -210,6 +216,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     contextLine: options.contextLine,
     privilegedOnly: new Set(options.privilegedOnly ?? []),
     bannerPauseMs: options.bannerPauseMs ?? 0,
+    inbandPassword: options.inbandPassword ?? options.password ?? DEFAULT_PASSWORD,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -582,7 +589,7 @@ class Shell {
       this.write(login.passwordPrompt);
       const password = await this.readLine(false);
       if (password === null) return false;
-      if (user.trim() === this.dev.username && password === this.dev.password) return true;
+      if (user.trim() === this.dev.username && password === this.dev.inbandPassword) return true;
       this.dev.stats.authFailures++;
       this.write(`${textOf(login.failure)}\r\n`);
     }

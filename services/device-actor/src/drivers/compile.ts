@@ -108,6 +108,7 @@ export function withLoginCredentials(driver: Driver, username: string, password:
     ...driver,
     loginConfirmations: driver.loginConfirmations.map((c) => ({
       pattern: c.pattern,
+      ...(c.answer.includes('{password}') ? { refusedIfAskedAgain: true } : {}),
       answer: c.answer
         .replaceAll('{username}', () => username)
         .replaceAll('{password}', () => password),
