@@ -56,13 +56,17 @@ const VRP_PROMPT = {
 /** `[edit]`, `[edit interfaces ge-0/0/1]` above a configuration prompt. */
 const EDIT_BANNER = '^\\[edit(?: [^\\]]*)?\\]$';
 
-/** `(UBNT EdgeSwitch) >`, `(Routing) #`, `(aruba-mc) (config) #`: the name in parentheses. */
+/**
+ * `(UBNT EdgeSwitch) >`, `(Routing) #`, `(aruba-mc) (config) #`: the name in parentheses. A
+ * plain `aruba>` / `aruba(config)#` (simulators, renamed prompts) works too.
+ */
 const PAREN_PROMPT = {
   login: '[>#]\\s*$',
-  base: '^(\\([^)]*\\))',
-  any: '^{base} ?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
+  base: '^(\\([^)]*\\)|.*?)(?:\\s?\\([^)]*\\))?\\s?[>#]$',
+  any: '^{base}\\s?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
 };
-const PAREN_CONFIG_PROMPT = '\\) ?\\([^)]*\\) ?#\\s*$';
+/** A mode in parentheses after the name (the name's own parentheses do not count). */
+const PAREN_CONFIG_PROMPT = '(?:\\)|[^\\s()]) ?\\([^)]*\\) ?#\\s*$';
 
 /** FASTPATH-based switches (EdgeSwitch, Broadcom ICOS) ask before `write memory`. */
 const FASTPATH_SAVE_CONFIRMATIONS = [
@@ -843,10 +847,11 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     platform: 'alcatel_sros',
     name: 'Nokia SR OS (classic CLI)',
     // `A:R1#`, `*A:R1#` (unsaved changes), `A:R1>config>port#`.
+    // A plain `R1>` (simulators) is taken too.
     prompt: {
-      login: '#\\s*$',
-      base: '^\\*?(.*?)(?:>[^#]*)?#$',
-      any: '^\\*?{base}(?:>[^#\\n]*)?#\\s*$',
+      login: '[>#]\\s*$',
+      base: '^\\*?(.*?)(?:>[^#]*)?[#>]$',
+      any: '^\\*?{base}(?:>[^#\\n]*)?[#>]\\s*$',
     },
     enable: null,
     pagingOff: ['environment no more'],

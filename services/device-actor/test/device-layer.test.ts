@@ -234,3 +234,31 @@ test('when a driver answers an in-band login with {username} and {password}, the
       /password/.test(err.message),
   );
 });
+
+test('when a parenthesised or SR OS prompt comes in its documented and its plain form, then base and mode are read', () => {
+  const cases: [string, string, string[], string[]][] = [
+    // platform, prompt at login, prompts of the same device, prompts of another device
+    [
+      'aruba_os',
+      '(aruba-mc) >',
+      ['(aruba-mc) #', '(aruba-mc) (config) #', '(aruba-mc) (config-if)#'],
+      ['(other) #'],
+    ],
+    ['aruba_os', 'aruba>', ['aruba#', 'aruba(config)#'], ['arubax#']],
+    ['ubiquiti_edgeswitch', '(UBNT EdgeSwitch) >', ['(UBNT EdgeSwitch) (Config)#'], ['(UBNT) #']],
+    ['alcatel_sros', 'A:R1#', ['*A:R1#', 'A:R1>config>port#'], ['A:R2#']],
+    ['alcatel_sros', 'R1>', ['R1#'], ['R2#']],
+  ];
+  for (const [platform, login, same, other] of cases) {
+    const d = getDriver(platform);
+    assert.ok(d !== undefined);
+    const re = d.promptPattern(escapeRegExp(d.basePrompt(login)));
+    for (const p of [login, ...same]) assert.ok(re.test(p), `${platform}: ${p} after ${login}`);
+    for (const p of other) assert.ok(!re.test(p), `${platform}: ${p} is another device`);
+  }
+  const aruba = getDriver('aruba_os');
+  assert.ok(aruba?.config.isConfig('(aruba-mc) (config) #'));
+  assert.ok(aruba?.config.isConfig('aruba(config)#'));
+  assert.ok(!aruba?.config.isConfig('(aruba-mc) #'));
+  assert.ok(!getDriver('ubiquiti_edgeswitch')?.config.isConfig('(UBNT EdgeSwitch) #'));
+});
