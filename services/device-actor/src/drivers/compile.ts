@@ -1,11 +1,4 @@
-import {
-  ErrorCode,
-  SvcError,
-  codePointName,
-  compilePattern,
-  forbiddenCharIn,
-  type DriverDescription,
-} from '@svc/proto';
+import { compilePattern, forbiddenCharIn, type DriverDescription } from '@svc/proto';
 import type { Confirmation, Driver } from './driver.js';
 
 /**
@@ -86,32 +79,28 @@ const CREDENTIAL = /\{(?:username|password)\}/;
 /**
  * The driver for one session: `{username}` and `{password}` in its login answers become the
  * job's credentials (Cisco Sx300 and PowerConnect ask both again inside the shell). Drivers
- * without such answers are returned as they are. The filled driver lives only as long as the
- * session's login; what is sent is redacted from transcripts like every password.
+ * without such answers are returned as they are. A credential holding a line break or another
+ * control character is never typed (it would send a second line): that question stays
+ * unanswered. The filled driver lives as long as its session; what is sent is redacted from
+ * transcripts like every password.
  */
 export function withLoginCredentials(driver: Driver, username: string, password: string): Driver {
   if (!driver.loginConfirmations.some((c) => CREDENTIAL.test(c.answer))) return driver;
-  for (const [what, value] of [
-    ['user name', username],
-    ['password', password],
-  ] as const) {
-    // The answer is typed into the shell: a line break would send a second line.
-    const found = forbiddenCharIn(value);
-    if (found !== null) {
-      throw new SvcError(
-        ErrorCode.COMMAND_ERROR,
-        `refused to send the ${what} at the login prompt: it holds ${codePointName(found.codePoint)} at position ${found.index}`,
-      );
-    }
-  }
+  const typeable = (placeholder: string, value: string, answer: string): boolean =>
+    !answer.includes(placeholder) || forbiddenCharIn(value) === null;
   return {
     ...driver,
-    loginConfirmations: driver.loginConfirmations.map((c) => ({
-      pattern: c.pattern,
-      ...(c.answer.includes('{password}') ? { refusedIfAskedAgain: true } : {}),
-      answer: c.answer
-        .replaceAll('{username}', () => username)
-        .replaceAll('{password}', () => password),
-    })),
+    loginConfirmations: driver.loginConfirmations
+      .filter(
+        (c) =>
+          typeable('{username}', username, c.answer) && typeable('{password}', password, c.answer),
+      )
+      .map((c) => ({
+        pattern: c.pattern,
+        ...(c.answer.includes('{password}') ? { refusedIfAskedAgain: true } : {}),
+        answer: c.answer
+          .replaceAll('{username}', () => username)
+          .replaceAll('{password}', () => password),
+      })),
   };
 }
