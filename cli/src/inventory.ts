@@ -42,6 +42,18 @@ const PLATFORM_ALIASES: Record<string, string> = {
   'fortinet.fortios.fortios': 'fortinet',
   panos: 'paloalto_panos',
   'paloaltonetworks.panos.panos': 'paloalto_panos',
+  aruba: 'aruba_os',
+  'community.network.aruba': 'aruba_os',
+  ironware: 'brocade_netiron',
+  'community.network.ironware': 'brocade_netiron',
+  icx: 'ruckus_fastiron',
+  'community.network.icx': 'ruckus_fastiron',
+  edgeos: 'ubiquiti_edgerouter',
+  'community.network.edgeos': 'ubiquiti_edgerouter',
+  voss: 'avaya_vsp',
+  'community.network.voss': 'avaya_vsp',
+  // The community NAPALM driver for Nokia SR OS.
+  sros: 'alcatel_sros',
 };
 
 export function normalizePlatform(name: string): string {

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse as parseYaml } from 'yaml';
 import {
+  normalizePlatform,
   CliError,
   ExitCode,
   parseAnsibleInventory,
@@ -111,4 +112,12 @@ test('when a host argument carries a port, then host and port are split (IPv6 in
   assert.deepEqual(parseHostPort('r1:2222'), { host: 'r1', port: 2222 });
   assert.deepEqual(parseHostPort('[2001:db8::1]:22'), { host: '2001:db8::1', port: 22 });
   assert.deepEqual(parseHostPort('2001:db8::1'), { host: '2001:db8::1' });
+});
+
+test('when an inventory names a platform the Ansible or NAPALM way, then it becomes the trusted library name', () => {
+  assert.equal(normalizePlatform('community.network.icx'), 'ruckus_fastiron');
+  assert.equal(normalizePlatform('edgeos'), 'ubiquiti_edgerouter');
+  assert.equal(normalizePlatform('VOSS'), 'avaya_vsp');
+  assert.equal(normalizePlatform('sros'), 'alcatel_sros');
+  assert.equal(normalizePlatform('dlink_ds'), 'dlink_ds');
 });

@@ -56,6 +56,35 @@ const VRP_PROMPT = {
 /** `[edit]`, `[edit interfaces ge-0/0/1]` above a configuration prompt. */
 const EDIT_BANNER = '^\\[edit(?: [^\\]]*)?\\]$';
 
+/**
+ * `(UBNT EdgeSwitch) >`, `(Routing) #`, `(aruba-mc) (config) #`: the name in parentheses. A
+ * plain `aruba>` / `aruba(config)#` (simulators, renamed prompts) works too.
+ */
+const PAREN_PROMPT = {
+  login: '[>#]\\s*$',
+  base: '^(\\([^)]*\\)|.*?)(?:\\s?\\([^)]*\\))?\\s?[>#]$',
+  any: '^{base}\\s?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
+};
+/** A mode in parentheses after the name (the name's own parentheses do not count). */
+const PAREN_CONFIG_PROMPT = '(?:\\)|[^\\s()]) ?\\([^)]*\\) ?#\\s*$';
+
+/** FASTPATH-based switches (EdgeSwitch, Broadcom ICOS) ask before `write memory`. */
+const FASTPATH_SAVE_CONFIRMATIONS = [
+  { pattern: '(?i)Are you sure you want to save\\?.*\\(y/n\\)\\s*$', answer: 'y\n' },
+];
+
+/** Brocade/Ruckus IronWare: `Invalid input -> foo` then `Type ? for a list`. */
+const IRONWARE_ERRORS = [
+  '^Invalid input ->',
+  '(?i)^Incomplete command',
+  '(?i)^Ambiguous input ->',
+  '^Error[ -]',
+  '(?i)^Unrecognized command',
+];
+
+/** The Marvell-based CLIs (Eltex MES, Cisco Sx300) page with this line. */
+const MARVELL_PAGER = { pattern: '(?i)^More: <space>,\\s+Quit: q', answer: ' ' };
+
 const ios: DriverDescription = {
   platform: 'cisco_ios',
   name: 'Cisco IOS',
@@ -70,6 +99,40 @@ const ios: DriverDescription = {
     probe: 'show version',
     pattern: 'Cisco IOS Software|Cisco Internetwork Operating System',
   },
+};
+
+const VYOS: DriverDescription = {
+  platform: 'vyos',
+  name: 'VyOS',
+  // `vyos@vyos:~$` operational, `vyos@vyos#` in configuration mode (`[edit]` above it).
+  prompt: {
+    login: '[$#]\\s*$',
+    base: '^([^:#$]*?)(?::.*)?[$#]$',
+    any: '^{base}(?::[^\\n]*)?[$#]\\s*$',
+  },
+  enable: null,
+  pagingOff: ['set terminal length 0', 'set terminal width 512'],
+  config: {
+    enter: 'configure',
+    exit: ['exit'],
+    abort: ['exit discard'],
+    prompt: '#\\s*$',
+  },
+  // `exit` with a modified candidate refuses: config jobs must commit.
+  commit: { command: 'commit', required: true },
+  // `save` persists the committed configuration and runs in configuration mode.
+  save: { command: 'save', inConfig: true },
+  errors: [
+    '(?i)^\\s*Invalid command:',
+    '(?i)^\\s*Configuration path: .* is not valid',
+    '(?i)^\\s*Set failed',
+    '(?i)^\\s*Commit failed',
+    '(?i)^\\s*Invalid value',
+  ],
+  // `less` shows `:` at the bottom of each page.
+  pagers: [{ pattern: '^:$', answer: ' ' }],
+  configNoise: [EDIT_BANNER],
+  fingerprint: { probe: 'show version', pattern: 'Version:\\s+VyOS' },
 };
 
 export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
@@ -410,26 +473,12 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     platform: 'ubiquiti_edgeswitch',
     name: 'Ubiquiti EdgeSwitch',
     // `(UBNT EdgeSwitch) >`, `(UBNT EdgeSwitch) #`, `(UBNT EdgeSwitch) (Config)#`.
-    prompt: {
-      login: '[>#]\\s*$',
-      base: '^(\\([^)]*\\))',
-      any: '^{base} ?(?:\\([^)\\n]*\\))?\\s?[>#]\\s*$',
-    },
+    prompt: PAREN_PROMPT,
     enable: CISCO_ENABLE,
     pagingOff: ['terminal length 0'],
-    config: {
-      enter: 'configure',
-      exit: ['end'],
-      abort: ['end'],
-      prompt: '\\) ?\\([^)]*\\) ?#\\s*$',
-    },
+    config: { enter: 'configure', exit: ['end'], abort: ['end'], prompt: PAREN_CONFIG_PROMPT },
     commit: null,
-    save: {
-      command: 'write memory',
-      confirmations: [
-        { pattern: '(?i)Are you sure you want to save\\?.*\\(y/n\\)\\s*$', answer: 'y\n' },
-      ],
-    },
+    save: { command: 'write memory', confirmations: FASTPATH_SAVE_CONFIRMATIONS },
     errors: [
       '(?i)^%\\s*Invalid input',
       '(?i)^Command not found',
@@ -462,39 +511,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     pagers: [{ pattern: '(?i)^Press <SPACE> to continue or <Q> to quit:\\s*$', answer: ' ' }],
     fingerprint: { probe: 'show version', pattern: 'ExtremeXOS|EXOS version' },
   },
-  vyos: {
-    platform: 'vyos',
-    name: 'VyOS',
-    // `vyos@vyos:~$` operational, `vyos@vyos#` in configuration mode (`[edit]` above it).
-    prompt: {
-      login: '[$#]\\s*$',
-      base: '^([^:#$]*?)(?::.*)?[$#]$',
-      any: '^{base}(?::[^\\n]*)?[$#]\\s*$',
-    },
-    enable: null,
-    pagingOff: ['set terminal length 0', 'set terminal width 512'],
-    config: {
-      enter: 'configure',
-      exit: ['exit'],
-      abort: ['exit discard'],
-      prompt: '#\\s*$',
-    },
-    // `exit` with a modified candidate refuses: config jobs must commit.
-    commit: { command: 'commit', required: true },
-    // `save` persists the committed configuration and runs in configuration mode.
-    save: { command: 'save', inConfig: true },
-    errors: [
-      '(?i)^\\s*Invalid command:',
-      '(?i)^\\s*Configuration path: .* is not valid',
-      '(?i)^\\s*Set failed',
-      '(?i)^\\s*Commit failed',
-      '(?i)^\\s*Invalid value',
-    ],
-    // `less` shows `:` at the bottom of each page.
-    pagers: [{ pattern: '^:$', answer: ' ' }],
-    configNoise: [EDIT_BANNER],
-    fingerprint: { probe: 'show version', pattern: 'Version:\\s+VyOS' },
-  },
+  vyos: VYOS,
   mikrotik_routeros: {
     platform: 'mikrotik_routeros',
     name: 'MikroTik RouterOS',
@@ -519,5 +536,422 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
       '(?i)^no such item',
     ],
     fingerprint: { probe: '/system resource print', pattern: 'platform: MikroTik' },
+  },
+  broadcom_icos: {
+    platform: 'broadcom_icos',
+    name: 'Broadcom ICOS (FASTPATH)',
+    // `(Routing) >`, `(Routing) #`, `(Routing) (Config)#`, `(Routing) (Interface 0/1)#`.
+    prompt: PAREN_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    // `configure` enters, `exit` leaves each level (the trusted driver exits with `exit`).
+    config: { enter: 'configure', exit: ['exit'], abort: ['exit'], prompt: PAREN_CONFIG_PROMPT },
+    commit: null,
+    save: { command: 'write memory', confirmations: FASTPATH_SAVE_CONFIRMATIONS },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' }],
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'System Description\\.+ .*(?:Broadcom|ICOS|FASTPATH)',
+    },
+  },
+  brocade_netiron: {
+    platform: 'brocade_netiron',
+    name: 'Brocade (Extreme) NetIron',
+    // `SSH@MLX-8>`, `SSH@MLX-8#`, `SSH@MLX-8(config-if-e10000-1/1)#`.
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'NetIron|IronWare : Version' },
+  },
+  brocade_fastiron: {
+    platform: 'brocade_fastiron',
+    name: 'Brocade FastIron (ICX, FCX)',
+    prompt: CISCO_PROMPT,
+    // With RADIUS the enable asks `User Name:` first.
+    enable: { ...CISCO_ENABLE, usernamePrompt: '(?i)(?:User Name|Login):\\s*$' },
+    // Only allowed in privileged mode, which the session enters first.
+    pagingOff: ['skip-page-display'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    // Brocade-era images: Ruckus images say Ruckus (ruckus_fastiron).
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'Brocade Communications Systems[\\s\\S]*HW: (?:Stackable )?(?:ICX|FCX|FastIron)',
+    },
+  },
+  ruckus_fastiron: {
+    platform: 'ruckus_fastiron',
+    name: 'Ruckus FastIron (ICX)',
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, usernamePrompt: '(?i)(?:User Name|Login):\\s*$' },
+    pagingOff: ['skip-page-display'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'write memory' },
+    errors: IRONWARE_ERRORS,
+    fingerprint: {
+      probe: 'show version',
+      pattern: 'Ruckus (?:Networks|Wireless)[\\s\\S]*HW: (?:Stackable )?ICX',
+    },
+  },
+  eltex: {
+    platform: 'eltex',
+    name: 'Eltex MES',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal datadump'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: {
+      command: 'copy running-config startup-config',
+      confirmations: [{ pattern: '(?i)Overwrite file .*\\(Y/N\\)\\[N\\] \\?\\s*$', answer: 'Y\n' }],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    // `show version` names no vendor; the system OID is Eltex's enterprise number (35265).
+    fingerprint: {
+      probe: 'show system',
+      pattern: 'System Object ID:\\s+1\\.3\\.6\\.1\\.4\\.1\\.35265\\.',
+    },
+  },
+  dlink_ds: {
+    platform: 'dlink_ds',
+    name: 'D-Link DES/DGS',
+    // `DGS-3120-24TC:admin#` (the second part is the access level).
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['disable clipaging'],
+    // No configuration mode: `config ...` lines run at the prompt and apply at once.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save' },
+    errors: [
+      '^Available commands:',
+      '(?i)^Next possible completions:',
+      '^Fail!',
+      '(?i)^ERROR:',
+      '(?i)^Invalid (?:command|parameter)',
+    ],
+    pagers: [{ pattern: '^CTRL\\+C ESC q Quit SPACE n Next Page', answer: ' ' }],
+    fingerprint: { probe: 'show switch', pattern: 'Device Type\\s+:\\s+D[EGX]S-\\d' },
+  },
+  allied_telesis_awplus: {
+    platform: 'allied_telesis_awplus',
+    name: 'Allied Telesis AlliedWare Plus',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: {
+      ...CISCO_CONFIG,
+      exitConfirmations: [{ pattern: '(?i)Exit with uncommitted changes\\?.*$', answer: 'yes\n' }],
+    },
+    commit: null,
+    save: { command: 'copy running-config startup-config' },
+    errors: CISCO_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'AlliedWare Plus' },
+  },
+  avaya_vsp: {
+    platform: 'avaya_vsp',
+    name: 'Extreme (Avaya) VSP / VOSS',
+    // `VSP-8284XSQ:1>`, `VSP-8284XSQ:1#`, `VSP-8284XSQ:1(config)#`.
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal more disable'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'save config' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show sys-info', pattern: 'SysDescr\\s+:\\s+VSP' },
+  },
+  aruba_os: {
+    platform: 'aruba_os',
+    name: 'ArubaOS (Mobility Controller)',
+    // `(aruba-mc) >`, `(aruba-mc) #`, `(aruba-mc) (config) #`.
+    prompt: PAREN_PROMPT,
+    enable: CISCO_ENABLE,
+    // `no paging` is a privileged command: sent after enable.
+    pagingOff: ['no paging'],
+    config: { ...CISCO_CONFIG, prompt: PAREN_CONFIG_PROMPT },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^--More-- \\(q\\) quit', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'ArubaOS \\(MODEL:' },
+  },
+  ipinfusion_ocnos: {
+    platform: 'ipinfusion_ocnos',
+    name: 'IP Infusion OcNOS',
+    prompt: CISCO_PROMPT,
+    enable: CISCO_ENABLE,
+    // Logging on the terminal would mix into outputs.
+    pagingOff: ['terminal length 0', 'terminal no monitor'],
+    config: {
+      ...CISCO_CONFIG,
+      // Changes are a transaction: `end` is refused until it is committed or aborted.
+      abort: ['abort transaction', 'end'],
+    },
+    commit: { command: 'commit', required: true },
+    save: { command: 'write' },
+    errors: [...CISCO_ERRORS, '(?i)^%\\s*Failed to commit', '(?i)^%\\s*Parameter not configured'],
+    fingerprint: { probe: 'show version', pattern: 'OcNOS|IP Infusion' },
+  },
+  ericsson_ipos: {
+    platform: 'ericsson_ipos',
+    name: 'Ericsson IPOS',
+    // `[local]R1>`, `[local]R1#`, `[local]R1(config-ctx)#`.
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, command: 'enable 15' },
+    pagingOff: ['terminal length 0', 'terminal width 512'],
+    config: {
+      enter: 'configure',
+      // `end` commits what is pending and leaves; `abort` discards it and leaves.
+      exit: ['end'],
+      abort: ['abort'],
+      prompt: '\\(config[^)]*\\)#\\s*$',
+    },
+    commit: { command: 'commit' },
+    save: {
+      command: 'save config',
+      confirmations: [{ pattern: '(?i)\\(y/n\\)\\s*\\??\\s*$', answer: 'yes\n' }],
+    },
+    errors: [...CISCO_ERRORS, '(?i)^%\\s*Invalid input'],
+    fingerprint: { probe: 'show version', pattern: 'Ericsson IPOS|IPOS-\\d' },
+  },
+  alcatel_aos: {
+    platform: 'alcatel_aos',
+    name: 'Alcatel-Lucent Enterprise OmniSwitch AOS',
+    // `->` by default, `OS6860->` when a prompt is set.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: [],
+    // No configuration mode: every command applies at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: ['^ERROR:', '(?i)^Error:'],
+    fingerprint: { probe: 'show system', pattern: 'Alcatel-Lucent(?: Enterprise)? OS\\d' },
+  },
+  zyxel_os: {
+    platform: 'zyxel_os',
+    name: 'Zyxel ZyNOS switches',
+    prompt: CISCO_PROMPT,
+    enable: null,
+    // ZyNOS has no paging command; the trusted driver sends none.
+    pagingOff: [],
+    // The trusted driver sends configuration lines at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'write memory' },
+    errors: [...CISCO_ERRORS, '(?i)^%?\\s*Invalid command'],
+    fingerprint: { probe: 'show system-information', pattern: 'ZyNOS F/W Version' },
+  },
+  juniper_screenos: {
+    platform: 'juniper_screenos',
+    name: 'Juniper ScreenOS',
+    // `ssg5-serial->`.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['set console page 0'],
+    // `set`/`unset` lines apply at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save config' },
+    // `           ^-------unknown keyword foo`
+    errors: ['\\^-+(?:unknown keyword|command not completed|invalid)', '(?i)^\\s*Error:'],
+    fingerprint: {
+      probe: 'get system',
+      pattern: 'Software Version: [\\d.]+r[\\d.]+, Type: Firewall',
+    },
+  },
+  checkpoint_gaia: {
+    platform: 'checkpoint_gaia',
+    name: 'Check Point Gaia (clish)',
+    prompt: CISCO_PROMPT,
+    enable: null,
+    pagingOff: ['set clienv rows 0'],
+    // clish applies `set`/`add`/`delete` at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    // Persists the running clish configuration.
+    save: { command: 'save config' },
+    errors: ['^CLINFR\\d+\\s', '(?i)^Invalid command'],
+    fingerprint: { probe: 'show version all', pattern: 'Check Point Gaia' },
+  },
+  ciena_saos: {
+    platform: 'ciena_saos',
+    name: 'Ciena SAOS 6',
+    prompt: {
+      login: '[>#$]\\s*$',
+      base: '^(.*?)\\*?[>#$]$',
+      // `*` appears before the terminator while there are unsaved changes.
+      any: '^{base}\\*?[>#$]\\s*$',
+    },
+    enable: null,
+    pagingOff: ['system shell session set more off'],
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'configuration save' },
+    errors: ['^SHELL (?:PARSER|COMMAND) FAILURE', '(?i)^\\s*ERROR:'],
+    fingerprint: { probe: 'software show', pattern: 'Running Package\\s+:\\s+saos-' },
+  },
+  yamaha: {
+    platform: 'yamaha',
+    name: 'Yamaha RTX',
+    // `>` and `#` alone (no host name unless one is configured).
+    prompt: CISCO_PROMPT,
+    // The administrator level is where configuration and `save` are allowed.
+    enable: {
+      command: 'administrator',
+      enabledPrompt: '#\\s*$',
+      passwordPrompt: '(?i)Password:\\s*$',
+    },
+    pagingOff: ['console lines infinity'],
+    // Configuration commands apply at the administrator prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: { command: 'save' },
+    errors: ['(?i)^Error:', '(?i)^エラー'],
+    fingerprint: { probe: 'show environment', pattern: 'RTX\\d+ Rev\\.\\d|Yamaha Corporation' },
+  },
+  ubiquiti_edgerouter: {
+    ...VYOS,
+    platform: 'ubiquiti_edgerouter',
+    name: 'Ubiquiti EdgeOS (EdgeRouter)',
+    pagingOff: ['terminal length 0', 'terminal width 512'],
+    fingerprint: { probe: 'show version', pattern: 'HW model:\\s+EdgeRouter' },
+  },
+  cisco_ftd: {
+    platform: 'cisco_ftd',
+    name: 'Cisco Firepower Threat Defense',
+    // The FTD CLI prompt is `>` alone.
+    prompt: CISCO_PROMPT,
+    enable: null,
+    // No paging command: the reader answers `<--- More --->`.
+    pagingOff: [],
+    // No configuration mode over SSH: `configure ...` commands run at the prompt.
+    config: { enter: null, exit: [], abort: [], prompt: null },
+    commit: null,
+    save: 'none',
+    errors: CISCO_ERRORS,
+    fingerprint: { probe: 'show version', pattern: 'Cisco Firepower Threat Defense' },
+  },
+  alcatel_sros: {
+    platform: 'alcatel_sros',
+    name: 'Nokia SR OS (classic CLI)',
+    // `A:R1#`, `*A:R1#` (unsaved changes), `A:R1>config>port#`.
+    // A plain `R1>` (simulators) is taken too.
+    prompt: {
+      login: '[>#]\\s*$',
+      base: '^\\*?(.*?)(?:>[^#]*)?[#>]$',
+      any: '^\\*?{base}(?:>[^#\\n]*)?[#>]\\s*$',
+    },
+    enable: null,
+    pagingOff: ['environment no more'],
+    // Classic CLI applies each line at once; `configure ...` moves into a context, `exit all`
+    // returns to the root.
+    config: { enter: null, exit: ['exit all'], abort: ['exit all'], prompt: '>config[^#]*#\\s*$' },
+    commit: null,
+    save: { command: '/admin save' },
+    errors: ['^Error: ', '^(?:MINOR|MAJOR|CRITICAL): '],
+    pagers: [{ pattern: '(?i)^Press any key to continue \\(Q to quit\\)\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show version', pattern: 'TiMOS-[A-Z]-\\d' },
+  },
+  cisco_s300: {
+    platform: 'cisco_s300',
+    name: 'Cisco Small Business Sx300',
+    prompt: CISCO_PROMPT,
+    // Without `ip ssh password-auth` the switch asks for the user again inside the shell.
+    loginConfirmations: [
+      { pattern: '^User Name:\\s*$', answer: '{username}\n' },
+      { pattern: '^Password:\\s*$', answer: '{password}\n' },
+    ],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal width 511', 'terminal datadump'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: {
+      command: 'write memory',
+      confirmations: [{ pattern: '(?i)Overwrite file .*\\(Y/N\\)\\[N\\] \\?\\s*$', answer: 'Y\n' }],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    fingerprint: { probe: 'show system', pattern: 'System Description:\\s+S[GFX]\\d{3}' },
+  },
+  dell_powerconnect: {
+    platform: 'dell_powerconnect',
+    name: 'Dell PowerConnect',
+    prompt: CISCO_PROMPT,
+    // The SSH server lets anyone in and asks for the user inside the shell.
+    loginConfirmations: [
+      { pattern: '^User Name:\\s*$', answer: '{username}\n' },
+      { pattern: '^Password:\\s*$', answer: '{password}\n' },
+    ],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal datadump'],
+    config: { ...CISCO_CONFIG, enter: 'configure' },
+    commit: null,
+    save: {
+      command: 'copy running-config startup-config',
+      confirmations: [
+        { pattern: '(?i)Overwrite file .*\\[Yes/press any key for no\\]\\.*\\s*$', answer: 'Y\n' },
+      ],
+    },
+    errors: CISCO_ERRORS,
+    pagers: [MARVELL_PAGER],
+    fingerprint: { probe: 'show system', pattern: 'System Description:\\s+(?:Dell )?PowerConnect' },
+  },
+  avaya_ers: {
+    platform: 'avaya_ers',
+    name: 'Extreme (Avaya) Ethernet Routing Switch',
+    prompt: CISCO_PROMPT,
+    // The banner waits for Ctrl-Y before the CLI starts.
+    loginConfirmations: [{ pattern: '(?i)Ctrl-Y to begin', answer: '\u0019' }],
+    enable: CISCO_ENABLE,
+    pagingOff: ['terminal length 0'],
+    config: CISCO_CONFIG,
+    commit: null,
+    save: { command: 'save config' },
+    errors: CISCO_ERRORS,
+    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    fingerprint: { probe: 'show sys-info', pattern: 'Ethernet Routing Switch' },
+  },
+  huawei_smartax: {
+    platform: 'huawei_smartax',
+    name: 'Huawei SmartAX (MA5600/MA5800 OLT)',
+    // `MA5608T>`, `MA5608T#`, `MA5608T(config)#`, `MA5608T(config-if-gpon-0/1)#`.
+    prompt: CISCO_PROMPT,
+    enable: { ...CISCO_ENABLE, enabledPrompt: '#\\s*$' },
+    // `undo smart` stops the `{ <cr>||<K> }:` question after commands; `infoswitch cli OFF`
+    // stops debugging output on the terminal (privileged); `scroll` turns paging off.
+    pagingOff: ['undo smart', 'infoswitch cli OFF', 'scroll'],
+    config: {
+      enter: 'config',
+      exit: ['return'],
+      abort: ['return'],
+      prompt: '\\(config[^)]*\\)#\\s*$',
+    },
+    commit: null,
+    save: {
+      command: 'save',
+      confirmations: [{ pattern: '^\\s*\\{ <cr>[^}]*\\}:\\s*$', answer: '\n' }],
+    },
+    errors: [
+      '^\\s*% (?:Unknown command|Parameter error|Incomplete command|Ambiguous command|Too many parameters)',
+      '^\\s*Failure:',
+    ],
+    pagers: [
+      // Asked before the output while smart interaction is on (before `undo smart`).
+      { pattern: '^\\s*\\{ <cr>[^}]*\\}:\\s*$', answer: '\n' },
+      { pattern: "(?i)^\\s*-+ More \\( Press 'Q' to break \\) -+\\s*$", answer: ' ' },
+    ],
+    fingerprint: { probe: 'display version', pattern: 'PRODUCT\\s*:\\s*MA\\d{4}|SmartAX' },
   },
 };

@@ -72,7 +72,12 @@ export const DriverDescription = Type.Object(
       },
       { additionalProperties: false },
     ),
-    loginConfirmations: Type.Optional(Type.Array(ConfirmationDescription)),
+    loginConfirmations: Type.Optional(
+      Type.Array(ConfirmationDescription, {
+        description:
+          "Questions before the first prompt; {username} and {password} in an answer are the job's credentials (in-band logins).",
+      }),
+    ),
     enable: Type.Union([
       Type.Null(),
       Type.Object(

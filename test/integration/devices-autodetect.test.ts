@@ -17,7 +17,15 @@ test('when a plain IOS device answers "Cisco IOS Software, IOSv Software" at its
 });
 
 // Platforms that log in at a user-exec prompt and have an enable.
-for (const platform of ['cisco_ios', 'cisco_xe', 'cisco_asa', 'arista_eos', 'hp_procurve']) {
+for (const platform of [
+  'cisco_ios',
+  'cisco_xe',
+  'cisco_asa',
+  'arista_eos',
+  'hp_procurve',
+  'allied_telesis_awplus',
+  'ipinfusion_ocnos',
+]) {
   test(`${platform}: when show version is refused in user-exec mode, then autodetect enters enable and detects the platform`, async (t) => {
     const dev = await startDevice({ platform, privilegedOnly: ['show version'] });
     t.after(() => dev.stop());

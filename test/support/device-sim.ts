@@ -112,6 +112,11 @@ export interface StartDeviceOptions {
    */
   privilegedOnly?: readonly string[];
   /**
+   * The password the in-band login of `inbandLogin` platforms accepts; default: the SSH
+   * password (a device whose SSH server lets anyone in, as PowerConnect's does, checks here).
+   */
+  inbandPassword?: string;
+  /**
    * Writes the banner line by line and, after a line ending in `#` or `>` (which looks like a
    * prompt while its newline has not arrived), pauses this long before the newline: a slow
    * link splitting the banner where a prompt could be read.
@@ -182,6 +187,7 @@ interface DeviceState {
   contextLine: string | undefined;
   privilegedOnly: ReadonlySet<string>;
   bannerPauseMs: number;
+  inbandPassword: string;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -216,6 +222,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     contextLine: options.contextLine,
     privilegedOnly: new Set(options.privilegedOnly ?? []),
     bannerPauseMs: options.bannerPauseMs ?? 0,
+    inbandPassword: options.inbandPassword ?? options.password ?? DEFAULT_PASSWORD,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -403,6 +410,8 @@ class Shell {
   private stack: Frame[] = [];
   private paging: boolean;
   private pendingChanges = false;
+  /** SmartAX asks `{ <cr>||<K> }:` before each output until `undo smart`. */
+  private questions: boolean;
   /** Commands run in this shell (EXOS prompts count them). */
   private counter = 1;
 
@@ -413,6 +422,7 @@ class Shell {
   ) {
     this.mode = dev.data.loginMode;
     this.paging = dev.data.paging !== null;
+    this.questions = dev.data.commandQuestion !== undefined;
     stream.on('data', (d: Buffer) => {
       this.inbox += d.toString('utf8');
       this.wake();
@@ -559,8 +569,9 @@ class Shell {
     } else if (banner !== '') {
       this.write(this.fill(banner).split('\n').join('\r\n') + '\r\n');
     }
+    if (!(await this.inbandLogin())) return;
     if (this.data.pressAnyKey === true) {
-      this.write('Press any key to continue');
+      this.write(this.data.pressAnyKeyPrompt ?? 'Press any key to continue');
       if ((await this.nextChar()) === null) return;
       this.write('\r\x1b[2K');
     }
@@ -572,6 +583,25 @@ class Shell {
       const keepGoing = await this.handle(line.trim());
       if (!keepGoing) return;
     }
+  }
+
+  /** The in-band login of `inbandLogin` platforms; false when the session ended. */
+  private async inbandLogin(): Promise<boolean> {
+    const login = this.data.inbandLogin;
+    if (login === undefined) return true;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      this.write(login.usernamePrompt);
+      const user = await this.readLine(true);
+      if (user === null) return false;
+      this.write(login.passwordPrompt);
+      const password = await this.readLine(false);
+      if (password === null) return false;
+      if (user.trim() === this.dev.username && password === this.dev.inbandPassword) return true;
+      this.dev.stats.authFailures++;
+      this.write(`${textOf(login.failure)}\r\n`);
+    }
+    this.close();
+    return false;
   }
 
   private close(): void {
@@ -602,6 +632,11 @@ class Shell {
       await this.output(this.fill(textOf(pg.offOutput)));
       return true;
     }
+    const question = this.data.commandQuestion;
+    if (question?.off.includes(cmd) === true) {
+      this.questions = false;
+      return true;
+    }
     if (this.data.silent?.includes(cmd) === true) return true;
     if (this.mode === 'config') return this.handleConfig(cmd);
     return this.handleExec(cmd);
@@ -618,6 +653,10 @@ class Shell {
       if (d.enable.usernamePrompt !== undefined) {
         this.write(d.enable.usernamePrompt);
         if ((await this.readLine(true)) === null) return false;
+      }
+      if (d.enable.passwordPrompt === '') {
+        this.mode = 'enable';
+        return true;
       }
       this.write(d.enable.passwordPrompt);
       const secret = await this.readLine(false);
@@ -649,6 +688,10 @@ class Shell {
     }
     const hit = this.lookup(cmd);
     if (hit === undefined) return this.unknown(cmd);
+    if (this.questions && this.data.commandQuestion !== undefined) {
+      this.write(this.data.commandQuestion.prompt);
+      if ((await this.readLine(true)) === null) return false;
+    }
     await this.output(hit);
     return true;
   }

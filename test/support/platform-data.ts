@@ -43,6 +43,18 @@ export interface PlatformData {
   banner?: Text;
   /** ProCurve: "Press any key to continue" after the banner. */
   pressAnyKey?: boolean;
+  /** The text of that key prompt when it is another (ERS: `Enter Ctrl-Y to begin.`). */
+  pressAnyKeyPrompt?: string;
+  /**
+   * A login inside the shell after SSH authentication (Cisco Sx300, PowerConnect): the user
+   * name and password are asked again; a wrong pair prints `failure` and asks again.
+   */
+  inbandLogin?: { usernamePrompt: string; passwordPrompt: string; failure: Text };
+  /**
+   * A question asked before the output of each catalog command (SmartAX `{ <cr>||<K> }:`),
+   * answered with a line; `off` commands stop it for the session (`undo smart`).
+   */
+  commandQuestion?: { prompt: string; off: readonly string[] };
   /** Decorate prompts with ANSI cursor sequences (ProCurve does). */
   ansi?: boolean;
   paging: null | {
@@ -58,6 +70,7 @@ export interface PlatformData {
   enable: null | {
     command: string;
     usernamePrompt?: string;
+    /** Empty: the platform enters privileged mode without asking (SmartAX). */
     passwordPrompt: string;
     failure: Text;
   };

@@ -2,6 +2,7 @@ import { BUILTIN_DRIVERS, PLATFORMS, SvcError, ErrorCode, compilePattern } from 
 import { CliSession } from './drivers/cli-session.js';
 import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
 import { userDriverDescriptions } from './drivers/registry.js';
+import { withLoginCredentials } from './drivers/compile.js';
 import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 
 /**
@@ -13,6 +14,8 @@ import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 export const FINGERPRINTS: readonly { platform: string; pattern: RegExp }[] = [
   { platform: 'cisco_xr', pattern: /Cisco IOS XR Software|IOS-XR/ },
   { platform: 'cisco_nxos', pattern: /Cisco Nexus Operating System|NX-OS/ },
+  // FTD's `show version` also prints the ASA engine's version line.
+  { platform: 'cisco_ftd', pattern: /Cisco Firepower Threat Defense/ },
   { platform: 'cisco_asa', pattern: /Cisco Adaptive Security Appliance/ },
   { platform: 'cisco_xe', pattern: /Cisco IOS[ -]XE Software|IOS-XE/ },
   { platform: 'cisco_ios', pattern: /Cisco IOS Software|Cisco Internetwork Operating System/ },
@@ -53,6 +56,12 @@ export function probesFor(prompt: string): readonly string[] {
   if (/^<[^>]+>$/.test(p)) return ['display version'];
   if (/ [#$]$/.test(p)) return ['get system status', 'show version', 'uname -a'];
   if (/^[\w.-]+@[\w.()-]+>$/.test(p)) return ['show version', 'show system info'];
+  // OmniSwitch AOS and ScreenOS end in `->`; their `show version` answers an `ERROR:` that
+  // looks like a user-exec refusal, and they have no enable to try.
+  if (/->$/.test(p)) return ['show system', 'get system'];
+  // `user@host:~$` is also EdgeOS and VyOS, whose shell answers `uname -a` like any Linux:
+  // their own `show version` first.
+  if (/^[\w.-]+@[\w.-]+:[^\s]*\$$/.test(p)) return ['show version', 'uname -a'];
   if (/\$$/.test(p)) return ['uname -a', 'show version'];
   // A prompt of no known shape: every probe, then those of the other descriptions.
   const all = [
@@ -98,7 +107,15 @@ const probeEnable: EnableMode = {
 const probeDriver: Driver = {
   platform: 'linux',
   loginPrompt: /[>#$%\]]\s*$/,
-  loginConfirmations: [{ pattern: /Press any key to continue/i, answer: '\n' }],
+  loginConfirmations: [
+    { pattern: /Press any key to continue/i, answer: '\n' },
+    { pattern: /Ctrl-Y to begin/i, answer: '\x19' },
+    // In-band logins (Cisco Sx300, PowerConnect) ask again inside the shell.
+    { pattern: /^User ?Name:\s*$/i, answer: '{username}\n' },
+    { pattern: /^Password:\s*$/i, answer: '{password}\n' },
+  ],
+  // SmartAX asks `{ <cr>||<K> }:` before answering a command.
+  pagers: [{ pattern: /^\s*\{ <cr>[^}]*\}:\s*$/, answer: '\n' }],
   // Without `* ` (EXOS unsaved) and `.N` (EXOS command counter): the rest stays per device.
   basePrompt: (line) =>
     line
@@ -125,7 +142,11 @@ const probeDriver: Driver = {
  * anything else that prevents a decision is PLATFORM_AUTODETECT_FAILED.
  */
 export async function autodetectPlatform(job: DeviceJob): Promise<string> {
-  const cli = await CliSession.open(probeDriver, sessionOptionsOf(job), job.signal);
+  const cli = await CliSession.open(
+    withLoginCredentials(probeDriver, job.username, job.password),
+    sessionOptionsOf(job),
+    job.signal,
+  );
   const unbind = cli.bindSignal(job.signal);
   try {
     const seen: string[] = [];

@@ -18,6 +18,7 @@ import {
 } from './device-job.js';
 import { CliSession } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
+import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
 import { abortError } from './ssh-session.js';
 import type { PoolKeyParts, SessionPool } from './session-pool.js';
@@ -120,7 +121,11 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     // One session per device: any warm session of this device (another user's, or one this
     // job may not reuse) is closed before a new one opens.
     else await pool?.closeDevice(job.address, job.port);
-    cli ??= await CliSession.open(driver, sessionOptionsOf(job), job.signal);
+    cli ??= await CliSession.open(
+      withLoginCredentials(driver, job.username, job.password),
+      sessionOptionsOf(job),
+      job.signal,
+    );
     const unbind = cli.bindSignal(job.signal);
     if (job.recorder) cli.record(job.recorder);
     let ok = false;

@@ -7,6 +7,7 @@ import { DRIVERS, getDriver } from '../src/drivers/registry.js';
 import { escapeRegExp } from '../src/drivers/driver.js';
 import { matchFingerprint, probesFor } from '../src/autodetect.js';
 import { redactValues } from '../src/redaction.js';
+import { withLoginCredentials } from '../src/drivers/compile.js';
 
 test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
   assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');
@@ -119,6 +120,30 @@ test('when a device prints its error, then the driver patterns catch it', () => 
     extreme_exos: "%% Invalid input detected at '^' marker.",
     vyos: '  Invalid command: [foo]',
     mikrotik_routeros: 'bad command name foo (line 1 column 1)',
+    broadcom_icos: "% Invalid input detected at '^' marker.",
+    brocade_netiron: 'Invalid input -> foo',
+    brocade_fastiron: 'Invalid input -> foo',
+    ruckus_fastiron: 'Error - Incorrect username or password.',
+    eltex: '% Unrecognized command',
+    dlink_ds: 'Available commands:',
+    allied_telesis_awplus: "% Invalid input detected at '^' marker.",
+    avaya_vsp: "% Invalid input detected at '^' marker.",
+    aruba_os: '% Incomplete command.',
+    ipinfusion_ocnos: '% Failed to commit .. As error(s) encountered during commit operation...',
+    ericsson_ipos: "% Invalid input at '^' marker.",
+    alcatel_aos: 'ERROR: Invalid entry: "foo"',
+    zyxel_os: '% Invalid command: "foo"',
+    juniper_screenos: '                  ^-------unknown keyword foo',
+    checkpoint_gaia: "CLINFR0329  Invalid command:'foo'.",
+    ciena_saos: "SHELL PARSER FAILURE: 'foo' - invalid input",
+    yamaha: 'Error: Command not found',
+    ubiquiti_edgerouter: '  Invalid command: [foo]',
+    cisco_ftd: "ERROR: % Invalid input detected at '^' marker.",
+    alcatel_sros: 'Error: Bad command.',
+    cisco_s300: '% Unrecognized command',
+    dell_powerconnect: '% Unrecognized command',
+    avaya_ers: "% Invalid input detected at '^' marker.",
+    huawei_smartax: "  % Unknown command, the error locates at '^'",
   };
   for (const p of PLATFORMS) {
     const line = errors[p] ?? '';
@@ -168,6 +193,16 @@ test('when version texts are fingerprinted, then the most specific platform wins
   assert.deepEqual(probesFor('<R1>'), ['display version']);
   assert.equal(probesFor('R1 # ')[0], 'get system status');
   assert.equal(probesFor('R1$')[0], 'uname -a');
+  // FTD prints the ASA engine's line too; EdgeOS/VyOS shells answer `uname -a` like Linux; AOS
+  // and ScreenOS answer `show version` with an `ERROR:` that looks like a user-exec refusal.
+  assert.equal(
+    matchFingerprint(
+      'Model : Cisco Firepower Threat Defense for VMware (75) Version 7.0.1\nCisco Adaptive Security Appliance Software Version 9.16(2)',
+    ),
+    'cisco_ftd',
+  );
+  assert.equal(probesFor('ubnt@ubnt:~$')[0], 'show version');
+  assert.deepEqual(probesFor('OS6860->'), ['show system', 'get system']);
 });
 
 test('when secrets appear in a text, then they are redacted', () => {
@@ -176,4 +211,53 @@ test('when secrets appear in a text, then they are redacted', () => {
     'pw *** and en ***',
   );
   assert.equal(redactValues('nothing', ['', null]), 'nothing');
+});
+
+test('when a driver answers an in-band login with {username} and {password}, then the job credentials are filled and line breaks never typed', () => {
+  const s300 = DRIVERS.cisco_s300;
+  const filled = withLoginCredentials(s300, 'svc', 'pa$1&{x}');
+  assert.deepEqual(
+    filled.loginConfirmations.map((c) => c.answer),
+    ['svc\n', 'pa$1&{x}\n'],
+  );
+  // The compiled driver itself keeps the placeholders (it is shared by every job).
+  assert.deepEqual(
+    s300.loginConfirmations.map((c) => c.answer),
+    ['{username}\n', '{password}\n'],
+  );
+  assert.equal(withLoginCredentials(DRIVERS.cisco_ios, 'svc', 'x'), DRIVERS.cisco_ios);
+  // A password with a line break is never typed: that question stays unanswered.
+  const unsafe = withLoginCredentials(s300, 'svc', 'top\nsecret');
+  assert.deepEqual(
+    unsafe.loginConfirmations.map((c) => c.answer),
+    ['svc\n'],
+  );
+});
+
+test('when a parenthesised or SR OS prompt comes in its documented and its plain form, then base and mode are read', () => {
+  const cases: [string, string, string[], string[]][] = [
+    // platform, prompt at login, prompts of the same device, prompts of another device
+    [
+      'aruba_os',
+      '(aruba-mc) >',
+      ['(aruba-mc) #', '(aruba-mc) (config) #', '(aruba-mc) (config-if)#'],
+      ['(other) #'],
+    ],
+    ['aruba_os', 'aruba>', ['aruba#', 'aruba(config)#'], ['arubax#']],
+    ['ubiquiti_edgeswitch', '(UBNT EdgeSwitch) >', ['(UBNT EdgeSwitch) (Config)#'], ['(UBNT) #']],
+    ['alcatel_sros', 'A:R1#', ['*A:R1#', 'A:R1>config>port#'], ['A:R2#']],
+    ['alcatel_sros', 'R1>', ['R1#'], ['R2#']],
+  ];
+  for (const [platform, login, same, other] of cases) {
+    const d = getDriver(platform);
+    assert.ok(d !== undefined);
+    const re = d.promptPattern(escapeRegExp(d.basePrompt(login)));
+    for (const p of [login, ...same]) assert.ok(re.test(p), `${platform}: ${p} after ${login}`);
+    for (const p of other) assert.ok(!re.test(p), `${platform}: ${p} is another device`);
+  }
+  const aruba = getDriver('aruba_os');
+  assert.ok(aruba?.config.isConfig('(aruba-mc) (config) #'));
+  assert.ok(aruba?.config.isConfig('aruba(config)#'));
+  assert.ok(!aruba?.config.isConfig('(aruba-mc) #'));
+  assert.ok(!getDriver('ubiquiti_edgeswitch')?.config.isConfig('(UBNT EdgeSwitch) #'));
 });

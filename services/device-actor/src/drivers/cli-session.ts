@@ -103,6 +103,7 @@ export class CliSession {
     const { loginPrompt, loginConfirmations } = this.driver;
     // -2: nothing answered yet (-1 is a real value of lastIndexOf: no newline yet).
     let answeredAt = -2;
+    const answered = new Set<Confirmation>();
     await this.ssh.waitFor(
       (text) => {
         const nl = text.lastIndexOf('\n');
@@ -110,6 +111,13 @@ export class CliSession {
         if (loginPrompt.test(tail)) return true;
         const question = loginConfirmations.find((c) => c.pattern.test(tail));
         if (question !== undefined && answeredAt !== nl) {
+          if (question.refusedIfAskedAgain === true && answered.has(question)) {
+            throw new SvcError(
+              ErrorCode.AUTH_FAILED,
+              'login refused by the device (in-band password)',
+            );
+          }
+          answered.add(question);
           answeredAt = nl;
           this.ssh.write(question.answer);
         }

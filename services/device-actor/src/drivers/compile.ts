@@ -1,4 +1,4 @@
-import { compilePattern, type DriverDescription } from '@svc/proto';
+import { compilePattern, forbiddenCharIn, type DriverDescription } from '@svc/proto';
 import type { Confirmation, Driver } from './driver.js';
 
 /**
@@ -71,5 +71,36 @@ export function compileDriver(d: DriverDescription): Driver {
               .join('\n')
               .replace(/\n+$/, '')
               .replace(/^\n+/, ''),
+  };
+}
+
+const CREDENTIAL = /\{(?:username|password)\}/;
+
+/**
+ * The driver for one session: `{username}` and `{password}` in its login answers become the
+ * job's credentials (Cisco Sx300 and PowerConnect ask both again inside the shell). Drivers
+ * without such answers are returned as they are. A credential holding a line break or another
+ * control character is never typed (it would send a second line): that question stays
+ * unanswered. The filled driver lives as long as its session; what is sent is redacted from
+ * transcripts like every password.
+ */
+export function withLoginCredentials(driver: Driver, username: string, password: string): Driver {
+  if (!driver.loginConfirmations.some((c) => CREDENTIAL.test(c.answer))) return driver;
+  const typeable = (placeholder: string, value: string, answer: string): boolean =>
+    !answer.includes(placeholder) || forbiddenCharIn(value) === null;
+  return {
+    ...driver,
+    loginConfirmations: driver.loginConfirmations
+      .filter(
+        (c) =>
+          typeable('{username}', username, c.answer) && typeable('{password}', password, c.answer),
+      )
+      .map((c) => ({
+        pattern: c.pattern,
+        ...(c.answer.includes('{password}') ? { refusedIfAskedAgain: true } : {}),
+        answer: c.answer
+          .replaceAll('{username}', () => username)
+          .replaceAll('{password}', () => password),
+      })),
   };
 }

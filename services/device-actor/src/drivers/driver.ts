@@ -10,6 +10,8 @@ export interface Confirmation {
   readonly pattern: RegExp;
   /** Sent as typed, including the newline when one is needed. */
   readonly answer: string;
+  /** The answer is a password: asked again on a later line means it was refused. */
+  readonly refusedIfAskedAgain?: boolean;
 }
 
 export interface EnableMode {
