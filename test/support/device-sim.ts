@@ -332,7 +332,10 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     host,
     port,
     platform: options.platform,
-    hostname: state.hostname,
+    // A `hostname` line renames the device: tests read the name it has now.
+    get hostname() {
+      return state.hostname;
+    },
     username: state.username,
     password: state.password,
     enable: state.enable,
@@ -494,7 +497,7 @@ class Shell {
     } else {
       text = this.mode === 'user' ? p.user : p.enable;
     }
-    let out = this.fill(text).replaceAll('{counter}', String(this.counter));
+    let out = this.fillPrompt(text).replaceAll('{counter}', String(this.counter));
     const ctx = this.dev.contextLine ?? '';
     const prefix = this.mode === 'config' ? this.data.config?.promptPrefix : undefined;
     if (prefix !== undefined) {
@@ -505,6 +508,18 @@ class Shell {
       out = `\r\n${ctx}\r\n${out}`;
     }
     return this.data.ansi === true ? `\x1b[24;1H\x1b[2K${out}\x1b[?25h` : out;
+  }
+
+  /** A prompt template filled in; configuration prompts shorten a long name as the device does. */
+  private fillPrompt(template: string): string {
+    const cut = this.mode === 'config' ? this.data.config?.promptTruncate : undefined;
+    if (cut === undefined) return this.fill(template);
+    const name = this.dev.hostname.slice(0, cut.hostname ?? Infinity);
+    const at = template.indexOf('{hostname}');
+    if (at < 0) return this.fill(template);
+    const base = this.fill(template.slice(0, at)) + name;
+    const rest = this.fill(template.slice(at + '{hostname}'.length));
+    return base.slice(0, cut.base ?? Infinity) + rest;
   }
 
   /** Writes command output (lines end in CRLF), paging and slowing it as configured. */
@@ -763,6 +778,9 @@ class Shell {
     if (rejectRe.test(cmd)) return this.unknown(cmd, d.errors.configRejected ?? d.errors.unknown);
     this.dev.stats.configLines++;
     this.pendingChanges = true;
+    const rename =
+      cfg.hostnameCommand === undefined ? null : new RegExp(cfg.hostnameCommand).exec(cmd);
+    if (rename?.[1] !== undefined) this.dev.hostname = rename[1];
     this.pushSubmode(cmd);
     return true;
   }

@@ -78,6 +78,17 @@ export interface PlatformData {
     uncommittedPrompt?: string;
     /** Prefix that runs an exec command from configuration mode (`do`). */
     execPrefix?: string;
+    /**
+     * A configuration line that renames the device at once (regex, group 1 the new name):
+     * every prompt from the next one on shows it (IOS `hostname`, VRP `sysname`).
+     */
+    hostnameCommand?: string;
+    /**
+     * Configuration-mode prompts shorten a long name: `hostname` cuts the host name to this many
+     * characters (IOS: 20), `base` cuts everything before the mode suffix (IOS-XR: 31 of
+     * `RP/0/RP0/CPU0:name`). Exec prompts show the whole name.
+     */
+    promptTruncate?: { hostname?: number; base?: number };
   };
   commit: null | { command: string; output: Text };
   save: null | {

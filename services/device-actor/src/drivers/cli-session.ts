@@ -30,6 +30,13 @@ export interface CommandOptions {
   expect?: UserPattern | null;
   /** Questions answered while this command runs (only driver-issued commands get any). */
   confirmations?: readonly Confirmation[];
+  /**
+   * Commands that may change the prompt itself. `config`: a configuration line may rename the
+   * device (`hostname`), so any configuration prompt of the platform's shape ends the output;
+   * `exit`: leaving configuration mode may show a renamed device's exec prompt. The base
+   * prompt is learned again from the prompt that ended the output.
+   */
+  follow?: 'config' | 'exit';
 }
 
 export interface ConfigOptions {
@@ -47,10 +54,21 @@ export interface ShowOutcome {
 /** How many leading lines of a show command's output are checked for a device error. */
 const SHOW_ERROR_LINES = 4;
 
+/**
+ * Fewest characters of a known base prompt that a shortened prompt still shows. IOS cuts the
+ * host name at 20 characters in configuration prompts and IOS-XR the whole base at 31; the
+ * trusted driver library keeps 16 of IOS's to be safe, and so does this.
+ */
+export const MIN_SHOWN_BASE = 16;
+
 export class CliSession {
   /** The last prompt line seen, e.g. `R1#`. */
   prompt = '';
   private promptRe: RegExp = /$^/;
+  /** The base prompt learned last (`R1` of `R1(config)#`); null before the first prompt. */
+  private base: string | null = null;
+  /** Any prompt of the platform's shape, whatever the device's name. */
+  private readonly shapeRe: RegExp;
   private prepared = false;
   /** Set once output ended on an expect_string: the prompt state is then unknown. */
   private desynced = false;
@@ -58,7 +76,9 @@ export class CliSession {
   private constructor(
     readonly driver: Driver,
     private readonly ssh: SshSession,
-  ) {}
+  ) {
+    this.shapeRe = driver.promptPattern('[^\\n]{1,255}?');
+  }
 
   /** Connects, logs in and reads the prompt. The session is closed again on any failure. */
   static async open(
@@ -134,9 +154,24 @@ export class CliSession {
     this.ssh.clear();
   }
 
+  /**
+   * Takes `line` as the current prompt and learns its base again when the device was renamed.
+   * A base that is a long enough start of the known one is the same device's shortened
+   * configuration prompt: the known (whole) base stays.
+   */
   private setPrompt(line: string): void {
-    this.prompt = line;
-    this.promptRe = this.driver.promptPattern(escapeRegExp(this.driver.basePrompt(line)));
+    this.prompt = line.trim();
+    const base = this.driver.basePrompt(this.prompt);
+    if (base === this.base || (this.base !== null && isShortened(base, this.base))) return;
+    this.base = base;
+    this.promptRe = this.driver.promptPattern(shortenablePattern(base));
+  }
+
+  /** Whether `tail` is a prompt that ends the output of a command sent with `follow`. */
+  private followedPrompt(tail: string, follow: CommandOptions['follow']): boolean {
+    if (follow === undefined || !this.shapeRe.test(tail)) return false;
+    // A configuration line stays in configuration mode: only such a prompt ends its output.
+    return follow === 'exit' || this.driver.config.isConfig(tail);
   }
 
   /** Enters enable mode and turns paging off, once per session. */
@@ -178,7 +213,7 @@ export class CliSession {
         const tail = text.slice(nl + 1);
         // A prompt with nothing before it is one the device printed before reading `enable`.
         if (this.promptRe.test(tail) && text.slice(0, Math.max(nl, 0)).trim() !== '') {
-          this.prompt = tail.trim();
+          this.setPrompt(tail);
           return true;
         }
         if (en.usernamePrompt?.test(tail) === true && userLine !== nl) {
@@ -234,7 +269,8 @@ export class CliSession {
         }
         const nl = text.lastIndexOf('\n');
         const tail = text.slice(nl + 1);
-        const atPrompt = this.promptRe.test(tail);
+        const atPrompt =
+          this.promptRe.test(tail) || (echoSeen && this.followedPrompt(tail, options.follow));
         if (!echoSeen) {
           // Typed input may still be echoing; only a prompt after a full line means the device
           // does not echo at all.
@@ -265,7 +301,7 @@ export class CliSession {
           let out = text.slice(0, m.end);
           const lastNl = out.lastIndexOf('\n');
           if (this.promptRe.test(out.slice(lastNl + 1))) {
-            this.prompt = out.slice(lastNl + 1).trim();
+            this.setPrompt(out.slice(lastNl + 1));
             out = out.slice(0, Math.max(lastNl, 0));
           } else {
             this.desynced = true;
@@ -273,7 +309,7 @@ export class CliSession {
           return out.replace(/\n$/, '');
         }
         if (!atPrompt) return undefined;
-        this.prompt = tail.trim();
+        this.setPrompt(tail);
         return nl < 0 ? '' : stripContextLines(text.slice(0, nl), this.driver.contextLines ?? []);
       },
       options.timeoutMs,
@@ -383,7 +419,7 @@ export class CliSession {
     const timeoutMs = options.timeoutMs;
     const results: Record<string, string> = {};
     if (config.enter !== null) {
-      const out = await this.command(config.enter, { timeoutMs });
+      const out = await this.command(config.enter, { timeoutMs, follow: 'config' });
       const error = this.findError(out);
       if (error !== undefined || !config.isConfig(this.prompt)) {
         throw new SvcError(
@@ -394,14 +430,20 @@ export class CliSession {
     }
     try {
       for (const line of lines) {
-        const out = this.driver.cleanConfigOutput(await this.command(line, { timeoutMs }));
+        const out = this.driver.cleanConfigOutput(
+          await this.command(line, { timeoutMs, follow: 'config' }),
+        );
         record(results, line, out);
         const error = this.findError(out);
         if (error !== undefined) throw rejected(line, error);
       }
       if (doCommit && commit !== null) {
         const out = this.driver.cleanConfigOutput(
-          await this.command(commit.command, { timeoutMs, confirmations: commit.confirmations }),
+          await this.command(commit.command, {
+            timeoutMs,
+            confirmations: commit.confirmations,
+            follow: 'config',
+          }),
         );
         record(results, commit.command, out);
         const error = this.findError(out);
@@ -443,7 +485,11 @@ export class CliSession {
     for (let round = 0; round < 8 && config.isConfig(this.prompt); round++) {
       for (const cmd of commands) {
         if (!config.isConfig(this.prompt)) break;
-        await this.command(cmd, { timeoutMs, confirmations: config.exitConfirmations });
+        await this.command(cmd, {
+          timeoutMs,
+          confirmations: config.exitConfirmations,
+          follow: 'exit',
+        });
       }
     }
     if (config.isConfig(this.prompt)) {
@@ -469,6 +515,28 @@ export class CliSession {
   destroy(): void {
     this.ssh.destroy();
   }
+}
+
+/** True when `shown` is how a configuration prompt shortens the base `known`. */
+function isShortened(shown: string, known: string): boolean {
+  return (
+    shown.length < known.length &&
+    shown.length >= Math.min(known.length, MIN_SHOWN_BASE) &&
+    known.startsWith(shown)
+  );
+}
+
+/**
+ * The escaped base as a pattern that also matches its shortened forms (every start of it of
+ * at least {@link MIN_SHOWN_BASE} characters): `DC1-POD7-LEAF-AC(?:C(?:E(?:S)?)?)?`.
+ */
+export function shortenablePattern(base: string): string {
+  if (base.length <= MIN_SHOWN_BASE) return escapeRegExp(base);
+  let rest = '';
+  for (let i = base.length - 1; i >= MIN_SHOWN_BASE; i--) {
+    rest = `(?:${escapeRegExp(base[i] ?? '')}${rest})?`;
+  }
+  return escapeRegExp(base.slice(0, MIN_SHOWN_BASE)) + rest;
 }
 
 function rejected(cmd: string, deviceMessage: string): SvcError {
