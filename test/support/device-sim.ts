@@ -1,7 +1,13 @@
 import ssh2, { type Algorithms, type Connection, type ServerChannel } from 'ssh2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { generateHostKey, generateRsaHostKey } from './host-key.js';
-import { loadPlatform, textOf, type CatalogEntry, type PlatformData } from './platform-data.js';
+import {
+  loadPlatform,
+  textOf,
+  type CatalogEntry,
+  type Confirm,
+  type PlatformData,
+} from './platform-data.js';
 
 /**
  * An SSH network device simulator: an ssh2 `Server` on loopback that behaves like the platform
@@ -55,6 +61,8 @@ export interface DeviceStats {
   configLines: number;
   saves: number;
   commits: number;
+  /** Every line typed in answer to a question (`[confirm]`, `[yes/no]`), in order. */
+  answers: string[];
 }
 
 export interface StartDeviceOptions {
@@ -157,6 +165,7 @@ function emptyStats(): DeviceStats {
     configLines: 0,
     saves: 0,
     commits: 0,
+    answers: [],
   };
 }
 
@@ -655,22 +664,47 @@ class Shell {
       await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
-    const hit = this.lookup(cmd);
+    const hit = this.entry(cmd);
     if (hit === undefined) return this.unknown(cmd);
-    await this.output(hit);
+    const go = await this.ask(hit.entry.confirm ?? []);
+    if (go === null) return false;
+    if (go) await this.output(this.fill(textOf(hit.entry.output), hit.groups));
     return true;
   }
 
   /** Catalog output for `cmd`, honouring privileged-only entries. */
   private lookup(cmd: string): string | undefined {
+    const e = this.entry(cmd);
+    return e === undefined ? undefined : this.fill(textOf(e.entry.output), e.groups);
+  }
+
+  private entry(cmd: string): { entry: CatalogEntry; groups: string[] } | undefined {
     for (const e of this.data.commands) {
       const groups = matchEntry(e, cmd);
       if (groups === null) continue;
       const privileged = e.privileged === true || this.dev.privilegedOnly.has(cmd);
       if (privileged && this.mode === 'user') return undefined;
-      return this.fill(textOf(e.output), groups);
+      return { entry: e, groups };
     }
     return undefined;
+  }
+
+  /**
+   * Asks each question and reads its answer. False when an answer cancelled the command (its
+   * `cancelled` text printed), null when the session ended.
+   */
+  private async ask(questions: readonly Confirm[]): Promise<boolean | null> {
+    for (const q of questions) {
+      this.write(this.fill(q.prompt));
+      const answer = await this.readLine(true);
+      if (answer === null) return null;
+      this.dev.stats.answers.push(answer);
+      if (!new RegExp(q.accept ?? '^(?:[yY].*)?$').test(answer.trim())) {
+        await this.output(this.fill(textOf(q.cancelled)));
+        return false;
+      }
+    }
+    return true;
   }
 
   private async unknown(cmd: string, template = this.data.errors.unknown): Promise<boolean> {
@@ -776,6 +810,13 @@ class Shell {
     }
     const rejectRe = new RegExp(d.configReject ?? '^bogus\\b');
     if (rejectRe.test(cmd)) return this.unknown(cmd, d.errors.configRejected ?? d.errors.unknown);
+    const question = cfg.questions?.find((q) => new RegExp(q.regex).test(cmd));
+    if (question !== undefined) {
+      const go = await this.ask([question]);
+      if (go === null) return false;
+      if (!go) return true;
+      await this.output(this.fill(textOf(question.output)));
+    }
     this.dev.stats.configLines++;
     this.pendingChanges = true;
     const rename =

@@ -15,11 +15,20 @@ export interface CatalogEntry {
   output: Text;
   /** Only answered in privileged (enable) mode. */
   privileged?: boolean;
+  /** Questions asked before the output (IOS `clear counters` `[confirm]`). */
+  confirm?: readonly Confirm[];
 }
 
 export interface Confirm {
   /** Printed without a newline; the device then reads one line. */
   prompt: string;
+  /**
+   * Regex an answer must match for the command to go on (default `^(?:[yY].*)?$`: Enter or
+   * yes, as `[confirm]` takes); any other answer cancels it.
+   */
+  accept?: string;
+  /** Printed when an answer cancelled the command. */
+  cancelled?: Text;
 }
 
 export interface PlatformData {
@@ -89,6 +98,8 @@ export interface PlatformData {
      * `RP/0/RP0/CPU0:name`). Exec prompts show the whole name.
      */
     promptTruncate?: { hostname?: number; base?: number };
+    /** Configuration lines that ask before they apply (IOS `crypto key generate rsa`). */
+    questions?: readonly (Confirm & { regex: string; output?: Text })[];
   };
   commit: null | { command: string; output: Text };
   save: null | {

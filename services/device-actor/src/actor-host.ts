@@ -389,6 +389,7 @@ export async function startActorHost(
       saveConfig: spec.save_config,
       commit: spec.commit,
       stopOnError: spec.stop_on_error ?? false,
+      ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,

@@ -4,8 +4,11 @@ import {
   ErrorCode,
   UserPattern,
   PatternError,
+  codePointName,
+  forbiddenCharIn,
   type CommandStatus,
 } from '@svc/proto';
+import type { Confirmation } from './drivers/driver.js';
 import { redactValues } from './redaction.js';
 import {
   CommandsRejected,
@@ -16,7 +19,7 @@ import {
   type DeviceOutcome,
   type RunDeviceJob,
 } from './device-job.js';
-import { CliSession } from './drivers/cli-session.js';
+import { CliSession, type AnswersFor } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
 import { autodetectPlatform } from './autodetect.js';
 import { abortError } from './ssh-session.js';
@@ -94,6 +97,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         throw new SvcError(ErrorCode.COMMAND_ERROR, `expect_string cannot be used${why}`);
       }
     }
+    const answers = answersOf(job);
     const poolable =
       pool !== null &&
       job.kind !== 'structured' &&
@@ -131,6 +135,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
           timeoutMs: job.readTimeoutMs,
           commit: job.commit,
           save: job.saveConfig,
+          answers,
         });
         ok = true;
         return { results, detectedPlatform, pooled, commandStatus: null };
@@ -139,6 +144,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         timeoutMs: job.readTimeoutMs,
         expect,
         stopOnError: job.stopOnError ?? false,
+        answers,
       });
       const rejectedCount = shown.status.filter((s) => s.status === 'error').length;
       // A failed job's session is not pooled again (the device may be mid-way in some state).
@@ -179,6 +185,39 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets);
     }
   };
+}
+
+/**
+ * The job's answers as the session's confirmations, per command index. The gateway checked
+ * them; a job queued before a rule changed still fails cleanly (COMMAND_ERROR, nothing sent).
+ */
+export function answersOf(job: Pick<DeviceJob, 'answers'>): AnswersFor {
+  const compiled = (job.answers ?? []).map((a, n) => {
+    let pattern: UserPattern;
+    try {
+      pattern = UserPattern.compile(a.prompt);
+    } catch (err) {
+      const why = err instanceof PatternError ? `: ${err.message}` : '';
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `answers[${n}].prompt cannot be used${why}`);
+    }
+    const found = forbiddenCharIn(a.answer);
+    if (found !== null) {
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `refused to send answers[${n}]: it holds ${codePointName(found.codePoint)} at position ${found.index} (no line breaks or control characters reach a device)`,
+      );
+    }
+    const confirmation: Confirmation = {
+      pattern: { test: (line: string) => pattern.find(line) !== null },
+      // Typed, then Enter: "" confirms a `[confirm]` with Enter alone.
+      answer: `${a.answer}\n`,
+    };
+    return { command: a.command, confirmation };
+  });
+  return (index) =>
+    compiled
+      .filter((a) => a.command === undefined || a.command === index)
+      .map((a) => a.confirmation);
 }
 
 /**

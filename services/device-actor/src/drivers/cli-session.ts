@@ -28,7 +28,7 @@ export interface CommandOptions {
   timeoutMs: number;
   /** Ends the output instead of the prompt (the job's expect_string, matched in linear time). */
   expect?: UserPattern | null;
-  /** Questions answered while this command runs (only driver-issued commands get any). */
+  /** Questions answered while this command runs (the driver's, or the job's answers). */
   confirmations?: readonly Confirmation[];
   /**
    * Commands that may change the prompt itself. `config`: a configuration line may rename the
@@ -39,10 +39,15 @@ export interface CommandOptions {
   follow?: 'config' | 'exit';
 }
 
+/** The job's answers to the questions of its command number `index` (0-based). */
+export type AnswersFor = (index: number) => readonly Confirmation[];
+
 export interface ConfigOptions {
   timeoutMs: number;
   commit: boolean;
   save: boolean;
+  /** Answers to questions the configuration lines ask (the job's `answers`). */
+  answers?: AnswersFor;
 }
 
 export interface ShowOutcome {
@@ -251,7 +256,7 @@ export class CliSession {
     let answeredLine = -2; // -1 is a real line position (no newline yet)
     ssh.clear();
     this.writeLine(cmd, 'a command');
-    const output = await ssh.waitFor<string>(
+    const output = await this.waitNamingQuestion<string>(
       (current) => {
         let text = current;
         if (!echoSeen) {
@@ -322,6 +327,29 @@ export class CliSession {
   }
 
   /**
+   * `ssh.waitFor`, but a READ_TIMEOUT while the device shows a line that is no prompt (a
+   * question nobody answered, such as `[confirm]`) says what the device is waiting at.
+   */
+  private async waitNamingQuestion<T>(
+    test: (text: string) => T | undefined,
+    timeoutMs: number,
+    what: string,
+  ): Promise<T> {
+    try {
+      return await this.ssh.waitFor<T>(test, timeoutMs, what);
+    } catch (err) {
+      if (!(err instanceof SvcError) || err.code !== ErrorCode.READ_TIMEOUT) throw err;
+      const text = this.ssh.text;
+      const last = text.slice(text.lastIndexOf('\n') + 1).trim();
+      if (last === '' || this.promptRe.test(last)) throw err;
+      throw new SvcError(
+        ErrorCode.READ_TIMEOUT,
+        `${err.message}; the device is waiting at "${last.slice(0, 200)}" (a question? the job's answers can answer it)`,
+      );
+    }
+  }
+
+  /**
    * How many leading characters of `text` are whole lines that are blank or a bare prompt:
    * prompts the device printed before it read the line just sent (a prompt that arrived after
    * the session took its prompt, a second prompt after login). They belong to no command.
@@ -374,12 +402,22 @@ export class CliSession {
    */
   async show(
     commands: readonly string[],
-    options: { timeoutMs: number; expect: UserPattern | null; stopOnError?: boolean },
+    options: {
+      timeoutMs: number;
+      expect: UserPattern | null;
+      stopOnError?: boolean;
+      /** Answers to questions the commands ask (the job's `answers`). */
+      answers?: AnswersFor;
+    },
   ): Promise<ShowOutcome> {
     const results: Record<string, string> = {};
     const status: CommandStatus[] = [];
-    for (const cmd of commands) {
-      const out = await this.command(cmd, { timeoutMs: options.timeoutMs, expect: options.expect });
+    for (const [index, cmd] of commands.entries()) {
+      const out = await this.command(cmd, {
+        timeoutMs: options.timeoutMs,
+        expect: options.expect,
+        confirmations: options.answers?.(index) ?? [],
+      });
       record(results, cmd, out);
       const error = this.findError(out, SHOW_ERROR_LINES);
       status.push(
@@ -429,9 +467,13 @@ export class CliSession {
       }
     }
     try {
-      for (const line of lines) {
+      for (const [index, line] of lines.entries()) {
         const out = this.driver.cleanConfigOutput(
-          await this.command(line, { timeoutMs, follow: 'config' }),
+          await this.command(line, {
+            timeoutMs,
+            follow: 'config',
+            confirmations: options.answers?.(index) ?? [],
+          }),
         );
         record(results, line, out);
         const error = this.findError(out);

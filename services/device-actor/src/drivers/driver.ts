@@ -6,8 +6,8 @@
 
 /** A question the device asks and the answer we give (e.g. `Destination filename [...]?`). */
 export interface Confirmation {
-  /** Tested against the last, unterminated line of output. */
-  readonly pattern: RegExp;
+  /** Tested against the last, unterminated line of output (a RegExp, or a job's RE2 pattern). */
+  readonly pattern: { test(line: string): boolean };
   /** Sent as typed, including the newline when one is needed. */
   readonly answer: string;
 }
