@@ -119,6 +119,11 @@ export interface StartDeviceOptions {
    * link splitting the banner where a prompt could be read.
    */
   bannerPauseMs?: number;
+  /**
+   * A command answered with about `bytes` characters of interface counters (large outputs:
+   * `show tech-support`), ending in the line `END-OF-BULK`.
+   */
+  bulkOutput?: { command: string; bytes: number };
 }
 
 export interface SimulatedDevice {
@@ -185,6 +190,7 @@ interface DeviceState {
   contextLine: string | undefined;
   privilegedOnly: ReadonlySet<string>;
   bannerPauseMs: number;
+  bulkOutput: { command: string; bytes: number } | undefined;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -219,6 +225,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     contextLine: options.contextLine,
     privilegedOnly: new Set(options.privilegedOnly ?? []),
     bannerPauseMs: options.bannerPauseMs ?? 0,
+    bulkOutput: options.bulkOutput,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -664,6 +671,11 @@ class Shell {
       await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
+    const bulk = this.dev.bulkOutput;
+    if (bulk !== undefined && cmd === bulk.command) {
+      await this.output(bulkText(bulk.bytes));
+      return true;
+    }
     const hit = this.entry(cmd);
     if (hit === undefined) return this.unknown(cmd);
     const go = await this.ask(hit.entry.confirm ?? []);
@@ -834,6 +846,19 @@ class Shell {
     }
     if (this.stack.length === 0) this.mode = 'enable';
   }
+}
+
+/** About `bytes` characters of counter lines (CRLF counted as two), then `END-OF-BULK`. */
+export function bulkText(bytes: number): string {
+  const lines: string[] = [];
+  let size = 0;
+  for (let n = 0; size < bytes; n++) {
+    const line = `GigabitEthernet0/${n % 48} ${String(n).padStart(9, '0')} packets input, ${n * 64} bytes, 0 no buffer`;
+    lines.push(line);
+    size += line.length + 2;
+  }
+  lines.push('END-OF-BULK');
+  return lines.join('\n');
 }
 
 function matchEntry(e: CatalogEntry, cmd: string): string[] | null {

@@ -133,6 +133,8 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       if (job.kind === 'config') {
         const results = await cli.configure(job.commands, {
           timeoutMs: job.readTimeoutMs,
+          commitTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
+          saveTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
           commit: job.commit,
           save: job.saveConfig,
           answers,
@@ -142,6 +144,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       }
       const shown = await cli.show(job.commands, {
         timeoutMs: job.readTimeoutMs,
+        timeoutFor: (cmd) => showTimeoutMs(cmd, job.readTimeoutMs),
         expect,
         stopOnError: job.stopOnError ?? false,
         answers,
@@ -185,6 +188,37 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets);
     }
   };
+}
+
+/**
+ * Least wait for a commit or a save (ms): a commit on a large device, or writing a large
+ * configuration to flash, takes minutes where a show takes seconds (the trusted driver library
+ * waits 120 s for a commit). The job's read_timeout still wins when it is longer.
+ */
+export const COMMIT_SAVE_FLOOR_MS = 120_000;
+/** Least wait for a show known to run for minutes (`show tech-support`), in ms. */
+export const LONG_SHOW_FLOOR_MS = 300_000;
+
+/**
+ * Shows that print for minutes: support bundles and full configurations with defaults.
+ * Abbreviations count (`sh tech`, `sh run all`).
+ */
+export const LONG_SHOWS: readonly RegExp[] = [
+  /^sh(?:o|ow)?\s+tech(?:-support)?\b/i,
+  /^sh(?:o|ow)?\s+run(?:ning-config)?\s+all\b/i,
+  /^dis(?:play)?\s+diagnostic-information\b/i,
+  /^request\s+support\s+information\b/i,
+];
+
+/** The wait of a commit or save step: the job's read timeout, at least the floor. */
+export function stepTimeoutMs(readTimeoutMs: number): number {
+  return Math.max(readTimeoutMs, COMMIT_SAVE_FLOOR_MS);
+}
+
+/** The wait of one show command: long shows get at least their floor. */
+export function showTimeoutMs(command: string, readTimeoutMs: number): number {
+  const long = LONG_SHOWS.some((p) => p.test(command.trim()));
+  return long ? Math.max(readTimeoutMs, LONG_SHOW_FLOOR_MS) : readTimeoutMs;
 }
 
 /**

@@ -6,7 +6,14 @@ import {
   type CommandStatus,
   type UserPattern,
 } from '@svc/proto';
-import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
+import {
+  OutputScanner,
+  SshSession,
+  matchPager,
+  type SshSessionOptions,
+  type TerminalText,
+  type WaitTest,
+} from '../ssh-session.js';
 import {
   escapeRegExp,
   stripContextLines,
@@ -44,6 +51,10 @@ export type AnswersFor = (index: number) => readonly Confirmation[];
 
 export interface ConfigOptions {
   timeoutMs: number;
+  /** Wait for the commit's end (ms); default `timeoutMs`. Commits take long on big devices. */
+  commitTimeoutMs?: number;
+  /** Wait for the save's end (ms); default `timeoutMs`. */
+  saveTimeoutMs?: number;
   commit: boolean;
   save: boolean;
   /** Answers to questions the configuration lines ask (the job's `answers`). */
@@ -65,6 +76,21 @@ const SHOW_ERROR_LINES = 4;
  * trusted driver library keeps 16 of IOS's to be safe, and so does this.
  */
 export const MIN_SHOWN_BASE = 16;
+
+/**
+ * Longest last line tested as a prompt, pager or question: longer lines are output still
+ * arriving, and testing them on every chunk would make reading quadratic.
+ */
+const MAX_LINE_CHECKED = 4096;
+/** How far into the text a command's echo (first or second line) is looked for. */
+const ECHO_WINDOW = 4096;
+/** How far into the text bare prompts and blank lines before an echo are looked for. */
+const STALE_WINDOW = 4096;
+
+/** The current, unterminated line, or null when it is too long to be a prompt or question. */
+function lastLineOf(text: TerminalText): string | null {
+  return text.length - text.finishedLength > MAX_LINE_CHECKED ? null : text.lastLine;
+}
 
 export class CliSession {
   /** The last prompt line seen, e.g. `R1#`. */
@@ -109,6 +135,16 @@ export class CliSession {
     return this.ssh.isClosed;
   }
 
+  /** Characters the reader processed or looked at so far (linear reading is tested on it). */
+  get scanned(): number {
+    return this.ssh.output.scanned;
+  }
+
+  /** Chunks of output received so far. */
+  get chunks(): number {
+    return this.ssh.output.chunks;
+  }
+
   /** Reports what this session sends and receives to `tap` (a job's transcript) until unset. */
   record(tap: SessionTap | null): void {
     this.ssh.tap = tap;
@@ -126,16 +162,16 @@ export class CliSession {
   /** Reads the first prompt (answering login questions), then asks again to be sure of it. */
   private async discoverPrompt(timeoutMs: number): Promise<void> {
     const { loginPrompt, loginConfirmations } = this.driver;
-    // -2: nothing answered yet (-1 is a real value of lastIndexOf: no newline yet).
-    let answeredAt = -2;
+    // Where the line answered last starts (-1: nothing answered yet).
+    let answeredAt = -1;
     await this.ssh.waitFor(
       (text) => {
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
+        const tail = lastLineOf(text);
+        if (tail === null) return undefined;
         if (loginPrompt.test(tail)) return true;
         const question = loginConfirmations.find((c) => c.pattern.test(tail));
-        if (question !== undefined && answeredAt !== nl) {
-          answeredAt = nl;
+        if (question !== undefined && answeredAt !== text.finishedLength) {
+          answeredAt = text.finishedLength;
           this.ssh.write(question.answer);
         }
         return undefined;
@@ -149,8 +185,9 @@ export class CliSession {
     this.ssh.write('\n');
     const line = await this.ssh.waitFor(
       (text) => {
-        const tail = text.slice(text.lastIndexOf('\n') + 1);
-        return text.includes('\n') && loginPrompt.test(tail) ? tail.trim() : undefined;
+        if (text.finishedLength === 0) return undefined;
+        const tail = lastLineOf(text);
+        return tail !== null && loginPrompt.test(tail) ? tail.trim() : undefined;
       },
       timeoutMs,
       'the prompt',
@@ -204,31 +241,28 @@ export class CliSession {
     const ssh = this.ssh;
     ssh.clear();
     this.writeLine(en.command, 'the enable command');
-    let userLine = -2; // -1 is a real line position (no newline yet)
+    // Where the line answered last starts (-1: none yet).
+    let userLine = -1;
     let passLine: number | null = null;
     await ssh.waitFor(
-      (current) => {
-        let text = current;
-        const stale = this.staleLength(text);
-        if (stale > 0) {
-          ssh.consume(stale);
-          text = ssh.text;
-        }
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
+      (text) => {
+        this.dropStale(text);
+        const tail = lastLineOf(text);
+        if (tail === null) return undefined;
+        const lineAt = text.finishedLength;
         // A prompt with nothing before it is one the device printed before reading `enable`.
-        if (this.promptRe.test(tail) && text.slice(0, Math.max(nl, 0)).trim() !== '') {
+        if (this.promptRe.test(tail) && text.hasText) {
           this.setPrompt(tail);
           return true;
         }
-        if (en.usernamePrompt?.test(tail) === true && userLine !== nl) {
-          userLine = nl;
+        if (en.usernamePrompt?.test(tail) === true && userLine !== lineAt) {
+          userLine = lineAt;
           this.writeLine(username, 'the username');
         } else if (en.passwordPrompt.test(tail)) {
           if (passLine === null) {
-            passLine = nl;
+            passLine = lineAt;
             this.writeLine(secret, 'the enable secret');
-          } else if (passLine !== nl) {
+          } else if (passLine !== lineAt) {
             throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
           }
         }
@@ -253,57 +287,56 @@ export class CliSession {
     const expect = options.expect ?? null;
     const confirmations = options.confirmations ?? [];
     let echoSeen = wanted.length === 0;
-    let answeredLine = -2; // -1 is a real line position (no newline yet)
+    // Where the line answered last starts (-1: none yet).
+    let answeredLine = -1;
+    const scanner = expect === null ? null : new OutputScanner(expect);
     ssh.clear();
     this.writeLine(cmd, 'a command');
+    // Each look reads only the current line and what arrived since the last look; the whole
+    // text is built once, when the output is complete (linear in the output).
     const output = await this.waitNamingQuestion<string>(
-      (current) => {
-        let text = current;
+      (text) => {
         if (!echoSeen) {
-          const stale = this.staleLength(text);
-          if (stale > 0) {
-            ssh.consume(stale);
-            text = ssh.text;
-          }
-          const end = findEcho(text, wanted);
+          this.dropStale(text);
+          // The echo starts on the first or second line: a bounded start of the text holds it.
+          const end = findEcho(text.prefix(wanted.length + ECHO_WINDOW), wanted);
           if (end >= 0) {
-            ssh.consume(end);
-            text = ssh.text;
+            text.consume(end);
             echoSeen = true;
           }
         }
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
+        const nl = text.finishedLength - 1;
+        const tail = lastLineOf(text);
         const atPrompt =
-          this.promptRe.test(tail) || (echoSeen && this.followedPrompt(tail, options.follow));
+          tail !== null &&
+          (this.promptRe.test(tail) || (echoSeen && this.followedPrompt(tail, options.follow)));
         if (!echoSeen) {
           // Typed input may still be echoing; only a prompt after a full line means the device
           // does not echo at all.
           if (!atPrompt || nl < 0 || expect !== null) return undefined;
-          const before = text.slice(0, nl);
           // Only blank lines before a prompt: a prompt printed before the device read the
           // command (a late login prompt); its answer is still to come.
-          if (before.trim() === '') return undefined;
-          return dropEchoLike(before, wanted);
+          if (!text.hasText) return undefined;
+          return dropEchoLike(text.value.slice(0, nl), wanted);
         }
-        if (!atPrompt) {
+        if (!atPrompt && tail !== null) {
           const pager = matchPager(tail) ?? this.driver.pagers?.find((p) => p.pattern.test(tail));
           if (pager !== undefined) {
-            ssh.truncate(nl + 1);
+            text.dropLastLine();
             ssh.write(pager.answer);
             return undefined;
           }
           const question = confirmations.find((c) => c.pattern.test(tail));
-          if (question !== undefined && answeredLine !== nl) {
-            answeredLine = nl;
+          if (question !== undefined && answeredLine !== text.finishedLength) {
+            answeredLine = text.finishedLength;
             ssh.write(question.answer);
             return undefined;
           }
         }
-        if (expect !== null) {
-          const m = expect.find(text);
-          if (m === null) return undefined;
-          let out = text.slice(0, m.end);
+        if (scanner !== null) {
+          const end = scanner.find(text);
+          if (end === null) return undefined;
+          let out = text.value.slice(0, end);
           const lastNl = out.lastIndexOf('\n');
           if (this.promptRe.test(out.slice(lastNl + 1))) {
             this.setPrompt(out.slice(lastNl + 1));
@@ -315,7 +348,9 @@ export class CliSession {
         }
         if (!atPrompt) return undefined;
         this.setPrompt(tail);
-        return nl < 0 ? '' : stripContextLines(text.slice(0, nl), this.driver.contextLines ?? []);
+        return nl < 0
+          ? ''
+          : stripContextLines(text.value.slice(0, nl), this.driver.contextLines ?? []);
       },
       options.timeoutMs,
       expect !== null
@@ -331,7 +366,7 @@ export class CliSession {
    * question nobody answered, such as `[confirm]`) says what the device is waiting at.
    */
   private async waitNamingQuestion<T>(
-    test: (text: string) => T | undefined,
+    test: WaitTest<T>,
     timeoutMs: number,
     what: string,
   ): Promise<T> {
@@ -339,14 +374,20 @@ export class CliSession {
       return await this.ssh.waitFor<T>(test, timeoutMs, what);
     } catch (err) {
       if (!(err instanceof SvcError) || err.code !== ErrorCode.READ_TIMEOUT) throw err;
-      const text = this.ssh.text;
-      const last = text.slice(text.lastIndexOf('\n') + 1).trim();
+      const last = this.ssh.output.lastLine.slice(0, MAX_LINE_CHECKED).trim();
       if (last === '' || this.promptRe.test(last)) throw err;
       throw new SvcError(
         ErrorCode.READ_TIMEOUT,
         `${err.message}; the device is waiting at "${last.slice(0, 200)}" (a question? the job's answers can answer it)`,
       );
     }
+  }
+
+  /** Drops the bare prompts and blank lines at the start of the text (see staleLength). */
+  private dropStale(text: TerminalText): void {
+    if (text.finishedLength === 0) return;
+    const stale = this.staleLength(text.prefix(STALE_WINDOW));
+    if (stale > 0) text.consume(stale);
   }
 
   /**
@@ -406,6 +447,8 @@ export class CliSession {
       timeoutMs: number;
       expect: UserPattern | null;
       stopOnError?: boolean;
+      /** The wait of one command (ms) when it differs from `timeoutMs` (`show tech-support`). */
+      timeoutFor?: (command: string) => number;
       /** Answers to questions the commands ask (the job's `answers`). */
       answers?: AnswersFor;
     },
@@ -414,7 +457,7 @@ export class CliSession {
     const status: CommandStatus[] = [];
     for (const [index, cmd] of commands.entries()) {
       const out = await this.command(cmd, {
-        timeoutMs: options.timeoutMs,
+        timeoutMs: options.timeoutFor?.(cmd) ?? options.timeoutMs,
         expect: options.expect,
         confirmations: options.answers?.(index) ?? [],
       });
@@ -482,7 +525,7 @@ export class CliSession {
       if (doCommit && commit !== null) {
         const out = this.driver.cleanConfigOutput(
           await this.command(commit.command, {
-            timeoutMs,
+            timeoutMs: options.commitTimeoutMs ?? timeoutMs,
             confirmations: commit.confirmations,
             follow: 'config',
           }),
@@ -492,7 +535,7 @@ export class CliSession {
         if (error !== undefined) throw rejected(commit.command, error);
       }
       if (options.save && typeof save === 'object' && save.inConfig === true) {
-        await this.saveStep(save, results, timeoutMs);
+        await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
       }
     } catch (err) {
       if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
@@ -502,7 +545,7 @@ export class CliSession {
     }
     await this.leaveConfig(config.exit, timeoutMs);
     if (options.save && typeof save === 'object' && save.inConfig !== true) {
-      await this.saveStep(save, results, timeoutMs);
+      await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
     }
     return results;
   }
