@@ -174,7 +174,8 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
         },
       ],
     },
-    commit: { command: 'commit' },
+    // The shared candidate outlives the session: a change without a commit is left in it.
+    commit: { command: 'commit', required: true },
     save: 'commit',
     errors: [
       '(?i)^syntax error',
@@ -301,7 +302,8 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
         { pattern: '(?i)uncommitted changes.*\\[yes\\/no\\]\\s*:?\\s*$', answer: 'yes\n' },
       ],
     },
-    commit: { command: 'commit' },
+    // The candidate outlives the session: a change without a commit is left in it.
+    commit: { command: 'commit', required: true },
     save: 'commit',
     errors: [
       '(?i)^Invalid syntax\\.?',

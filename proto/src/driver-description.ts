@@ -116,7 +116,7 @@ export const DriverDescription = Type.Object(
           required: Type.Optional(
             Type.Boolean({
               description:
-                'Leaving configuration mode without a commit discards the change: config jobs without commit are refused.',
+                'The change takes effect only on commit (leaving configuration mode without one discards it, or leaves it in a candidate that outlives the session): config jobs without commit are refused.',
             }),
           ),
         },

@@ -137,6 +137,11 @@ export interface SimulatedDevice {
   readonly stats: DeviceStats;
   /** Current mode of the most recent shell: `user`, `enable` or `config`. */
   readonly lastMode: string | null;
+  /**
+   * Changes left uncommitted in a candidate that outlives sessions (Junos, PAN-OS): applied
+   * by nobody, waiting for someone's commit.
+   */
+  readonly uncommitted: boolean;
   /** The host key's public half as an OpenSSH line (`ssh-ed25519 AAAA…`). */
   readonly hostPublicKey: string;
   /** Replaces the faults; resolves once a `refuse` change took effect on the listener. */
@@ -194,6 +199,8 @@ interface DeviceState {
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
+  /** A shared candidate holds uncommitted changes (see `SimulatedDevice.uncommitted`). */
+  uncommitted: boolean;
 }
 
 /**
@@ -229,6 +236,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
+    uncommitted: false,
   };
   if (options.commandLatencyMs !== undefined)
     state.faults.commandLatencyMs = options.commandLatencyMs;
@@ -360,6 +368,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     },
     get lastMode() {
       return state.lastMode;
+    },
+    get uncommitted() {
+      return state.uncommitted;
     },
     hostPublicKey,
     setFaults(faults: Faults) {
@@ -759,6 +770,7 @@ class Shell {
     if (d.commit !== null && cmd === d.commit.command) {
       this.dev.stats.commits++;
       this.pendingChanges = false;
+      this.dev.uncommitted = false;
       await this.output(this.fill(textOf(d.commit.output)));
       return true;
     }
@@ -773,6 +785,7 @@ class Shell {
     }
     if (cfg.rollback?.includes(cmd) === true) {
       this.pendingChanges = false;
+      this.dev.uncommitted = false;
       await this.output(textOf(cfg.rollbackOutput));
       return true;
     }
@@ -791,13 +804,17 @@ class Shell {
         this.write(cfg.uncommittedPrompt);
         const answer = await this.readLine(true);
         if (answer === null) return false;
+        const shared = cfg.candidate === 'shared';
         if (/^y/i.test(answer.trim())) {
-          this.dev.stats.commits++;
-        } else if (!/^n/i.test(answer.trim())) {
-          return true; // cancel: stay in configuration mode
+          if (!shared) this.dev.stats.commits++;
+        } else if (!/^n/i.test(answer.trim()) || shared) {
+          return true; // cancel (Junos: "no" stays too): stay in configuration mode
         }
-        this.pendingChanges = false;
+        if (!shared) this.pendingChanges = false;
       }
+      // A shared candidate keeps what was not committed after the session leaves.
+      if (cfg.candidate === 'shared' && this.pendingChanges) this.dev.uncommitted = true;
+      this.pendingChanges = false;
       this.leaveConfig();
       return true;
     }

@@ -85,6 +85,12 @@ export interface PlatformData {
     promptPrefix?: string;
     /** Asked on exit with uncommitted changes; yes commits, no discards, else stays. */
     uncommittedPrompt?: string;
+    /**
+     * `shared`: the candidate configuration outlives the session (Junos, PAN-OS): changes not
+     * committed stay in it after leaving configuration mode, and "yes" to `uncommittedPrompt`
+     * leaves them there instead of committing (Junos "Exit with uncommitted changes?").
+     */
+    candidate?: 'shared';
     /** Prefix that runs an exec command from configuration mode (`do`). */
     execPrefix?: string;
     /**

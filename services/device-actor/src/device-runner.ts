@@ -77,7 +77,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       if (driver.commitRequired === true && !job.commit && !job.saveConfig) {
         throw new SvcError(
           ErrorCode.COMMAND_ERROR,
-          `platform ${platform} discards configuration changes that are not committed: send-config needs commit: true`,
+          `platform ${platform} applies configuration changes only on commit (without one they are discarded or left uncommitted in the candidate): send-config needs commit: true`,
         );
       }
       if (job.saveConfig && driver.save === 'none') {

@@ -66,8 +66,10 @@ export interface Driver {
   /** Null when the platform has no commit: a job asking for one fails with COMMAND_ERROR. */
   readonly commit: CommitStep | null;
   /**
-   * True when leaving configuration mode without a commit discards the change (IOS-XR): a
-   * config job without `commit` (or `save_config`) is refused before touching the device.
+   * True when a change takes effect only on commit: leaving configuration mode without one
+   * discards it (IOS-XR, VRP V8) or leaves it in a candidate that outlives the session (Junos,
+   * PAN-OS). A config job without `commit` (or `save_config`) is refused before touching the
+   * device.
    */
   readonly commitRequired?: boolean;
   /**
