@@ -24,6 +24,8 @@ const CISCO_CONFIG = {
   exit: ['end'],
   abort: ['end'],
   prompt: '\\(config[^)]*\\)#\\s*$',
+  // `banner motd #` then free text up to the delimiter, with no prompt between the lines.
+  textEntry: "End with the character '(.)'\\.?\\s*$",
 };
 
 /** Errors the Cisco CLIs print, each starting with '%' (ASA prefixes `ERROR: `). */

@@ -104,6 +104,13 @@ export const DriverDescription = Type.Object(
           description: 'A prompt line in configuration mode (any depth); null: never.',
         }),
         exitConfirmations: Type.Optional(Type.Array(ConfirmationDescription)),
+        textEntry: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              'A line after which the device reads free text with no prompt between lines (IOS banner: "End with the character \'#\'."); group 1 is the text that ends it. The next lines are sent without waiting for a prompt, up to the one holding it.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -181,6 +188,7 @@ function patternsOf(d: DriverDescription): [string, string][] {
   }
   if (d.config.prompt !== null) out.push(['config.prompt', d.config.prompt]);
   confirmations('config.exitConfirmations', d.config.exitConfirmations);
+  if (d.config.textEntry !== undefined) out.push(['config.textEntry', d.config.textEntry]);
   if (d.commit !== null) confirmations('commit.confirmations', d.commit.confirmations);
   if (typeof d.save === 'object') confirmations('save.confirmations', d.save.confirmations);
   d.errors.forEach((p, i) => out.push([`errors.${i}`, p]));

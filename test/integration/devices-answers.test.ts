@@ -116,3 +116,39 @@ test('when an answer holds a line break, then COMMAND_ERROR before touching the 
   );
   assert.equal(dev.stats.handshakes, 0);
 });
+
+test('cisco_ios: when a config job enters a multi-line banner, then the text lines are typed without waiting for prompts and the job saves', async (t) => {
+  const dev = await startDevice({ platform: 'cisco_ios' });
+  t.after(() => dev.stop());
+  const lines = [
+    'banner motd #',
+    'Authorised access only.',
+    '',
+    'Disconnect now if you are not authorised.',
+    '#',
+    'interface Gi0/1',
+    'description x',
+  ];
+  const out = await run(jobFor(dev, { kind: 'config', commands: lines, saveConfig: true }));
+  assert.equal(out.results['banner motd #'], "Enter TEXT message.  End with the character '#'.");
+  assert.deepEqual(dev.stats.texts, [
+    'Authorised access only.\n\nDisconnect now if you are not authorised.',
+  ]);
+  assert.equal(dev.stats.saves, 1);
+  assert.notEqual(dev.lastMode, 'config');
+});
+
+test('cisco_ios: when a banner is never ended, then COMMAND_ERROR before any save and no banner is applied', async (t) => {
+  const dev = await startDevice({ platform: 'cisco_ios' });
+  t.after(() => dev.stop());
+  await assert.rejects(
+    run(jobFor(dev, { kind: 'config', commands: ['banner motd #', 'text'], saveConfig: true })),
+    (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'COMMAND_ERROR');
+      assert.match(err.message, /no line holds "#"/);
+      return true;
+    },
+  );
+  assert.equal(dev.stats.saves, 0);
+  assert.deepEqual(dev.stats.texts, [], 'no banner was applied');
+});

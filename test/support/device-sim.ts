@@ -63,6 +63,8 @@ export interface DeviceStats {
   commits: number;
   /** Every line typed in answer to a question (`[confirm]`, `[yes/no]`), in order. */
   answers: string[];
+  /** Every free text entered (a banner), its lines joined with `\n`, delimiter excluded. */
+  texts: string[];
 }
 
 export interface StartDeviceOptions {
@@ -176,6 +178,7 @@ function emptyStats(): DeviceStats {
     saves: 0,
     commits: 0,
     answers: [],
+    texts: [],
   };
 }
 
@@ -839,6 +842,25 @@ class Shell {
     }
     const rejectRe = new RegExp(d.configReject ?? '^bogus\\b');
     if (rejectRe.test(cmd)) return this.unknown(cmd, d.errors.configRejected ?? d.errors.unknown);
+    const entry = cfg.textEntry === undefined ? null : new RegExp(cfg.textEntry.regex).exec(cmd);
+    if (entry !== null && cfg.textEntry !== undefined) {
+      const end = entry[1] ?? '';
+      this.write(`${this.fill(cfg.textEntry.prompt, [...entry])}\r\n`);
+      const text: string[] = [];
+      for (;;) {
+        const line = await this.readLine(true);
+        if (line === null) return false;
+        const at = line.indexOf(end);
+        if (at >= 0) {
+          if (at > 0) text.push(line.slice(0, at));
+          break;
+        }
+        text.push(line);
+      }
+      this.dev.stats.texts.push(text.join('\n'));
+      this.dev.stats.configLines++;
+      return true;
+    }
     const question = cfg.questions?.find((q) => new RegExp(q.regex).test(cmd));
     if (question !== undefined) {
       const go = await this.ask([question]);

@@ -104,6 +104,12 @@ export interface PlatformData {
      * `RP/0/RP0/CPU0:name`). Exec prompts show the whole name.
      */
     promptTruncate?: { hostname?: number; base?: number };
+    /**
+     * A line that starts free-text entry (IOS `banner motd #`; group 1 the delimiter): the
+     * device prints `prompt` (`$1` filled) and reads lines, with no prompt, up to the one that
+     * holds the delimiter.
+     */
+    textEntry?: { regex: string; prompt: string };
     /** Configuration lines that ask before they apply (IOS `crypto key generate rsa`). */
     questions?: readonly (Confirm & { regex: string; output?: Text })[];
   };

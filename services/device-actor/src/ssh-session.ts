@@ -109,6 +109,16 @@ export class TerminalText {
     return this.line;
   }
 
+  /** The last finished line without its `\n` ('' when none). */
+  lastFinishedLine(): string {
+    const piece = this.pieces[this.pieces.length - 1];
+    if (piece === undefined) return '';
+    // Pieces start at a line start: the line is inside the last piece.
+    const out = piece.slice(piece.lastIndexOf('\n', piece.length - 2) + 1, piece.length - 1);
+    this.scanned += out.length;
+    return out;
+  }
+
   /** Whether some finished line holds anything but white space. */
   get hasText(): boolean {
     return this.doneHasText;

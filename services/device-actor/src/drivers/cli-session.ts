@@ -101,6 +101,8 @@ export class CliSession {
   /** Any prompt of the platform's shape, whatever the device's name. */
   private readonly shapeRe: RegExp;
   private prepared = false;
+  /** While the device reads free text (a banner): what ends it. */
+  private textEnd: string | null = null;
   /** Set once output ended on an expect_string: the prompt state is then unknown. */
   private desynced = false;
 
@@ -333,6 +335,16 @@ export class CliSession {
             return undefined;
           }
         }
+        // A line that starts free-text entry (IOS `banner motd #`): no prompt comes until the
+        // delimiter; the next configuration lines are the text.
+        const textEntry = this.driver.config.textEntry;
+        if (!atPrompt && tail === '' && options.follow === 'config' && textEntry != null) {
+          const m = textEntry.exec(text.lastFinishedLine());
+          if (m?.[1] !== undefined) {
+            this.textEnd = m[1];
+            return text.value.slice(0, Math.max(nl, 0));
+          }
+        }
         if (scanner !== null) {
           const end = scanner.find(text);
           if (end === null) return undefined;
@@ -511,6 +523,15 @@ export class CliSession {
     }
     try {
       for (const [index, line] of lines.entries()) {
+        if (this.textEnd !== null) {
+          if (!line.includes(this.textEnd)) {
+            await this.textLine(line, timeoutMs);
+            record(results, line, '');
+            continue;
+          }
+          // The line holding the delimiter ends the text; the prompt comes back after it.
+          this.textEnd = null;
+        }
         const out = this.driver.cleanConfigOutput(
           await this.command(line, {
             timeoutMs,
@@ -521,6 +542,12 @@ export class CliSession {
         record(results, line, out);
         const error = this.findError(out);
         if (error !== undefined) throw rejected(line, error);
+      }
+      if (this.textEnd !== null) {
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `the text the device reads after a line (a banner) was not ended: no line holds ${JSON.stringify(this.textEnd)}`,
+        );
       }
       if (doCommit && commit !== null) {
         const out = this.driver.cleanConfigOutput(
@@ -538,6 +565,11 @@ export class CliSession {
         await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
       }
     } catch (err) {
+      // In free-text entry every line typed would become text: the session is dropped instead.
+      if (this.textEnd !== null) {
+        this.destroy();
+        throw err;
+      }
       if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
         await this.leaveConfig(config.abort, timeoutMs);
       }
@@ -561,6 +593,23 @@ export class CliSession {
     record(results, save.command, out);
     const error = this.findError(out);
     if (error !== undefined) throw rejected(save.command, error);
+  }
+
+  /** Types one line of free text (a banner line) and waits for its echo: no prompt comes. */
+  private async textLine(line: string, timeoutMs: number): Promise<void> {
+    const ssh = this.ssh;
+    const wanted = line.trim();
+    ssh.clear();
+    this.writeLine(line, 'a configuration line');
+    await ssh.waitFor(
+      (text) =>
+        wanted === '' || findEcho(text.prefix(wanted.length + ECHO_WINDOW), wanted) >= 0
+          ? text.finishedLength > 0 || undefined
+          : undefined,
+      timeoutMs,
+      `the echo of "${wanted}"`,
+    );
+    ssh.clear();
   }
 
   /** Sends the exit (or abort) commands until the prompt is no longer a configuration prompt. */

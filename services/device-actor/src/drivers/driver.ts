@@ -33,6 +33,11 @@ export interface ConfigMode {
   isConfig(prompt: string): boolean;
   /** Questions asked on the way out (XR/Junos "uncommitted changes"). */
   readonly exitConfirmations: readonly Confirmation[];
+  /**
+   * The line after which the device reads free text without prompts (IOS banners); group 1
+   * ends the text. Null when the platform has none.
+   */
+  readonly textEntry?: RegExp | null;
 }
 
 export interface CommitStep {
