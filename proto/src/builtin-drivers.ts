@@ -24,6 +24,8 @@ const CISCO_CONFIG = {
   exit: ['end'],
   abort: ['end'],
   prompt: '\\(config[^)]*\\)#\\s*$',
+  // `banner motd #` then free text up to the delimiter, with no prompt between the lines.
+  textEntry: "End with the character '(.)'\\.?\\s*$",
 };
 
 /** Errors the Cisco CLIs print, each starting with '%' (ASA prefixes `ERROR: `). */
@@ -237,7 +239,8 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
         },
       ],
     },
-    commit: { command: 'commit' },
+    // The shared candidate outlives the session: a change without a commit is left in it.
+    commit: { command: 'commit', required: true },
     save: 'commit',
     errors: [
       '(?i)^syntax error',
@@ -364,7 +367,8 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
         { pattern: '(?i)uncommitted changes.*\\[yes\\/no\\]\\s*:?\\s*$', answer: 'yes\n' },
       ],
     },
-    commit: { command: 'commit' },
+    // The candidate outlives the session: a change without a commit is left in it.
+    commit: { command: 'commit', required: true },
     save: 'commit',
     errors: [
       '(?i)^Invalid syntax\\.?',

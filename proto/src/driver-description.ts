@@ -109,6 +109,13 @@ export const DriverDescription = Type.Object(
           description: 'A prompt line in configuration mode (any depth); null: never.',
         }),
         exitConfirmations: Type.Optional(Type.Array(ConfirmationDescription)),
+        textEntry: Type.Optional(
+          Type.String({
+            minLength: 1,
+            description:
+              'A line after which the device reads free text with no prompt between lines (IOS banner: "End with the character \'#\'."); group 1 is the text that ends it. The next lines are sent without waiting for a prompt, up to the one holding it.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -121,7 +128,7 @@ export const DriverDescription = Type.Object(
           required: Type.Optional(
             Type.Boolean({
               description:
-                'Leaving configuration mode without a commit discards the change: config jobs without commit are refused.',
+                'The change takes effect only on commit (leaving configuration mode without one discards it, or leaves it in a candidate that outlives the session): config jobs without commit are refused.',
             }),
           ),
         },
@@ -186,6 +193,7 @@ function patternsOf(d: DriverDescription): [string, string][] {
   }
   if (d.config.prompt !== null) out.push(['config.prompt', d.config.prompt]);
   confirmations('config.exitConfirmations', d.config.exitConfirmations);
+  if (d.config.textEntry !== undefined) out.push(['config.textEntry', d.config.textEntry]);
   if (d.commit !== null) confirmations('commit.confirmations', d.commit.confirmations);
   if (typeof d.save === 'object') confirmations('save.confirmations', d.save.confirmations);
   d.errors.forEach((p, i) => out.push([`errors.${i}`, p]));

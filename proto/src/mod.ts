@@ -34,6 +34,9 @@ export {
   Tags,
   TAG_PATTERN,
   MAX_TAGS,
+  CommandAnswer,
+  MAX_ANSWERS,
+  MAX_ANSWER_LENGTH,
 } from './messages/send-command.js';
 export {
   JobKind,

@@ -159,6 +159,20 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
     const problem = UserPattern.problem(body.expect_string);
     if (problem !== null) issue('expect_string', problem);
   }
+  for (const [n, a] of (body.answers ?? []).entries()) {
+    // The schema already refused line breaks and control characters in prompt and answer.
+    const problem = UserPattern.problem(a.prompt);
+    if (problem !== null) {
+      issues.push({ loc: ['body', 'answers', n, 'prompt'], msg: problem, type: 'value_error' });
+    }
+    if (a.command !== undefined && a.command >= body.commands.length) {
+      issues.push({
+        loc: ['body', 'answers', n, 'command'],
+        msg: `no command with index ${a.command}: commands has ${body.commands.length} (indexes start at 0)`,
+        type: 'value_error',
+      });
+    }
+  }
   const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;
   if (body.commands.length > limits.maxCommands) {
     issues.push({
@@ -203,6 +217,15 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
       transcript: body.transcript ?? false,
+      ...(body.answers !== undefined && body.answers.length > 0
+        ? {
+            answers: body.answers.map((a) => ({
+              prompt: a.prompt,
+              answer: a.answer,
+              ...(a.command !== undefined ? { command: a.command } : {}),
+            })),
+          }
+        : {}),
     },
     secrets: {
       username,

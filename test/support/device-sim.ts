@@ -6,6 +6,7 @@ import {
   repeatedOutput,
   textOf,
   type CatalogEntry,
+  type Confirm,
   type PlatformData,
 } from './platform-data.js';
 
@@ -61,6 +62,10 @@ export interface DeviceStats {
   configLines: number;
   saves: number;
   commits: number;
+  /** Every line typed in answer to a question (`[confirm]`, `[yes/no]`), in order. */
+  answers: string[];
+  /** Every free text entered (a banner), its lines joined with `\n`, delimiter excluded. */
+  texts: string[];
 }
 
 export interface StartDeviceOptions {
@@ -122,6 +127,11 @@ export interface StartDeviceOptions {
    * link splitting the banner where a prompt could be read.
    */
   bannerPauseMs?: number;
+  /**
+   * A command answered with about `bytes` characters of interface counters (large outputs:
+   * `show tech-support`), ending in the line `END-OF-BULK`.
+   */
+  bulkOutput?: { command: string; bytes: number };
 }
 
 export interface SimulatedDevice {
@@ -135,6 +145,11 @@ export interface SimulatedDevice {
   readonly stats: DeviceStats;
   /** Current mode of the most recent shell: `user`, `enable` or `config`. */
   readonly lastMode: string | null;
+  /**
+   * Changes left uncommitted in a candidate that outlives sessions (Junos, PAN-OS): applied
+   * by nobody, waiting for someone's commit.
+   */
+  readonly uncommitted: boolean;
   /** The host key's public half as an OpenSSH line (`ssh-ed25519 AAAA…`). */
   readonly hostPublicKey: string;
   /** Replaces the faults; resolves once a `refuse` change took effect on the listener. */
@@ -168,6 +183,8 @@ function emptyStats(): DeviceStats {
     configLines: 0,
     saves: 0,
     commits: 0,
+    answers: [],
+    texts: [],
   };
 }
 
@@ -188,9 +205,12 @@ interface DeviceState {
   privilegedOnly: ReadonlySet<string>;
   bannerPauseMs: number;
   inbandPassword: string;
+  bulkOutput: { command: string; bytes: number } | undefined;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
+  /** A shared candidate holds uncommitted changes (see `SimulatedDevice.uncommitted`). */
+  uncommitted: boolean;
 }
 
 /**
@@ -223,9 +243,11 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     privilegedOnly: new Set(options.privilegedOnly ?? []),
     bannerPauseMs: options.bannerPauseMs ?? 0,
     inbandPassword: options.inbandPassword ?? options.password ?? DEFAULT_PASSWORD,
+    bulkOutput: options.bulkOutput,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
+    uncommitted: false,
   };
   if (options.commandLatencyMs !== undefined)
     state.faults.commandLatencyMs = options.commandLatencyMs;
@@ -346,7 +368,10 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     host,
     port,
     platform: options.platform,
-    hostname: state.hostname,
+    // A `hostname` line renames the device: tests read the name it has now.
+    get hostname() {
+      return state.hostname;
+    },
     username: state.username,
     password: state.password,
     enable: state.enable,
@@ -355,6 +380,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     },
     get lastMode() {
       return state.lastMode;
+    },
+    get uncommitted() {
+      return state.uncommitted;
     },
     hostPublicKey,
     setFaults(faults: Faults) {
@@ -511,7 +539,7 @@ class Shell {
     } else {
       text = this.mode === 'user' ? p.user : p.enable;
     }
-    let out = this.fill(text).replaceAll('{counter}', String(this.counter));
+    let out = this.fillPrompt(text).replaceAll('{counter}', String(this.counter));
     const ctx = this.dev.contextLine ?? '';
     const prefix = this.mode === 'config' ? this.data.config?.promptPrefix : undefined;
     if (prefix !== undefined) {
@@ -522,6 +550,18 @@ class Shell {
       out = `\r\n${ctx}\r\n${out}`;
     }
     return this.data.ansi === true ? `\x1b[24;1H\x1b[2K${out}\x1b[?25h` : out;
+  }
+
+  /** A prompt template filled in; configuration prompts shorten a long name as the device does. */
+  private fillPrompt(template: string): string {
+    const cut = this.mode === 'config' ? this.data.config?.promptTruncate : undefined;
+    if (cut === undefined) return this.fill(template);
+    const name = this.dev.hostname.slice(0, cut.hostname ?? Infinity);
+    const at = template.indexOf('{hostname}');
+    if (at < 0) return this.fill(template);
+    const base = this.fill(template.slice(0, at)) + name;
+    const rest = this.fill(template.slice(at + '{hostname}'.length));
+    return base.slice(0, cut.base ?? Infinity) + rest;
   }
 
   /** Writes command output (lines end in CRLF), paging and slowing it as configured. */
@@ -686,29 +726,64 @@ class Shell {
       await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
-    const hit = this.lookup(cmd);
+    const bulk = this.dev.bulkOutput;
+    if (bulk !== undefined && cmd === bulk.command) {
+      await this.output(bulkText(bulk.bytes));
+      return true;
+    }
+    const hit = this.entry(cmd);
     if (hit === undefined) return this.unknown(cmd);
     if (this.questions && this.data.commandQuestion !== undefined) {
       this.write(this.data.commandQuestion.prompt);
       if ((await this.readLine(true)) === null) return false;
     }
-    await this.output(hit);
+    const go = await this.ask(hit.entry.confirm ?? []);
+    if (go === null) return false;
+    if (go) await this.output(this.outputOf(hit));
     return true;
   }
 
   /** Catalog output for `cmd`, honouring privileged-only entries. */
   private lookup(cmd: string): string | undefined {
+    const e = this.entry(cmd);
+    return e === undefined ? undefined : this.outputOf(e);
+  }
+
+  /** The output of a catalog hit: placeholders filled, a `repeatTo` output grown to size. */
+  private outputOf(hit: { entry: CatalogEntry; groups: string[] }): string {
+    const text = this.fill(textOf(hit.entry.output), hit.groups);
+    return hit.entry.repeatTo === undefined
+      ? text
+      : repeatedOutput(text, Number(this.fill(hit.entry.repeatTo, hit.groups)));
+  }
+
+  private entry(cmd: string): { entry: CatalogEntry; groups: string[] } | undefined {
     for (const e of this.data.commands) {
       const groups = matchEntry(e, cmd);
       if (groups === null) continue;
       const privileged = e.privileged === true || this.dev.privilegedOnly.has(cmd);
       if (privileged && this.mode === 'user') return undefined;
-      const text = this.fill(textOf(e.output), groups);
-      return e.repeatTo === undefined
-        ? text
-        : repeatedOutput(text, Number(this.fill(e.repeatTo, groups)));
+      return { entry: e, groups };
     }
     return undefined;
+  }
+
+  /**
+   * Asks each question and reads its answer. False when an answer cancelled the command (its
+   * `cancelled` text printed), null when the session ended.
+   */
+  private async ask(questions: readonly Confirm[]): Promise<boolean | null> {
+    for (const q of questions) {
+      this.write(this.fill(q.prompt));
+      const answer = await this.readLine(true);
+      if (answer === null) return null;
+      this.dev.stats.answers.push(answer);
+      if (!new RegExp(q.accept ?? '^(?:[yY].*)?$').test(answer.trim())) {
+        await this.output(this.fill(textOf(q.cancelled)));
+        return false;
+      }
+    }
+    return true;
   }
 
   private async unknown(cmd: string, template = this.data.errors.unknown): Promise<boolean> {
@@ -751,6 +826,7 @@ class Shell {
     if (d.commit !== null && cmd === d.commit.command) {
       this.dev.stats.commits++;
       this.pendingChanges = false;
+      this.dev.uncommitted = false;
       await this.output(this.fill(textOf(d.commit.output)));
       return true;
     }
@@ -765,6 +841,7 @@ class Shell {
     }
     if (cfg.rollback?.includes(cmd) === true) {
       this.pendingChanges = false;
+      this.dev.uncommitted = false;
       await this.output(textOf(cfg.rollbackOutput));
       return true;
     }
@@ -783,13 +860,17 @@ class Shell {
         this.write(cfg.uncommittedPrompt);
         const answer = await this.readLine(true);
         if (answer === null) return false;
+        const shared = cfg.candidate === 'shared';
         if (/^y/i.test(answer.trim())) {
-          this.dev.stats.commits++;
-        } else if (!/^n/i.test(answer.trim())) {
-          return true; // cancel: stay in configuration mode
+          if (!shared) this.dev.stats.commits++;
+        } else if (!/^n/i.test(answer.trim()) || shared) {
+          return true; // cancel (Junos: "no" stays too): stay in configuration mode
         }
-        this.pendingChanges = false;
+        if (!shared) this.pendingChanges = false;
       }
+      // A shared candidate keeps what was not committed after the session leaves.
+      if (cfg.candidate === 'shared' && this.pendingChanges) this.dev.uncommitted = true;
+      this.pendingChanges = false;
       this.leaveConfig();
       return true;
     }
@@ -814,8 +895,37 @@ class Shell {
     }
     const rejectRe = new RegExp(d.configReject ?? '^bogus\\b');
     if (rejectRe.test(cmd)) return this.unknown(cmd, d.errors.configRejected ?? d.errors.unknown);
+    const entry = cfg.textEntry === undefined ? null : new RegExp(cfg.textEntry.regex).exec(cmd);
+    if (entry !== null && cfg.textEntry !== undefined) {
+      const end = entry[1] ?? '';
+      this.write(`${this.fill(cfg.textEntry.prompt, [...entry])}\r\n`);
+      const text: string[] = [];
+      for (;;) {
+        const line = await this.readLine(true);
+        if (line === null) return false;
+        const at = line.indexOf(end);
+        if (at >= 0) {
+          if (at > 0) text.push(line.slice(0, at));
+          break;
+        }
+        text.push(line);
+      }
+      this.dev.stats.texts.push(text.join('\n'));
+      this.dev.stats.configLines++;
+      return true;
+    }
+    const question = cfg.questions?.find((q) => new RegExp(q.regex).test(cmd));
+    if (question !== undefined) {
+      const go = await this.ask([question]);
+      if (go === null) return false;
+      if (!go) return true;
+      await this.output(this.fill(textOf(question.output)));
+    }
     this.dev.stats.configLines++;
     this.pendingChanges = true;
+    const rename =
+      cfg.hostnameCommand === undefined ? null : new RegExp(cfg.hostnameCommand).exec(cmd);
+    if (rename?.[1] !== undefined) this.dev.hostname = rename[1];
     this.pushSubmode(cmd);
     return true;
   }
@@ -828,6 +938,19 @@ class Shell {
     }
     if (this.stack.length === 0) this.mode = 'enable';
   }
+}
+
+/** About `bytes` characters of counter lines (CRLF counted as two), then `END-OF-BULK`. */
+export function bulkText(bytes: number): string {
+  const lines: string[] = [];
+  let size = 0;
+  for (let n = 0; size < bytes; n++) {
+    const line = `GigabitEthernet0/${n % 48} ${String(n).padStart(9, '0')} packets input, ${n * 64} bytes, 0 no buffer`;
+    lines.push(line);
+    size += line.length + 2;
+  }
+  lines.push('END-OF-BULK');
+  return lines.join('\n');
 }
 
 function matchEntry(e: CatalogEntry, cmd: string): string[] | null {

@@ -4,6 +4,7 @@ export {
   DEFAULT_PASSWORD,
   DEFAULT_ENABLE,
   LEGACY_ONLY_ALGORITHMS,
+  bulkText,
 } from './device-sim.js';
 export type {
   Faults,

@@ -20,11 +20,20 @@ export interface CatalogEntry {
    * holds at least this many characters; a number or `$1`..`$9` of the regex.
    */
   repeatTo?: string;
+  /** Questions asked before the output (IOS `clear counters` `[confirm]`). */
+  confirm?: readonly Confirm[];
 }
 
 export interface Confirm {
   /** Printed without a newline; the device then reads one line. */
   prompt: string;
+  /**
+   * Regex an answer must match for the command to go on (default `^(?:[yY].*)?$`: Enter or
+   * yes, as `[confirm]` takes); any other answer cancels it.
+   */
+  accept?: string;
+  /** Printed when an answer cancelled the command. */
+  cancelled?: Text;
 }
 
 export interface PlatformData {
@@ -94,8 +103,33 @@ export interface PlatformData {
     promptPrefix?: string;
     /** Asked on exit with uncommitted changes; yes commits, no discards, else stays. */
     uncommittedPrompt?: string;
+    /**
+     * `shared`: the candidate configuration outlives the session (Junos, PAN-OS): changes not
+     * committed stay in it after leaving configuration mode, and "yes" to `uncommittedPrompt`
+     * leaves them there instead of committing (Junos "Exit with uncommitted changes?").
+     */
+    candidate?: 'shared';
     /** Prefix that runs an exec command from configuration mode (`do`). */
     execPrefix?: string;
+    /**
+     * A configuration line that renames the device at once (regex, group 1 the new name):
+     * every prompt from the next one on shows it (IOS `hostname`, VRP `sysname`).
+     */
+    hostnameCommand?: string;
+    /**
+     * Configuration-mode prompts shorten a long name: `hostname` cuts the host name to this many
+     * characters (IOS: 20), `base` cuts everything before the mode suffix (IOS-XR: 31 of
+     * `RP/0/RP0/CPU0:name`). Exec prompts show the whole name.
+     */
+    promptTruncate?: { hostname?: number; base?: number };
+    /**
+     * A line that starts free-text entry (IOS `banner motd #`; group 1 the delimiter): the
+     * device prints `prompt` (`$1` filled) and reads lines, with no prompt, up to the one that
+     * holds the delimiter.
+     */
+    textEntry?: { regex: string; prompt: string };
+    /** Configuration lines that ask before they apply (IOS `crypto key generate rsa`). */
+    questions?: readonly (Confirm & { regex: string; output?: Text })[];
   };
   commit: null | { command: string; output: Text };
   save: null | {

@@ -61,6 +61,19 @@ export const JobSpec = Type.Object(
     ssh: Type.Optional(SshSpec),
     /** Keep the session transcript even when the job finishes. Absent in older records. */
     transcript: Type.Optional(Type.Boolean()),
+    /** Answers to the commands' questions (send-command `answers`). Absent: none. */
+    answers: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            prompt: Type.String(),
+            answer: Type.String(),
+            command: Type.Optional(Type.Integer({ minimum: 0 })),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
   },
   { $id: 'JobSpec', additionalProperties: false },
 );

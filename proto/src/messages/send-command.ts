@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  DEVICE_TEXT_PATTERN,
   DeviceText,
   MAX_PATTERN_LENGTH,
   MAX_SECRET_LENGTH,
@@ -85,8 +86,51 @@ export const ConnectionFields = {
   ),
 };
 
+/** Most entries of `answers`. */
+export const MAX_ANSWERS = 32;
+/** Longest text of one answer, in characters. */
+export const MAX_ANSWER_LENGTH = 1024;
+
+/** One question a command may ask, and what to type when it does. */
+export const CommandAnswer = Type.Object(
+  {
+    prompt: Type.String({
+      minLength: 1,
+      maxLength: MAX_PATTERN_LENGTH,
+      pattern: DEVICE_TEXT_PATTERN,
+      description:
+        'Regex (RE2 syntax: no backreferences or lookaround) for the question, matched against the last, unfinished line of output (e.g. "\\[confirm\\]$").',
+    }),
+    answer: DeviceText(
+      'Typed when the question appears, then Enter ("" answers with Enter alone, as [confirm] wants). No line breaks or control characters. Kept in the job record like the commands: not for secrets.',
+      MAX_ANSWER_LENGTH,
+    ),
+    command: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description:
+          'Index (0-based) in commands of the one command this answer is for. Omitted: every command.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CommandAnswer = Static<typeof CommandAnswer>;
+
+/** Answers to interactive questions ([confirm], [yes/no]), for show and config jobs. */
+const AnswerFields = {
+  answers: Type.Optional(
+    Type.Array(CommandAnswer, {
+      maxItems: MAX_ANSWERS,
+      description:
+        'Questions commands may ask and their answers. Each is answered once per time it is asked; a question without an answer ends the job in READ_TIMEOUT naming the question. Default none.',
+    }),
+  ),
+};
+
 /** Show jobs only: config jobs always stop at the first rejected line. */
 const ShowFields = {
+  ...AnswerFields,
   stop_on_error: Type.Optional(
     Type.Boolean({
       description:
@@ -113,6 +157,7 @@ export const SendConfigRequest = Type.Object(
     commit: Type.Optional(
       Type.Boolean({ description: 'Commit on platforms that need it. Default false.' }),
     ),
+    ...AnswerFields,
   },
   { $id: 'SendConfigRequest', description: 'POST /v2/send-config' },
 );

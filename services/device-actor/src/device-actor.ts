@@ -214,6 +214,7 @@ export class DeviceActor {
       saveConfig: spec.save_config,
       commit: spec.commit,
       stopOnError: spec.stop_on_error ?? false,
+      ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,

@@ -31,6 +31,12 @@ export interface DeviceJob {
   /** send-config only. */
   saveConfig: boolean;
   commit: boolean;
+  /**
+   * Questions the commands may ask and what to type (send-command `answers`): `command` is the
+   * index of the one command an answer is for, absent for every command. The gateway checked
+   * each prompt (RE2) and answer (device text).
+   */
+  answers?: readonly { prompt: string; answer: string; command?: number }[];
   /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
   stopOnError?: boolean;
   /** structured only: exactly one or neither. */

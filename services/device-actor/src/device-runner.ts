@@ -4,8 +4,11 @@ import {
   ErrorCode,
   UserPattern,
   PatternError,
+  codePointName,
+  forbiddenCharIn,
   type CommandStatus,
 } from '@svc/proto';
+import type { Confirmation } from './drivers/driver.js';
 import { redactValues } from './redaction.js';
 import {
   CommandsRejected,
@@ -16,7 +19,7 @@ import {
   type DeviceOutcome,
   type RunDeviceJob,
 } from './device-job.js';
-import { CliSession } from './drivers/cli-session.js';
+import { CliSession, type AnswersFor } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -75,7 +78,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       if (driver.commitRequired === true && !job.commit && !job.saveConfig) {
         throw new SvcError(
           ErrorCode.COMMAND_ERROR,
-          `platform ${platform} discards configuration changes that are not committed: send-config needs commit: true`,
+          `platform ${platform} applies configuration changes only on commit (without one they are discarded or left uncommitted in the candidate): send-config needs commit: true`,
         );
       }
       if (job.saveConfig && driver.save === 'none') {
@@ -95,6 +98,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         throw new SvcError(ErrorCode.COMMAND_ERROR, `expect_string cannot be used${why}`);
       }
     }
+    const answers = answersOf(job);
     const poolable =
       pool !== null &&
       job.kind !== 'structured' &&
@@ -134,16 +138,21 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       if (job.kind === 'config') {
         const results = await cli.configure(job.commands, {
           timeoutMs: job.readTimeoutMs,
+          commitTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
+          saveTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
           commit: job.commit,
           save: job.saveConfig,
+          answers,
         });
         ok = true;
         return { results, detectedPlatform, pooled, commandStatus: null };
       }
       const shown = await cli.show(job.commands, {
         timeoutMs: job.readTimeoutMs,
+        timeoutFor: (cmd) => showTimeoutMs(cmd, job.readTimeoutMs),
         expect,
         stopOnError: job.stopOnError ?? false,
+        answers,
       });
       const rejectedCount = shown.status.filter((s) => s.status === 'error').length;
       // A failed job's session is not pooled again (the device may be mid-way in some state).
@@ -184,6 +193,70 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets);
     }
   };
+}
+
+/**
+ * Least wait for a commit or a save (ms): a commit on a large device, or writing a large
+ * configuration to flash, takes minutes where a show takes seconds (the trusted driver library
+ * waits 120 s for a commit). The job's read_timeout still wins when it is longer.
+ */
+export const COMMIT_SAVE_FLOOR_MS = 120_000;
+/** Least wait for a show known to run for minutes (`show tech-support`), in ms. */
+export const LONG_SHOW_FLOOR_MS = 300_000;
+
+/**
+ * Shows that print for minutes: support bundles and full configurations with defaults.
+ * Abbreviations count (`sh tech`, `sh run all`).
+ */
+export const LONG_SHOWS: readonly RegExp[] = [
+  /^sh(?:o|ow)?\s+tech(?:-support)?\b/i,
+  /^sh(?:o|ow)?\s+run(?:ning-config)?\s+all\b/i,
+  /^dis(?:play)?\s+diagnostic-information\b/i,
+  /^request\s+support\s+information\b/i,
+];
+
+/** The wait of a commit or save step: the job's read timeout, at least the floor. */
+export function stepTimeoutMs(readTimeoutMs: number): number {
+  return Math.max(readTimeoutMs, COMMIT_SAVE_FLOOR_MS);
+}
+
+/** The wait of one show command: long shows get at least their floor. */
+export function showTimeoutMs(command: string, readTimeoutMs: number): number {
+  const long = LONG_SHOWS.some((p) => p.test(command.trim()));
+  return long ? Math.max(readTimeoutMs, LONG_SHOW_FLOOR_MS) : readTimeoutMs;
+}
+
+/**
+ * The job's answers as the session's confirmations, per command index. The gateway checked
+ * them; a job queued before a rule changed still fails cleanly (COMMAND_ERROR, nothing sent).
+ */
+export function answersOf(job: Pick<DeviceJob, 'answers'>): AnswersFor {
+  const compiled = (job.answers ?? []).map((a, n) => {
+    let pattern: UserPattern;
+    try {
+      pattern = UserPattern.compile(a.prompt);
+    } catch (err) {
+      const why = err instanceof PatternError ? `: ${err.message}` : '';
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `answers[${n}].prompt cannot be used${why}`);
+    }
+    const found = forbiddenCharIn(a.answer);
+    if (found !== null) {
+      throw new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `refused to send answers[${n}]: it holds ${codePointName(found.codePoint)} at position ${found.index} (no line breaks or control characters reach a device)`,
+      );
+    }
+    const confirmation: Confirmation = {
+      pattern: { test: (line: string) => pattern.find(line) !== null },
+      // Typed, then Enter: "" confirms a `[confirm]` with Enter alone.
+      answer: `${a.answer}\n`,
+    };
+    return { command: a.command, confirmation };
+  });
+  return (index) =>
+    compiled
+      .filter((a) => a.command === undefined || a.command === index)
+      .map((a) => a.confirmation);
 }
 
 /**

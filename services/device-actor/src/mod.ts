@@ -7,3 +7,6 @@ export type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device-job.js';
 export { CommandsRejected } from './device-job.js';
 export { createDeviceRunner } from './device-runner.js';
 export { SessionPool } from './session-pool.js';
+export { CliSession } from './drivers/cli-session.js';
+export { getDriver } from './drivers/registry.js';
+export { TerminalText, OutputScanner } from './ssh-session.js';

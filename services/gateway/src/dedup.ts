@@ -5,7 +5,7 @@ import type { Caller } from './caller.js';
 /**
  * `svc-dedup` key of a submission: a hash of the caller, context, job kind, host, port,
  * platform, device username and the commands in order, plus the fields that change what the job
- * does or returns (config save/commit, templates, expect_string, the SSH profile and jump hosts), so that two jobs share a key
+ * does or returns (config save/commit, templates, expect_string, answers, the SSH profile and jump hosts), so that two jobs share a key
  * only when one's result can stand for the other's. Scoped to the caller so nobody is ever given
  * another caller's job. The key lives in the job record's `dedup_key` and is released when the
  * job ends (JobLifecycle); the bucket TTL (JOB_TIMEOUT + 60 s) bounds a leak.
@@ -27,6 +27,7 @@ export function dedupKeyOf(caller: Caller, spec: JobSpec, username: string): str
     spec.expect_string,
     spec.stop_on_error ?? false,
     spec.ssh ?? null,
+    spec.answers ?? [],
   ]);
   return `d_${createHash('sha256').update(material, 'utf8').digest('hex')}`;
 }

@@ -6,7 +6,14 @@ import {
   type CommandStatus,
   type UserPattern,
 } from '@svc/proto';
-import { SshSession, matchPager, type SshSessionOptions } from '../ssh-session.js';
+import {
+  OutputScanner,
+  SshSession,
+  matchPager,
+  type SshSessionOptions,
+  type TerminalText,
+  type WaitTest,
+} from '../ssh-session.js';
 import {
   escapeRegExp,
   stripContextLines,
@@ -28,14 +35,30 @@ export interface CommandOptions {
   timeoutMs: number;
   /** Ends the output instead of the prompt (the job's expect_string, matched in linear time). */
   expect?: UserPattern | null;
-  /** Questions answered while this command runs (only driver-issued commands get any). */
+  /** Questions answered while this command runs (the driver's, or the job's answers). */
   confirmations?: readonly Confirmation[];
+  /**
+   * Commands that may change the prompt itself. `config`: a configuration line may rename the
+   * device (`hostname`), so any configuration prompt of the platform's shape ends the output;
+   * `exit`: leaving configuration mode may show a renamed device's exec prompt. The base
+   * prompt is learned again from the prompt that ended the output.
+   */
+  follow?: 'config' | 'exit';
 }
+
+/** The job's answers to the questions of its command number `index` (0-based). */
+export type AnswersFor = (index: number) => readonly Confirmation[];
 
 export interface ConfigOptions {
   timeoutMs: number;
+  /** Wait for the commit's end (ms); default `timeoutMs`. Commits take long on big devices. */
+  commitTimeoutMs?: number;
+  /** Wait for the save's end (ms); default `timeoutMs`. */
+  saveTimeoutMs?: number;
   commit: boolean;
   save: boolean;
+  /** Answers to questions the configuration lines ask (the job's `answers`). */
+  answers?: AnswersFor;
 }
 
 export interface ShowOutcome {
@@ -47,18 +70,48 @@ export interface ShowOutcome {
 /** How many leading lines of a show command's output are checked for a device error. */
 const SHOW_ERROR_LINES = 4;
 
+/**
+ * Fewest characters of a known base prompt that a shortened prompt still shows. IOS cuts the
+ * host name at 20 characters in configuration prompts and IOS-XR the whole base at 31; the
+ * trusted driver library keeps 16 of IOS's to be safe, and so does this.
+ */
+export const MIN_SHOWN_BASE = 16;
+
+/**
+ * Longest last line tested as a prompt, pager or question: longer lines are output still
+ * arriving, and testing them on every chunk would make reading quadratic.
+ */
+const MAX_LINE_CHECKED = 4096;
+/** How far into the text a command's echo (first or second line) is looked for. */
+const ECHO_WINDOW = 4096;
+/** How far into the text bare prompts and blank lines before an echo are looked for. */
+const STALE_WINDOW = 4096;
+
+/** The current, unterminated line, or null when it is too long to be a prompt or question. */
+function lastLineOf(text: TerminalText): string | null {
+  return text.length - text.finishedLength > MAX_LINE_CHECKED ? null : text.lastLine;
+}
+
 export class CliSession {
   /** The last prompt line seen, e.g. `R1#`. */
   prompt = '';
   private promptRe: RegExp = /$^/;
+  /** The base prompt learned last (`R1` of `R1(config)#`); null before the first prompt. */
+  private base: string | null = null;
+  /** Any prompt of the platform's shape, whatever the device's name. */
+  private readonly shapeRe: RegExp;
   private prepared = false;
+  /** While the device reads free text (a banner): what ends it. */
+  private textEnd: string | null = null;
   /** Set once output ended on an expect_string: the prompt state is then unknown. */
   private desynced = false;
 
   private constructor(
     readonly driver: Driver,
     private readonly ssh: SshSession,
-  ) {}
+  ) {
+    this.shapeRe = driver.promptPattern('[^\\n]{1,255}?');
+  }
 
   /** Connects, logs in and reads the prompt. The session is closed again on any failure. */
   static async open(
@@ -84,6 +137,16 @@ export class CliSession {
     return this.ssh.isClosed;
   }
 
+  /** Characters the reader processed or looked at so far (linear reading is tested on it). */
+  get scanned(): number {
+    return this.ssh.output.scanned;
+  }
+
+  /** Chunks of output received so far. */
+  get chunks(): number {
+    return this.ssh.output.chunks;
+  }
+
   /** Reports what this session sends and receives to `tap` (a job's transcript) until unset. */
   record(tap: SessionTap | null): void {
     this.ssh.tap = tap;
@@ -101,16 +164,16 @@ export class CliSession {
   /** Reads the first prompt (answering login questions), then asks again to be sure of it. */
   private async discoverPrompt(timeoutMs: number): Promise<void> {
     const { loginPrompt, loginConfirmations } = this.driver;
-    // -2: nothing answered yet (-1 is a real value of lastIndexOf: no newline yet).
-    let answeredAt = -2;
+    // Where the line answered last starts (-1: nothing answered yet).
+    let answeredAt = -1;
     const answered = new Set<Confirmation>();
     await this.ssh.waitFor(
       (text) => {
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
+        const tail = lastLineOf(text);
+        if (tail === null) return undefined;
         if (loginPrompt.test(tail)) return true;
         const question = loginConfirmations.find((c) => c.pattern.test(tail));
-        if (question !== undefined && answeredAt !== nl) {
+        if (question !== undefined && answeredAt !== text.finishedLength) {
           if (question.refusedIfAskedAgain === true && answered.has(question)) {
             throw new SvcError(
               ErrorCode.AUTH_FAILED,
@@ -118,7 +181,7 @@ export class CliSession {
             );
           }
           answered.add(question);
-          answeredAt = nl;
+          answeredAt = text.finishedLength;
           this.ssh.write(question.answer);
         }
         return undefined;
@@ -132,8 +195,9 @@ export class CliSession {
     this.ssh.write('\n');
     const line = await this.ssh.waitFor(
       (text) => {
-        const tail = text.slice(text.lastIndexOf('\n') + 1);
-        return text.includes('\n') && loginPrompt.test(tail) ? tail.trim() : undefined;
+        if (text.finishedLength === 0) return undefined;
+        const tail = lastLineOf(text);
+        return tail !== null && loginPrompt.test(tail) ? tail.trim() : undefined;
       },
       timeoutMs,
       'the prompt',
@@ -142,9 +206,24 @@ export class CliSession {
     this.ssh.clear();
   }
 
+  /**
+   * Takes `line` as the current prompt and learns its base again when the device was renamed.
+   * A base that is a long enough start of the known one is the same device's shortened
+   * configuration prompt: the known (whole) base stays.
+   */
   private setPrompt(line: string): void {
-    this.prompt = line;
-    this.promptRe = this.driver.promptPattern(escapeRegExp(this.driver.basePrompt(line)));
+    this.prompt = line.trim();
+    const base = this.driver.basePrompt(this.prompt);
+    if (base === this.base || (this.base !== null && isShortened(base, this.base))) return;
+    this.base = base;
+    this.promptRe = this.driver.promptPattern(shortenablePattern(base));
+  }
+
+  /** Whether `tail` is a prompt that ends the output of a command sent with `follow`. */
+  private followedPrompt(tail: string, follow: CommandOptions['follow']): boolean {
+    if (follow === undefined || !this.shapeRe.test(tail)) return false;
+    // A configuration line stays in configuration mode: only such a prompt ends its output.
+    return follow === 'exit' || this.driver.config.isConfig(tail);
   }
 
   /** Enters enable mode and turns paging off, once per session. */
@@ -172,31 +251,28 @@ export class CliSession {
     const ssh = this.ssh;
     ssh.clear();
     this.writeLine(en.command, 'the enable command');
-    let userLine = -2; // -1 is a real line position (no newline yet)
+    // Where the line answered last starts (-1: none yet).
+    let userLine = -1;
     let passLine: number | null = null;
     await ssh.waitFor(
-      (current) => {
-        let text = current;
-        const stale = this.staleLength(text);
-        if (stale > 0) {
-          ssh.consume(stale);
-          text = ssh.text;
-        }
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
+      (text) => {
+        this.dropStale(text);
+        const tail = lastLineOf(text);
+        if (tail === null) return undefined;
+        const lineAt = text.finishedLength;
         // A prompt with nothing before it is one the device printed before reading `enable`.
-        if (this.promptRe.test(tail) && text.slice(0, Math.max(nl, 0)).trim() !== '') {
-          this.prompt = tail.trim();
+        if (this.promptRe.test(tail) && text.hasText) {
+          this.setPrompt(tail);
           return true;
         }
-        if (en.usernamePrompt?.test(tail) === true && userLine !== nl) {
-          userLine = nl;
+        if (en.usernamePrompt?.test(tail) === true && userLine !== lineAt) {
+          userLine = lineAt;
           this.writeLine(username, 'the username');
         } else if (en.passwordPrompt.test(tail)) {
           if (passLine === null) {
-            passLine = nl;
+            passLine = lineAt;
             this.writeLine(secret, 'the enable secret');
-          } else if (passLine !== nl) {
+          } else if (passLine !== lineAt) {
             throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
           }
         }
@@ -221,59 +297,69 @@ export class CliSession {
     const expect = options.expect ?? null;
     const confirmations = options.confirmations ?? [];
     let echoSeen = wanted.length === 0;
-    let answeredLine = -2; // -1 is a real line position (no newline yet)
+    // Where the line answered last starts (-1: none yet).
+    let answeredLine = -1;
+    const scanner = expect === null ? null : new OutputScanner(expect);
     ssh.clear();
     this.writeLine(cmd, 'a command');
-    const output = await ssh.waitFor<string>(
-      (current) => {
-        let text = current;
+    // Each look reads only the current line and what arrived since the last look; the whole
+    // text is built once, when the output is complete (linear in the output).
+    const output = await this.waitNamingQuestion<string>(
+      (text) => {
         if (!echoSeen) {
-          const stale = this.staleLength(text);
-          if (stale > 0) {
-            ssh.consume(stale);
-            text = ssh.text;
-          }
-          const end = findEcho(text, wanted);
+          this.dropStale(text);
+          // The echo starts on the first or second line: a bounded start of the text holds it.
+          const end = findEcho(text.prefix(wanted.length + ECHO_WINDOW), wanted);
           if (end >= 0) {
-            ssh.consume(end);
-            text = ssh.text;
+            text.consume(end);
             echoSeen = true;
           }
         }
-        const nl = text.lastIndexOf('\n');
-        const tail = text.slice(nl + 1);
-        const atPrompt = this.promptRe.test(tail);
+        const nl = text.finishedLength - 1;
+        const tail = lastLineOf(text);
+        const atPrompt =
+          tail !== null &&
+          (this.promptRe.test(tail) || (echoSeen && this.followedPrompt(tail, options.follow)));
         if (!echoSeen) {
           // Typed input may still be echoing; only a prompt after a full line means the device
           // does not echo at all.
           if (!atPrompt || nl < 0 || expect !== null) return undefined;
-          const before = text.slice(0, nl);
           // Only blank lines before a prompt: a prompt printed before the device read the
           // command (a late login prompt); its answer is still to come.
-          if (before.trim() === '') return undefined;
-          return dropEchoLike(before, wanted);
+          if (!text.hasText) return undefined;
+          return dropEchoLike(text.value.slice(0, nl), wanted);
         }
-        if (!atPrompt) {
+        if (!atPrompt && tail !== null) {
           const pager = matchPager(tail) ?? this.driver.pagers?.find((p) => p.pattern.test(tail));
           if (pager !== undefined) {
-            ssh.truncate(nl + 1);
+            text.dropLastLine();
             ssh.write(pager.answer);
             return undefined;
           }
           const question = confirmations.find((c) => c.pattern.test(tail));
-          if (question !== undefined && answeredLine !== nl) {
-            answeredLine = nl;
+          if (question !== undefined && answeredLine !== text.finishedLength) {
+            answeredLine = text.finishedLength;
             ssh.write(question.answer);
             return undefined;
           }
         }
-        if (expect !== null) {
-          const m = expect.find(text);
-          if (m === null) return undefined;
-          let out = text.slice(0, m.end);
+        // A line that starts free-text entry (IOS `banner motd #`): no prompt comes until the
+        // delimiter; the next configuration lines are the text.
+        const textEntry = this.driver.config.textEntry;
+        if (!atPrompt && tail === '' && options.follow === 'config' && textEntry != null) {
+          const m = textEntry.exec(text.lastFinishedLine());
+          if (m?.[1] !== undefined) {
+            this.textEnd = m[1];
+            return text.value.slice(0, Math.max(nl, 0));
+          }
+        }
+        if (scanner !== null) {
+          const end = scanner.find(text);
+          if (end === null) return undefined;
+          let out = text.value.slice(0, end);
           const lastNl = out.lastIndexOf('\n');
           if (this.promptRe.test(out.slice(lastNl + 1))) {
-            this.prompt = out.slice(lastNl + 1).trim();
+            this.setPrompt(out.slice(lastNl + 1));
             out = out.slice(0, Math.max(lastNl, 0));
           } else {
             this.desynced = true;
@@ -281,8 +367,10 @@ export class CliSession {
           return out.replace(/\n$/, '');
         }
         if (!atPrompt) return undefined;
-        this.prompt = tail.trim();
-        return nl < 0 ? '' : stripContextLines(text.slice(0, nl), this.driver.contextLines ?? []);
+        this.setPrompt(tail);
+        return nl < 0
+          ? ''
+          : stripContextLines(text.value.slice(0, nl), this.driver.contextLines ?? []);
       },
       options.timeoutMs,
       expect !== null
@@ -291,6 +379,35 @@ export class CliSession {
     );
     ssh.clear();
     return output;
+  }
+
+  /**
+   * `ssh.waitFor`, but a READ_TIMEOUT while the device shows a line that is no prompt (a
+   * question nobody answered, such as `[confirm]`) says what the device is waiting at.
+   */
+  private async waitNamingQuestion<T>(
+    test: WaitTest<T>,
+    timeoutMs: number,
+    what: string,
+  ): Promise<T> {
+    try {
+      return await this.ssh.waitFor<T>(test, timeoutMs, what);
+    } catch (err) {
+      if (!(err instanceof SvcError) || err.code !== ErrorCode.READ_TIMEOUT) throw err;
+      const last = this.ssh.output.lastLine.slice(0, MAX_LINE_CHECKED).trim();
+      if (last === '' || this.promptRe.test(last)) throw err;
+      throw new SvcError(
+        ErrorCode.READ_TIMEOUT,
+        `${err.message}; the device is waiting at "${last.slice(0, 200)}" (a question? the job's answers can answer it)`,
+      );
+    }
+  }
+
+  /** Drops the bare prompts and blank lines at the start of the text (see staleLength). */
+  private dropStale(text: TerminalText): void {
+    if (text.finishedLength === 0) return;
+    const stale = this.staleLength(text.prefix(STALE_WINDOW));
+    if (stale > 0) text.consume(stale);
   }
 
   /**
@@ -346,12 +463,24 @@ export class CliSession {
    */
   async show(
     commands: readonly string[],
-    options: { timeoutMs: number; expect: UserPattern | null; stopOnError?: boolean },
+    options: {
+      timeoutMs: number;
+      expect: UserPattern | null;
+      stopOnError?: boolean;
+      /** The wait of one command (ms) when it differs from `timeoutMs` (`show tech-support`). */
+      timeoutFor?: (command: string) => number;
+      /** Answers to questions the commands ask (the job's `answers`). */
+      answers?: AnswersFor;
+    },
   ): Promise<ShowOutcome> {
     const results: Record<string, string> = {};
     const status: CommandStatus[] = [];
-    for (const cmd of commands) {
-      const out = await this.command(cmd, { timeoutMs: options.timeoutMs, expect: options.expect });
+    for (const [index, cmd] of commands.entries()) {
+      const out = await this.command(cmd, {
+        timeoutMs: options.timeoutFor?.(cmd) ?? options.timeoutMs,
+        expect: options.expect,
+        confirmations: options.answers?.(index) ?? [],
+      });
       record(results, cmd, out);
       const error = this.findError(out, SHOW_ERROR_LINES);
       status.push(
@@ -391,7 +520,7 @@ export class CliSession {
     const timeoutMs = options.timeoutMs;
     const results: Record<string, string> = {};
     if (config.enter !== null) {
-      const out = await this.command(config.enter, { timeoutMs });
+      const out = await this.command(config.enter, { timeoutMs, follow: 'config' });
       const error = this.findError(out);
       if (error !== undefined || !config.isConfig(this.prompt)) {
         throw new SvcError(
@@ -401,24 +530,54 @@ export class CliSession {
       }
     }
     try {
-      for (const line of lines) {
-        const out = this.driver.cleanConfigOutput(await this.command(line, { timeoutMs }));
+      for (const [index, line] of lines.entries()) {
+        if (this.textEnd !== null) {
+          if (!line.includes(this.textEnd)) {
+            await this.textLine(line, timeoutMs);
+            record(results, line, '');
+            continue;
+          }
+          // The line holding the delimiter ends the text; the prompt comes back after it.
+          this.textEnd = null;
+        }
+        const out = this.driver.cleanConfigOutput(
+          await this.command(line, {
+            timeoutMs,
+            follow: 'config',
+            confirmations: options.answers?.(index) ?? [],
+          }),
+        );
         record(results, line, out);
         const error = this.findError(out);
         if (error !== undefined) throw rejected(line, error);
       }
+      if (this.textEnd !== null) {
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `the text the device reads after a line (a banner) was not ended: no line holds ${JSON.stringify(this.textEnd)}`,
+        );
+      }
       if (doCommit && commit !== null) {
         const out = this.driver.cleanConfigOutput(
-          await this.command(commit.command, { timeoutMs, confirmations: commit.confirmations }),
+          await this.command(commit.command, {
+            timeoutMs: options.commitTimeoutMs ?? timeoutMs,
+            confirmations: commit.confirmations,
+            follow: 'config',
+          }),
         );
         record(results, commit.command, out);
         const error = this.findError(out);
         if (error !== undefined) throw rejected(commit.command, error);
       }
       if (options.save && typeof save === 'object' && save.inConfig === true) {
-        await this.saveStep(save, results, timeoutMs);
+        await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
       }
     } catch (err) {
+      // In free-text entry every line typed would become text: the session is dropped instead.
+      if (this.textEnd !== null) {
+        this.destroy();
+        throw err;
+      }
       if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
         await this.leaveConfig(config.abort, timeoutMs);
       }
@@ -426,7 +585,7 @@ export class CliSession {
     }
     await this.leaveConfig(config.exit, timeoutMs);
     if (options.save && typeof save === 'object' && save.inConfig !== true) {
-      await this.saveStep(save, results, timeoutMs);
+      await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
     }
     return results;
   }
@@ -444,6 +603,23 @@ export class CliSession {
     if (error !== undefined) throw rejected(save.command, error);
   }
 
+  /** Types one line of free text (a banner line) and waits for its echo: no prompt comes. */
+  private async textLine(line: string, timeoutMs: number): Promise<void> {
+    const ssh = this.ssh;
+    const wanted = line.trim();
+    ssh.clear();
+    this.writeLine(line, 'a configuration line');
+    await ssh.waitFor(
+      (text) =>
+        wanted === '' || findEcho(text.prefix(wanted.length + ECHO_WINDOW), wanted) >= 0
+          ? text.finishedLength > 0 || undefined
+          : undefined,
+      timeoutMs,
+      `the echo of "${wanted}"`,
+    );
+    ssh.clear();
+  }
+
   /** Sends the exit (or abort) commands until the prompt is no longer a configuration prompt. */
   private async leaveConfig(commands: readonly string[], timeoutMs: number): Promise<void> {
     const config = this.driver.config;
@@ -451,7 +627,11 @@ export class CliSession {
     for (let round = 0; round < 8 && config.isConfig(this.prompt); round++) {
       for (const cmd of commands) {
         if (!config.isConfig(this.prompt)) break;
-        await this.command(cmd, { timeoutMs, confirmations: config.exitConfirmations });
+        await this.command(cmd, {
+          timeoutMs,
+          confirmations: config.exitConfirmations,
+          follow: 'exit',
+        });
       }
     }
     if (config.isConfig(this.prompt)) {
@@ -477,6 +657,28 @@ export class CliSession {
   destroy(): void {
     this.ssh.destroy();
   }
+}
+
+/** True when `shown` is how a configuration prompt shortens the base `known`. */
+function isShortened(shown: string, known: string): boolean {
+  return (
+    shown.length < known.length &&
+    shown.length >= Math.min(known.length, MIN_SHOWN_BASE) &&
+    known.startsWith(shown)
+  );
+}
+
+/**
+ * The escaped base as a pattern that also matches its shortened forms (every start of it of
+ * at least {@link MIN_SHOWN_BASE} characters): `DC1-POD7-LEAF-AC(?:C(?:E(?:S)?)?)?`.
+ */
+export function shortenablePattern(base: string): string {
+  if (base.length <= MIN_SHOWN_BASE) return escapeRegExp(base);
+  let rest = '';
+  for (let i = base.length - 1; i >= MIN_SHOWN_BASE; i--) {
+    rest = `(?:${escapeRegExp(base[i] ?? '')}${rest})?`;
+  }
+  return escapeRegExp(base.slice(0, MIN_SHOWN_BASE)) + rest;
 }
 
 function rejected(cmd: string, deviceMessage: string): SvcError {

@@ -44,6 +44,7 @@ export function compileDriver(d: DriverDescription): Driver {
       abort: d.config.abort,
       isConfig: (prompt) => inConfig?.test(prompt.trim()) ?? false,
       exitConfirmations: confirmations(d.config.exitConfirmations),
+      textEntry: d.config.textEntry === undefined ? null : compilePattern(d.config.textEntry),
     },
     commit:
       d.commit === null

@@ -6,8 +6,8 @@
 
 /** A question the device asks and the answer we give (e.g. `Destination filename [...]?`). */
 export interface Confirmation {
-  /** Tested against the last, unterminated line of output. */
-  readonly pattern: RegExp;
+  /** Tested against the last, unterminated line of output (a RegExp, or a job's RE2 pattern). */
+  readonly pattern: { test(line: string): boolean };
   /** Sent as typed, including the newline when one is needed. */
   readonly answer: string;
   /** The answer is a password: asked again on a later line means it was refused. */
@@ -35,6 +35,11 @@ export interface ConfigMode {
   isConfig(prompt: string): boolean;
   /** Questions asked on the way out (XR/Junos "uncommitted changes"). */
   readonly exitConfirmations: readonly Confirmation[];
+  /**
+   * The line after which the device reads free text without prompts (IOS banners); group 1
+   * ends the text. Null when the platform has none.
+   */
+  readonly textEntry?: RegExp | null;
 }
 
 export interface CommitStep {
@@ -68,8 +73,10 @@ export interface Driver {
   /** Null when the platform has no commit: a job asking for one fails with COMMAND_ERROR. */
   readonly commit: CommitStep | null;
   /**
-   * True when leaving configuration mode without a commit discards the change (IOS-XR): a
-   * config job without `commit` (or `save_config`) is refused before touching the device.
+   * True when a change takes effect only on commit: leaving configuration mode without one
+   * discards it (IOS-XR, VRP V8) or leaves it in a candidate that outlives the session (Junos,
+   * PAN-OS). A config job without `commit` (or `save_config`) is refused before touching the
+   * device.
    */
   readonly commitRequired?: boolean;
   /**
