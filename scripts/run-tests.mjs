@@ -34,13 +34,32 @@ if (files.length === 0) {
 }
 const filter = process.env.TEST_FILTER;
 const selected = filter ? files.filter((f) => f.includes(filter)) : files;
-// Unit tests run two files at a time; integration files one at a time, since each starts
-// nats-servers, SSH simulators and service processes that would starve each other on 2 cores.
+// Unit tests run two files at a time. Integration files that kill processes, run clusters or
+// fleets, or measure stalls run one at a time: two of them would starve each other on 2 cores.
+// The others mostly wait on their own nats-server and simulator, so they run two at a time
+// (half the suite's wall time is such per-file start-up).
+const SOLO = [
+  'actors-failover',
+  'backpressure',
+  'batches',
+  'cluster-failover',
+  'dispatcher-restart',
+  'fresh-clone-bins',
+  'launcher',
+  'leaf-node',
+  'nats-security',
+  'observability-prometheus',
+  'processes',
+  'security-input',
+];
 const unit = selected.filter((f) => !f.startsWith('test/'));
 const integration = selected.filter((f) => f.startsWith('test/'));
+const solo = integration.filter((f) => SOLO.some((name) => f.includes(`/${name}`)));
+const paired = integration.filter((f) => !solo.includes(f));
 const runs = [
   [unit, 2],
-  [integration, 1],
+  [paired, 2],
+  [solo, 1],
 ].filter(([list]) => list.length > 0);
 let status = 0;
 for (const [list, concurrency] of runs) {
