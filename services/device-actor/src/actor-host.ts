@@ -214,7 +214,7 @@ export async function startActorHost(
     );
     let actor = actors.get(key);
     if (!actor) {
-      actor = new DeviceActor(key, ctx, () => actors.delete(key));
+      actor = new DeviceActor(ctx, () => actors.delete(key));
       actors.set(key, actor);
     }
     actor.push({ envelope, msg });

@@ -41,7 +41,6 @@ export class DeviceActor {
   readonly #mailbox: Mailbox<Delivery>;
 
   constructor(
-    readonly deviceKey: string,
     private readonly ctx: ActorContext,
     onIdle: () => void,
   ) {
