@@ -21,7 +21,7 @@ export type WebhookOutcome = 'none' | 'delivered' | 'refused' | 'failed';
 /**
  * One attempt, for the caller's log line. `stage` says where it stopped; `target` is the origin
  * only (a URL's path, query and user info may carry tokens); `reason` may echo what the target
- * answered and is the caller's to redact.
+ * answered, with the URL's user info, query and the signing secret already removed.
  */
 export interface WebhookAttempt {
   outcome: Exclude<WebhookOutcome, 'none'>;
@@ -105,9 +105,18 @@ export function webhookSender(
     if (secret) headers[SIGNATURE_HEADER] = signWebhook(body, secret);
     const started = performance.now();
     const requester = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    // What the URL and the secret hold never reaches a reason (an error text may echo them).
+    const hidden = [secret, url.password, url.username, url.search.slice(1)].filter(
+      (v): v is string => typeof v === 'string' && v.length > 0,
+    );
     return new Promise<WebhookAttempt>((resolve) => {
       const fail = (reason: string, outcome: 'failed' | 'refused' = 'failed') =>
-        resolve({ outcome, stage: 'delivery', target: origin, reason });
+        resolve({
+          outcome,
+          stage: 'delivery',
+          target: origin,
+          reason: hidden.reduce((r, v) => r.split(v).join('[redacted]'), reason),
+        });
       try {
         const req = requester(
           url,

@@ -467,14 +467,9 @@ export class Batches {
         );
         return;
       }
-      // Origin and reason only; the reason is stripped of the URL's user info and the secret.
-      let reason = sent.reason ?? sent.stage;
-      const url = URL.canParse(target) ? new URL(target) : null;
-      for (const s of [secret, url?.password, url?.username, url?.search.slice(1)]) {
-        if (s) reason = reason.split(s).join('[redacted]');
-      }
+      // Origin and reason only (the sender strips the URL's user info, query and secret).
       blog.warn(
-        { target: sent.target ?? null, reason },
+        { target: sent.target ?? null, reason: sent.reason ?? sent.stage },
         `batch ${record.batch_id} webhook ${sent.outcome}`,
       );
     } catch (err) {
