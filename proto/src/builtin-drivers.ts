@@ -86,6 +86,13 @@ const IRONWARE_ERRORS = [
 
 /** The Marvell-based CLIs (Eltex MES, Cisco Sx300) page with this line. */
 const MARVELL_PAGER = { pattern: '(?i)^More: <space>,\\s+Quit: q', answer: ' ' };
+/** Avaya/Extreme ERS and VSP page with this line. */
+const AVAYA_PAGER = {
+  pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$',
+  answer: ' ',
+};
+/** Broadcom FASTPATH-based CLIs (ICOS, Ubiquiti EdgeSwitch) page with this line. */
+const MORE_OR_QUIT_PAGER = { pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' };
 
 const ios: DriverDescription = {
   platform: 'cisco_ios',
@@ -489,7 +496,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
       '(?i)^An invalid interface',
       '(?i)^Error:',
     ],
-    pagers: [{ pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' }],
+    pagers: [MORE_OR_QUIT_PAGER],
     fingerprint: { probe: 'show version', pattern: 'EdgeSwitch' },
   },
   extreme_exos: {
@@ -553,7 +560,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     commit: null,
     save: { command: 'write memory', confirmations: FASTPATH_SAVE_CONFIRMATIONS },
     errors: CISCO_ERRORS,
-    pagers: [{ pattern: '(?i)^--More-- or \\(q\\)uit\\s*$', answer: ' ' }],
+    pagers: [MORE_OR_QUIT_PAGER],
     fingerprint: {
       probe: 'show version',
       pattern: 'System Description\\.+ .*(?:Broadcom|ICOS|FASTPATH)',
@@ -672,7 +679,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     commit: null,
     save: { command: 'save config' },
     errors: CISCO_ERRORS,
-    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    pagers: [AVAYA_PAGER],
     fingerprint: { probe: 'show sys-info', pattern: 'SysDescr\\s+:\\s+VSP' },
   },
   aruba_os: {
@@ -924,7 +931,7 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     commit: null,
     save: { command: 'save config' },
     errors: CISCO_ERRORS,
-    pagers: [{ pattern: '(?i)^-+More \\(q=Quit, space/return=Continue\\)-+\\s*$', answer: ' ' }],
+    pagers: [AVAYA_PAGER],
     fingerprint: { probe: 'show sys-info', pattern: 'Ethernet Routing Switch' },
   },
   huawei_smartax: {
