@@ -35,6 +35,35 @@ test('when the queue of a context is full, then submissions get 503 with Retry-A
   assert.deepEqual(statuses, [202, 202, 202, 503, 503]);
 });
 
+test('without MAX_QUEUE_DEPTH, back-to-back submissions get increasing queue positions, and a later read counts what is queued', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // No actor host: jobs stay queued. The positions come from one shared recent read of the
+  // backlog plus this gateway's own submissions since, not from a read per submission.
+  const stack = await startInProcessStack(nats.url, { actors: 0 });
+  t.after(async () => {
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = (i: number) =>
+    http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [`show interface Gi0/${i}`] },
+    });
+  for (let i = 0; i < 4; i++) {
+    const a = await submit(i);
+    assert.equal(a.status, 202, a.text);
+    assert.equal(a.json.queue_position, i + 1);
+  }
+  // Past the read's lifetime, a fresh read finds the four jobs in the stream.
+  await new Promise((r) => setTimeout(r, 400));
+  const later = await submit(4);
+  assert.equal(later.status, 202, later.text);
+  assert.equal(later.json.queue_position, 5);
+});
+
 test('when NATS is unreachable, then submissions get 503 with Retry-After 10 and health says degraded', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bp-'));
   const nats = await NatsServerProcess.start({ dataDir });

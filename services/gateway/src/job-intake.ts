@@ -131,6 +131,8 @@ export interface EnqueueExtras {
   source?: string;
   /** The failed job a replay re-runs (audit). */
   replayOf?: string;
+  /** Jobs ahead of this one, when the capacity check already read them fresh. */
+  ahead?: number;
 }
 
 /**
@@ -288,7 +290,7 @@ export class JobIntake {
       }
       try {
         await this.takeBudget(caller, spec, address);
-        await this.checkCapacity(spec.context);
+        const ahead = await this.checkCapacity(spec.context);
         return await this.enqueue(
           jobId,
           spec,
@@ -299,6 +301,7 @@ export class JobIntake {
           {
             dedupKey,
             address,
+            ...(ahead !== null ? { ahead } : {}),
             ...(opts.batchId !== undefined ? { batchId: opts.batchId } : {}),
             ...(opts.hold !== undefined ? { hold: opts.hold } : {}),
             ...(opts.source !== undefined ? { source: opts.source } : {}),
@@ -342,13 +345,17 @@ export class JobIntake {
     }
   }
 
-  /** 503 when the context's queue holds MAX_QUEUE_DEPTH jobs. */
-  private async checkCapacity(context: string): Promise<void> {
-    if (this.options.maxQueueDepth <= 0) return;
+  /**
+   * 503 when the context's queue holds MAX_QUEUE_DEPTH jobs. Returns the backlog it read fresh
+   * (the jobs ahead of this one), or null when no limit is set and nothing was read.
+   */
+  private async checkCapacity(context: string): Promise<number | null> {
+    if (this.options.maxQueueDepth <= 0) return null;
     const depth = await this.depth.forContext(context);
     if (depth >= this.options.maxQueueDepth) {
       throw new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' });
     }
+    return depth;
   }
 
   /**
@@ -462,9 +469,13 @@ export class JobIntake {
     extras: EnqueueExtras = {},
   ): Promise<EnqueueResponse> {
     const started = performance.now();
-    // Jobs ahead of this one (waiting or running), read before it joins them; the read runs
-    // alongside the record's creation, which does not change the count.
-    const aheadRead = this.depth.forContext(spec.context).catch(() => 0);
+    // Jobs ahead of this one (waiting or running), counted before it joins them: the capacity
+    // check's fresh read when it made one, else the shared recent read; it runs alongside the
+    // record's creation, which does not change the count.
+    const aheadRead =
+      extras.ahead !== undefined
+        ? Promise.resolve(extras.ahead)
+        : this.depth.ahead(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
     const address = extras.address !== undefined ? extras.address : await resolveHost(spec.host);
     const envelope: JobEnvelope = {
@@ -505,6 +516,7 @@ export class JobIntake {
       throw err;
     }
     const ahead = await aheadRead;
+    this.depth.noteQueued(spec.context);
     // A held job (a batch's later wave) is queued now all the same: its record says so.
     if (held) void this.jobs.publishEvent(record).catch(() => undefined);
     this.audit.emit(AuditEvent.jobSubmitted, {
