@@ -33,6 +33,7 @@ import {
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import type { DispatcherConfig } from './config.js';
+import { KeyedWindow } from './keyed-window.js';
 import { Placement } from './placement.js';
 
 export interface DispatcherDeps {
@@ -176,42 +177,69 @@ export async function startDispatcher(
     }
   }
 
+  /**
+   * Places the context's jobs as they come, up to PLACEMENTS_IN_FLIGHT at once: one awaited
+   * publish per job in turn made the dispatcher's throughput one job per round trip (and a write
+   * for every step). A device's jobs still go one after the other, in stream order: each waits
+   * for the placement of the one before it, so a retried publish is never overtaken.
+   */
   async function dispatchAll(context: string, messages: ConsumerMessages): Promise<void> {
     activeMessages.add(messages);
+    // Up to PLACEMENTS_IN_FLIGHT jobs placed at once: one awaited publish per job in turn held
+    // the dispatcher to one job per round trip. A device's jobs still go one after the other in
+    // stream order, so a retried publish is never overtaken by the device's next job.
+    const window = new KeyedWindow(PLACEMENTS_IN_FLIGHT, (err) =>
+      log.error({ err, context }, 'placement failed'),
+    );
     try {
       for await (const m of messages) {
-        await place(context, m, js);
+        let envelope: JobEnvelope;
+        try {
+          envelope = decodeJson<JobEnvelope>(m.data);
+        } catch {
+          log.error({ seq: m.seq }, 'dropping a message that is not a job envelope');
+          m.term();
+          continue;
+        }
+        const deviceKey = deviceKeyOf(
+          context,
+          envelope.address ?? envelope.spec.host,
+          envelope.spec.port,
+        );
+        await window.add(deviceKey, () => place(context, m, envelope, deviceKey, js));
         if (stopping) break;
       }
     } finally {
+      // Placements under way end (placed, or left unacknowledged for the next leader when
+      // stopping) before the consumer is given up.
+      await window.drain();
       activeMessages.delete(messages);
     }
   }
 
   // One span per placement (waiting for a live host included), child of the gateway's span
   // carried in the message headers; the actor's span becomes its child.
-  function place(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
+  function place(
+    context: string,
+    m: JsMsg,
+    envelope: JobEnvelope,
+    deviceKey: string,
+    client: JetStreamClient,
+  ): Promise<void> {
     const parent = extractTraceContext(m.headers);
     const attributes = { 'svc.context': context, 'messaging.message.id': m.info.streamSequence };
     return withSpan('dispatch job', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
-      placeJob(context, m, client),
+      placeJob(context, m, envelope, deviceKey, client),
     );
   }
 
-  async function placeJob(context: string, m: JsMsg, client: JetStreamClient): Promise<void> {
-    let envelope: JobEnvelope;
-    try {
-      envelope = decodeJson<JobEnvelope>(m.data);
-    } catch {
-      log.error({ seq: m.seq }, 'dropping a message that is not a job envelope');
-      m.term();
-      return;
-    }
-    const deviceKey = deviceKeyOf(
-      context,
-      envelope.address ?? envelope.spec.host,
-      envelope.spec.port,
-    );
+  async function placeJob(
+    context: string,
+    m: JsMsg,
+    envelope: JobEnvelope,
+    deviceKey: string,
+    client: JetStreamClient,
+  ): Promise<void> {
     let host = placement.place(context, deviceKey);
     // No live host: hold this message (keeping order) until one appears.
     while (!host && !stopping) {
@@ -254,6 +282,9 @@ export async function startDispatcher(
     },
   };
 }
+
+/** Placements of one context under way at once, at most. */
+const PLACEMENTS_IN_FLIGHT = 64;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
