@@ -620,6 +620,7 @@ interface HoldResult {
   finished: number;
   failed: number;
   incomplete: number;
+  errorCodes: Record<string, number>;
   seconds: number;
 }
 
@@ -680,6 +681,7 @@ async function holdPhase(
     finished: r.finished,
     failed: r.failed,
     incomplete: r.incomplete,
+    errorCodes: r.errorCodes,
     seconds: (Date.now() - t0) / 1000,
   };
 }
@@ -765,7 +767,8 @@ function printReport(
         `${hold.peakSessions} SSH sessions open at peak (${hold.baselineSessions} before), ` +
         `actor host RSS ${f1(hold.baselineRssMiB)} → ${f1(hold.peakRssMiB)} MiB, ` +
         `${f1(hold.bytesPerSession / 1024)} KiB per concurrent session; ` +
-        `${hold.finished}/${hold.failed}/${hold.incomplete} finished/failed/incomplete in ${f1(hold.seconds)} s`,
+        `${hold.finished}/${hold.failed}/${hold.incomplete} finished/failed/incomplete in ${f1(hold.seconds)} s` +
+        `${Object.keys(hold.errorCodes).length ? ` errors ${JSON.stringify(hold.errorCodes)}` : ''}`,
     );
   }
   process.stdout.write(out.join('\n') + '\n');

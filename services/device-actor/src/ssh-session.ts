@@ -629,7 +629,9 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
         return;
       }
     }
-    const offers = new NegotiationLog();
+    // Needed only until the handshake ends: ssh2 keeps the debug callback (and so this scope)
+    // for the connection's life, and the offer lines are a few KiB per session.
+    let offers: NegotiationLog | null = new NegotiationLog();
     let authFailed = false;
     let handshaken = false;
     // A refused host key ends the handshake; its own error says why, not the library's.
@@ -641,6 +643,7 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
     });
     client.on('handshake', () => {
       handshaken = true;
+      offers = null;
       ctx.onHandshake?.();
     });
     client.on('keyboard-interactive', (_name, _instr, _lang, prompts, answer) => {
@@ -650,7 +653,7 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
       if (err.level === 'client-authentication') authFailed = true;
       finish(
         hostKeyError ??
-          (handshaken ? null : offers.failure(err, ctx.label)) ??
+          (handshaken ? null : (offers?.failure(err, ctx.label) ?? null)) ??
           connectError(err, ctx.label, hop.username, authFailed),
       );
     });
@@ -715,7 +718,7 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
       },
       // Only the handshake lines: what each side offered, for SSH_NEGOTIATION_FAILED.
       debug: (line: string) => {
-        if (!handshaken) offers.record(line);
+        offers?.record(line);
       },
       // Our own timer bounds the whole login; ssh2's would only cover part of it.
       readyTimeout: ctx.connTimeoutMs + 1000,
