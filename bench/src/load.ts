@@ -48,7 +48,11 @@ const HELP = `usage: node bench/dist/src/load.js [options]
   --actors K        actor host processes (default 1)
   --hold N          memory phase: N jobs on N further devices of their own, held open at once
                     (default 0 = skip)
-  --hold-latency MS per-command latency in the memory phase (default 4000)
+  --hold-latency MS per-command latency in the memory phase (default 4000); a job holds its
+                    session for two commands, so for all N open at once make it at least
+                    N / (2 x hold-rate) seconds (2000 at 50/s: --hold-latency 25000)
+  --hold-rate R     memory-phase submissions per second, 0 = all at once (default 50): 2000
+                    handshakes at once on 2 cores time out (CONNECTION_TIMEOUT) instead of opening
   --timeout S       longest a repetition may take before it is reported as incomplete (default 120)
   --url URL         use a running gateway instead of starting the stack (needs --nats)
   --nats URL        NATS of the running stack (job records are read from svc-jobs)
@@ -77,6 +81,7 @@ interface Options {
   actors: number;
   hold: number;
   holdLatencyMs: number;
+  holdRate: number;
   timeoutMs: number;
   url: string | undefined;
   nats: string | undefined;
@@ -104,6 +109,7 @@ function parseOptions(argv: string[]): Options {
       actors: { type: 'string', default: '1' },
       hold: { type: 'string', default: '0' },
       'hold-latency': { type: 'string', default: '4000' },
+      'hold-rate': { type: 'string', default: '50' },
       timeout: { type: 'string', default: '120' },
       url: { type: 'string' },
       nats: { type: 'string' },
@@ -153,6 +159,7 @@ function parseOptions(argv: string[]): Options {
     actors: int('actors', values.actors, 1),
     hold: int('hold', values.hold, 0),
     holdLatencyMs: int('hold-latency', values['hold-latency'], 0),
+    holdRate: Number(values['hold-rate']),
     timeoutMs: int('timeout', values.timeout, 1) * 1000,
     url,
     nats: values.nats,
@@ -654,7 +661,7 @@ async function holdPhase(
     {
       jobs: devices.length,
       devices,
-      rate: 0,
+      rate: opts.holdRate,
       concurrency: opts.concurrency,
       mix: [1, 0, 0],
       seed: opts.seed + 1000,
