@@ -17,6 +17,7 @@ import {
   type BatchJobRef,
   type BatchRecord,
   type BatchSummary,
+  type EnqueueResponse,
   type JobEnvelope,
   type JobEvent,
   type JobRecord,
@@ -32,6 +33,7 @@ import {
 } from '@svc/proto';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
+import { RefusedAt, forEachBounded, type BatchBudget } from './batch-admission.js';
 import { JobIntake, parseJsonBody, type PreparedJob } from './job-intake.js';
 
 export interface BatchOptions {
@@ -51,6 +53,13 @@ const ROLLOUT_FIELDS = ['max_parallel', 'canary', 'stop_on_failure_ratio'] as co
 /** Job records read at once when a batch is counted. */
 const READ_CHUNK = 64;
 const CANCELLED_BY_SUBMITTER = 'cancelled by its submitter';
+/** Devices checked at once before a batch is admitted. */
+const PREPARE_CONCURRENCY = 32;
+/**
+ * Jobs of a batch admitted at once. Each admission waits on two NATS round trips; 32 keeps the
+ * connection busy without flooding JetStream with one batch's publishes.
+ */
+const ADMIT_CONCURRENCY = 32;
 
 interface HeldEnvelope {
   envelope: JobEnvelope;
@@ -163,30 +172,40 @@ export class Batches {
       webhook_secret,
       ...shared
     } = req;
-    const prepared: PreparedJob[] = [];
-    for (const [i, device] of devices.entries()) {
+    // Checked concurrently (a device name is resolved, a Basic caller's lockout read), then
+    // judged in device order, so the answer is the one a check one by one would give.
+    const outcomes: ({ ok: true; job: PreparedJob } | { ok: false; err: unknown })[] = [];
+    await forEachBounded(devices.length, PREPARE_CONCURRENCY, async (i) => {
+      const device = devices[i]!;
       const jobBody: Record<string, unknown> = { ...shared, ...device };
       if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
-      try {
-        prepared.push(await this.intake.prepare(kind, jobBody, caller));
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err;
-        if (!err.issues)
-          throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
-        for (const issue of err.issues) {
-          const field = issue.loc[1];
-          const perDevice =
-            typeof field === 'string' &&
-            DEVICE_FIELDS.includes(field) &&
-            (field in device || field === 'host');
-          const loc = perDevice ? ['body', 'devices', i, ...issue.loc.slice(1)] : issue.loc;
-          if (
-            !issues.some(
-              (x) => JSON.stringify(x.loc) === JSON.stringify(loc) && x.msg === issue.msg,
-            )
-          ) {
-            issues.push({ ...issue, loc });
-          }
+      outcomes[i] = await this.intake.prepare(kind, jobBody, caller).then(
+        (job) => ({ ok: true as const, job }),
+        (err: unknown) => ({ ok: false as const, err }),
+      );
+    });
+    const prepared: PreparedJob[] = [];
+    for (const [i, device] of devices.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) {
+        prepared.push(outcome.job);
+        continue;
+      }
+      const err = outcome.err;
+      if (!(err instanceof HttpError)) throw err;
+      if (!err.issues)
+        throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
+      for (const issue of err.issues) {
+        const field = issue.loc[1];
+        const perDevice =
+          typeof field === 'string' &&
+          DEVICE_FIELDS.includes(field) &&
+          (field in device || field === 'host');
+        const loc = perDevice ? ['body', 'devices', i, ...issue.loc.slice(1)] : issue.loc;
+        if (
+          !issues.some((x) => JSON.stringify(x.loc) === JSON.stringify(loc) && x.msg === issue.msg)
+        ) {
+          issues.push({ ...issue, loc });
         }
       }
     }
@@ -208,10 +227,26 @@ export class Batches {
         : Math.min(rollout.max_parallel ?? total, total)
       : total;
 
-    const batchId = randomUUID();
-    const refs: BatchJobRef[] = [];
+    // Budgets and queue room for the whole batch first: a batch they refuse queues nothing.
+    let budget: BatchBudget | null;
     try {
-      for (const [i, job] of prepared.entries()) {
+      budget = await this.intake.admitBatch(prepared);
+    } catch (err) {
+      throw err instanceof RefusedAt ? err.toHttp() : err;
+    }
+    const batchId = randomUUID();
+    // Admitted concurrently (each job is a record create and an envelope publish, awaited), in
+    // device order; the jobs of one device one after the other, so they queue in that order.
+    const admitted: (EnqueueResponse | undefined)[] = new Array<EnqueueResponse | undefined>(total);
+    const atDevice = new Map<string, Promise<unknown>>();
+    let refused: { index: number; err: unknown } | null = null;
+    await forEachBounded(
+      total,
+      ADMIT_CONCURRENCY,
+      async (i) => {
+        const job = prepared[i]!;
+        const device = `${job.address ?? job.spec.host}:${job.spec.port}`;
+        const before = atDevice.get(device);
         const hold =
           i < firstWave
             ? undefined
@@ -219,23 +254,45 @@ export class Batches {
                 const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
                 await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
               };
-        const answer = await this.intake.admit(job, randomUUID(), {
-          batchId,
-          ...(source !== undefined ? { source } : {}),
-          ...(traceparent !== undefined ? { traceparent } : {}),
-          ...(hold ? { hold } : {}),
-        });
-        refs.push({ job_id: answer.job_id, host: job.spec.host, port: job.spec.port });
-      }
-    } catch (err) {
-      // A device refused at admission (budget, capacity): the batch is refused whole; what was
-      // already admitted and has not started is cancelled.
-      await this.cancelQueued(batchId, refs, `batch refused at ${refs.length}: ${String(err)}`);
+        const admit = (before ?? Promise.resolve()).then(() =>
+          this.intake.admit(job, randomUUID(), {
+            batchId,
+            ...(budget ? { budgetTaken: true } : {}),
+            ...(source !== undefined ? { source } : {}),
+            ...(traceparent !== undefined ? { traceparent } : {}),
+            ...(hold ? { hold } : {}),
+          }),
+        );
+        const settled = admit.catch(() => undefined);
+        atDevice.set(device, settled);
+        try {
+          admitted[i] = await admit;
+        } catch (err) {
+          if (refused === null || i < refused.index) refused = { index: i, err };
+        } finally {
+          if (atDevice.get(device) === settled) atDevice.delete(device);
+        }
+      },
+      () => refused !== null,
+    );
+    const refs: BatchJobRef[] = prepared.flatMap((job, i) => {
+      const answer = admitted[i];
+      return answer ? [{ job_id: answer.job_id, host: job.spec.host, port: job.spec.port }] : [];
+    });
+    if (refused !== null) {
+      const { index, err } = refused as { index: number; err: unknown };
+      // A device refused at admission (capacity, a store error): the batch is refused whole;
+      // what was already admitted and has not started is cancelled, the budget given back.
+      await this.cancelQueued(batchId, refs, `batch refused at ${index}: ${String(err)}`);
+      await budget?.giveBack().catch(() => undefined);
       if (err instanceof HttpError && !err.issues) {
-        throw new HttpError(err.status, `devices[${refs.length}]: ${err.message}`, err.headers);
+        throw new HttpError(err.status, `devices[${index}]: ${err.message}`, err.headers);
       }
       throw err;
     }
+    // Entries answered by a job outside the batch (a dedup hit) took no job: no budget either.
+    const hits = prepared.flatMap((_, i) => (admitted[i]?.deduplicated ? [i] : []));
+    if (budget && hits.length > 0) await budget.giveBackFor(hits).catch(() => undefined);
     const record: BatchRecord = {
       batch_id: batchId,
       owner: caller.id,
