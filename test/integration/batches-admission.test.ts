@@ -132,6 +132,42 @@ test('when a batch holds a device more often than the per-device budget, then it
   assert.equal(third.headers['x-ratelimit-limit'], String(DEVICE_LIMIT));
 });
 
+test('when several budgets of a batch run out, then the refusal is the one at the earliest entry, as admission in device order would meet it', async () => {
+  await awayFromWindowEdge();
+  const start = await counts();
+  const at = (host: string, platform: string) => ({ host, platform });
+  const p = ['cisco_ios', 'arista_eos', 'cisco_nxos'];
+  // Device 10.6.0.1 runs out at entry 5, device 10.6.0.2 at entry 4.
+  const twoDevices = await http('POST', `${limited.url}/v2/batches`, {
+    ...caller('first'),
+    body: batch([
+      at('10.6.0.1', p[0]!),
+      at('10.6.0.2', p[0]!),
+      at('10.6.0.2', p[1]!),
+      at('10.6.0.1', p[1]!),
+      at('10.6.0.2', p[2]!),
+      at('10.6.0.1', p[2]!),
+    ]),
+  });
+  assert.equal(twoDevices.status, 429, twoDevices.text);
+  assert.match(twoDevices.json.message, /^devices\[4\]: /);
+  assert.equal(twoDevices.headers['x-ratelimit-limit'], String(DEVICE_LIMIT));
+  // The caller budget runs out at entry 6, device 10.6.1.1 only at entry 10.
+  const callerFirst = await http('POST', `${limited.url}/v2/batches`, {
+    ...caller('first'),
+    body: batch([
+      ...Array.from({ length: 8 }, (_, i) => ({ host: `10.6.2.${i + 1}` })),
+      at('10.6.1.1', p[0]!),
+      at('10.6.1.1', p[1]!),
+      at('10.6.1.1', p[2]!),
+    ]),
+  });
+  assert.equal(callerFirst.status, 429, callerFirst.text);
+  assert.match(callerFirst.json.message, /^devices\[6\]: /);
+  assert.equal(callerFirst.headers['x-ratelimit-limit'], String(CALLER_LIMIT));
+  assert.deepEqual(await counts(), start);
+});
+
 test('when batch entries duplicate each other or an in-flight job, then they answer that job and only new jobs take budget', async () => {
   await awayFromWindowEdge();
   const who = caller('dup');

@@ -73,29 +73,37 @@ export class BatchBudget {
       if (scope !== null) byDevice.set(scope, [...(byDevice.get(scope) ?? []), i]);
     });
     const devices = [...byDevice];
+    const scope = callerScope(callerId);
+    // Counted entries in device order: the caller's budget runs out at `counted[left]`.
+    const countedAt = scopes.flatMap((s, i) => (s !== null ? [i] : []));
+    const takeCaller = (units: number) =>
+      limiter.take([{ scope, limit: limits.caller, units }]).catch((err: unknown) => {
+        if (!(err instanceof RateLimited)) throw err;
+        throw new RefusedAt(countedAt[err.left] ?? countedAt.at(-1) ?? 0, err);
+      });
     // The narrower counters first, as for one job: a device that refuses never holds units of
-    // the caller's budget.
+    // the caller's budget. A device runs out at its entry `at[left]`; of several, the first.
     let deviceGrant: RateGrant;
     try {
       deviceGrant = await limiter.take(
-        devices.map(([scope, at]) => ({ scope, limit: limits.device, units: at.length })),
+        devices.map(([s, at]) => ({ scope: s, limit: limits.device, units: at.length })),
         TAKE_CONCURRENCY,
+        (counter, left) => devices[counter]![1][left]!,
       );
     } catch (err) {
       if (!(err instanceof RateLimited)) throw err;
-      throw new RefusedAt(devices[err.counter]![1][err.left]!, err);
+      const at = devices[err.counter]![1][err.left]!;
+      // Unless the caller's budget runs out at an earlier entry: that refusal comes first.
+      const before = countedAt.filter((i) => i < at).length;
+      if (before > 0) await (await takeCaller(before)).giveBack();
+      throw new RefusedAt(at, err);
     }
-    const counts = scopes.filter((s) => s !== null).length;
-    const scope = callerScope(callerId);
     let callerGrant: RateGrant;
     try {
-      callerGrant = await limiter.take([{ scope, limit: limits.caller, units: counts }]);
+      callerGrant = await takeCaller(countedAt.length);
     } catch (err) {
       await deviceGrant.giveBack();
-      if (!(err instanceof RateLimited)) throw err;
-      // The counted entry at which the budget left runs out.
-      const at = scopes.map((s, i) => (s !== null ? i : -1)).filter((i) => i >= 0);
-      throw new RefusedAt(at[err.left] ?? at.at(-1) ?? 0, err);
+      throw err;
     }
     return new BatchBudget(scopes, scope, [deviceGrant, callerGrant]);
   }

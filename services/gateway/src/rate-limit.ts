@@ -80,24 +80,32 @@ export class RateLimiter {
   ) {}
 
   /**
-   * Takes its units from every counter, or none and throws `RateLimited` (the refusal of the
-   * first counter in the order given). One after the other by default, so that a narrower
-   * counter given first refuses before a wider one is raised; `concurrency` raises that many
-   * (distinct) counters at once.
+   * Takes its units from every counter, or none and throws `RateLimited`. One after the other
+   * by default, so that a narrower counter given first refuses before a wider one is raised, and
+   * the refusal is the first counter's in the order given. With `concurrency`, that many
+   * (distinct) counters are raised at once and every counter is tried, so that the refusal
+   * reported is the one `rankOf` (counter index, units it had left) ranks lowest.
    */
-  async take(counters: readonly RateCounter[], concurrency = 1): Promise<RateGrant> {
+  async take(
+    counters: readonly RateCounter[],
+    concurrency = 1,
+    rankOf: (counter: number, left: number) => number = (counter) => counter,
+  ): Promise<RateGrant> {
     const window = Math.floor(this.now() / WINDOW_MS);
     const taken: Taken[] = [];
-    // The refusal (units left) or store error of the first counter in the order given.
-    const state: { next: number; failed: { index: number; err: unknown } | null } = {
-      next: 0,
-      failed: null,
-    };
+    const state: {
+      next: number;
+      refused: { index: number; left: number; rank: number } | null;
+      error: { index: number; err: unknown } | null;
+    } = { next: 0, refused: null, error: null };
+    const sequential = concurrency <= 1;
+    // A store error: the first counter's in the order given.
     const fail = (index: number, err: unknown) => {
-      if (state.failed === null || index < state.failed.index) state.failed = { index, err };
+      if (state.error === null || index < state.error.index) state.error = { index, err };
     };
     const worker = async () => {
-      while (state.failed === null && state.next < counters.length) {
+      while (state.error === null && state.next < counters.length) {
+        if (sequential && state.refused !== null) return;
         const index = state.next++;
         const c = counters[index]!;
         const units = c.units ?? 1;
@@ -105,21 +113,27 @@ export class RateLimiter {
         const key = `${hashScope(c.scope)}.${window}`;
         try {
           const left = await this.increment(key, c.limit, units);
-          if (left === null) taken.push({ scope: c.scope, key, units });
-          else fail(index, left);
+          if (left === null) {
+            taken.push({ scope: c.scope, key, units });
+            continue;
+          }
+          const rank = rankOf(index, left);
+          if (state.refused === null || rank < state.refused.rank) {
+            state.refused = { index, left, rank };
+          }
         } catch (err) {
           fail(index, err);
         }
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
-    if (state.failed === null) return new RateGrant(this, taken);
-    const { index, err } = state.failed;
+    if (state.refused === null && state.error === null) return new RateGrant(this, taken);
     await this.giveBack(taken);
-    if (typeof err !== 'number') throw err;
+    if (state.error !== null) throw state.error.err;
+    const { index, left } = state.refused!;
     const c = counters[index]!;
     const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
-    throw new RateLimited(index, err, c.limit, resetSeconds);
+    throw new RateLimited(index, left, c.limit, resetSeconds);
   }
 
   /** Raises the counter by `units`; null when it did, else the units it had left. */
