@@ -7,12 +7,14 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import { connectNats } from '@svc/proto';
+import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
+import { Sealer, connectNats } from '@svc/proto';
 import { startFleet, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
   ServiceProcess,
   http,
+  silentLogger,
   startInProcessStack,
   testEnv,
   waitHealthy,
@@ -492,4 +494,67 @@ test('when a batch with a webhook_url is cancelled, then its one delivery says c
   assert.equal(payload.stopped_reason, 'cancelled by its submitter');
   assert.equal(deliveries[0]!.headers['x-svc-signature-256'], undefined);
   assert.match(String(deliveries[0]!.headers['x-svc-timestamp']), /^\d+$/);
+});
+
+test('when no gateway saw the jobs of a batch end, then a gateway started later reads them on its sweep and ends the batch', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 3, commandLatencyMs: 1000 });
+  const stack = await startInProcessStack(nats.url);
+  const nc = await connectNats(nats.url, 'batches-test');
+  const laterNc = await connectNats(nats.url, 'gateway-later');
+  let later: RunningGateway | null = null;
+  t.after(async () => {
+    await later?.stop();
+    await laterNc.close();
+    await stack.stop();
+    await nc.close();
+    await fleet.stop();
+    await nats.stop();
+  });
+  const me = auth(fleet.devices[0]!);
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: fleet.devices[0]!.enable,
+      devices: fleet.devices.map(deviceOf),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+  // The only gateway stops while the jobs run: their end events reach no gateway.
+  await stack.gateway.stop();
+  const js = jetstream(nc);
+  const jobs = await new Kvm(js).open('svc-jobs');
+  const status = async (key: string, kv = jobs) => {
+    const e = await kv.get(key);
+    return e?.operation === 'PUT' ? e.json<{ status: string }>().status : null;
+  };
+  const ids = created.json.jobs.map((j: { job_id: string }) => j.job_id);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const all = await Promise.all(ids.map((j: string) => status(j)));
+    if (all.every((s) => s === 'finished')) break;
+    assert.ok(Date.now() < deadline, `jobs still running: ${all.join()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const batches = await new Kvm(js).open('svc-batches');
+  assert.equal(await status(id, batches), 'running');
+
+  const env = testEnv(nats.url, { BATCH_SWEEP_INTERVAL: '1' });
+  later = await startGateway(loadGatewayConfig(env), {
+    nc: laterNc,
+    sealer: Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!),
+    log: silentLogger('gateway-later'),
+  });
+  // Watched in the store, not polled through the gateway (a read there would tell it too).
+  const ends = Date.now() + 20_000;
+  while ((await status(id, batches)) === 'running') {
+    assert.ok(Date.now() < ends, 'the batch never ended');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const end = (await http('GET', `${later.httpUrl!}/v2/batches/${id}`, me)).json;
+  assert.equal(end.status, 'finished');
+  assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 3, failed: 0, cancelled: 0 });
 });

@@ -17,6 +17,7 @@ import {
   type BatchJobRef,
   type BatchRecord,
   type BatchSummary,
+  type EnqueueResponse,
   type JobEnvelope,
   type JobEvent,
   type JobRecord,
@@ -32,6 +33,7 @@ import {
 } from '@svc/proto';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
+import { RefusedAt, forEachBounded, type BatchBudget } from './batch-admission.js';
 import { JobIntake, parseJsonBody, type PreparedJob } from './job-intake.js';
 
 export interface BatchOptions {
@@ -51,6 +53,25 @@ const ROLLOUT_FIELDS = ['max_parallel', 'canary', 'stop_on_failure_ratio'] as co
 /** Job records read at once when a batch is counted. */
 const READ_CHUNK = 64;
 const CANCELLED_BY_SUBMITTER = 'cancelled by its submitter';
+/** Devices checked at once before a batch is admitted. */
+const PREPARE_CONCURRENCY = 32;
+/**
+ * Jobs of a batch admitted at once. Each admission waits on two NATS round trips; 32 keeps the
+ * connection busy without flooding JetStream with one batch's publishes.
+ */
+const ADMIT_CONCURRENCY = 32;
+
+/** What a drive and a summary read of a job: its status and how it ended. */
+type JobProgress = Pick<JobRecord, 'job_id' | 'status' | 'ended_at' | 'error_code'>;
+
+/** The jobs of one batch known to have ended (final: an ended job never changes again). */
+interface EndedJobs {
+  jobs: Map<string, JobProgress>;
+  since: number;
+}
+
+/** A batch this gateway saw no record of for this long is forgotten (its admission failed). */
+const ENDED_KEEP_MS = 120_000;
 
 interface HeldEnvelope {
   envelope: JobEnvelope;
@@ -88,7 +109,12 @@ export class Batches {
 
   private sub: Subscription | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
-  private readonly pending = new Map<string, NodeJS.Timeout>();
+  private readonly pending = new Map<string, { timer: NodeJS.Timeout; full: boolean }>();
+  /**
+   * Per batch, its jobs known to have ended, from their events and from reads: a drive reads only
+   * the others, and a drive set off by an event reads none (see `driveOnce`).
+   */
+  private readonly ended = new Map<string, EndedJobs>();
   private readonly running = new Set<string>();
   private stopped = false;
 
@@ -102,6 +128,15 @@ export class Batches {
         const parts = m.subject.split('.');
         if (parts[4] !== 'job' || !parts[3]) continue;
         const status = parts[5] as JobEvent['status'];
+        if (isTerminal(status)) {
+          const event = decodeJson<JobEvent>(m.data);
+          this.noteEnded(parts[3], {
+            job_id: event.job_id,
+            status,
+            ended_at: event.ended_at ?? event.at,
+            error_code: event.error_code ?? null,
+          });
+        }
         if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
       }
     })();
@@ -112,8 +147,9 @@ export class Batches {
     this.stopped = true;
     this.sub?.unsubscribe();
     if (this.sweepTimer) clearInterval(this.sweepTimer);
-    for (const t of this.pending.values()) clearTimeout(t);
+    for (const t of this.pending.values()) clearTimeout(t.timer);
     this.pending.clear();
+    this.ended.clear();
   }
 
   async create(
@@ -163,30 +199,40 @@ export class Batches {
       webhook_secret,
       ...shared
     } = req;
-    const prepared: PreparedJob[] = [];
-    for (const [i, device] of devices.entries()) {
+    // Checked concurrently (a device name is resolved, a Basic caller's lockout read), then
+    // judged in device order, so the answer is the one a check one by one would give.
+    const outcomes: ({ ok: true; job: PreparedJob } | { ok: false; err: unknown })[] = [];
+    await forEachBounded(devices.length, PREPARE_CONCURRENCY, async (i) => {
+      const device = devices[i]!;
       const jobBody: Record<string, unknown> = { ...shared, ...device };
       if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
-      try {
-        prepared.push(await this.intake.prepare(kind, jobBody, caller));
-      } catch (err) {
-        if (!(err instanceof HttpError)) throw err;
-        if (!err.issues)
-          throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
-        for (const issue of err.issues) {
-          const field = issue.loc[1];
-          const perDevice =
-            typeof field === 'string' &&
-            DEVICE_FIELDS.includes(field) &&
-            (field in device || field === 'host');
-          const loc = perDevice ? ['body', 'devices', i, ...issue.loc.slice(1)] : issue.loc;
-          if (
-            !issues.some(
-              (x) => JSON.stringify(x.loc) === JSON.stringify(loc) && x.msg === issue.msg,
-            )
-          ) {
-            issues.push({ ...issue, loc });
-          }
+      outcomes[i] = await this.intake.prepare(kind, jobBody, caller).then(
+        (job) => ({ ok: true as const, job }),
+        (err: unknown) => ({ ok: false as const, err }),
+      );
+    });
+    const prepared: PreparedJob[] = [];
+    for (const [i, device] of devices.entries()) {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) {
+        prepared.push(outcome.job);
+        continue;
+      }
+      const err = outcome.err;
+      if (!(err instanceof HttpError)) throw err;
+      if (!err.issues)
+        throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
+      for (const issue of err.issues) {
+        const field = issue.loc[1];
+        const perDevice =
+          typeof field === 'string' &&
+          DEVICE_FIELDS.includes(field) &&
+          (field in device || field === 'host');
+        const loc = perDevice ? ['body', 'devices', i, ...issue.loc.slice(1)] : issue.loc;
+        if (
+          !issues.some((x) => JSON.stringify(x.loc) === JSON.stringify(loc) && x.msg === issue.msg)
+        ) {
+          issues.push({ ...issue, loc });
         }
       }
     }
@@ -208,10 +254,26 @@ export class Batches {
         : Math.min(rollout.max_parallel ?? total, total)
       : total;
 
-    const batchId = randomUUID();
-    const refs: BatchJobRef[] = [];
+    // Budgets and queue room for the whole batch first: a batch they refuse queues nothing.
+    let budget: BatchBudget | null;
     try {
-      for (const [i, job] of prepared.entries()) {
+      budget = await this.intake.admitBatch(prepared);
+    } catch (err) {
+      throw err instanceof RefusedAt ? err.toHttp() : err;
+    }
+    const batchId = randomUUID();
+    // Admitted concurrently (each job is a record create and an envelope publish, awaited), in
+    // device order; the jobs of one device one after the other, so they queue in that order.
+    const admitted: (EnqueueResponse | undefined)[] = new Array<EnqueueResponse | undefined>(total);
+    const atDevice = new Map<string, Promise<unknown>>();
+    let refused: { index: number; err: unknown } | null = null;
+    await forEachBounded(
+      total,
+      ADMIT_CONCURRENCY,
+      async (i) => {
+        const job = prepared[i]!;
+        const device = `${job.address ?? job.spec.host}:${job.spec.port}`;
+        const before = atDevice.get(device);
         const hold =
           i < firstWave
             ? undefined
@@ -219,23 +281,45 @@ export class Batches {
                 const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
                 await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
               };
-        const answer = await this.intake.admit(job, randomUUID(), {
-          batchId,
-          ...(source !== undefined ? { source } : {}),
-          ...(traceparent !== undefined ? { traceparent } : {}),
-          ...(hold ? { hold } : {}),
-        });
-        refs.push({ job_id: answer.job_id, host: job.spec.host, port: job.spec.port });
-      }
-    } catch (err) {
-      // A device refused at admission (budget, capacity): the batch is refused whole; what was
-      // already admitted and has not started is cancelled.
-      await this.cancelQueued(batchId, refs, `batch refused at ${refs.length}: ${String(err)}`);
+        const admit = (before ?? Promise.resolve()).then(() =>
+          this.intake.admit(job, randomUUID(), {
+            batchId,
+            ...(budget ? { budgetTaken: true } : {}),
+            ...(source !== undefined ? { source } : {}),
+            ...(traceparent !== undefined ? { traceparent } : {}),
+            ...(hold ? { hold } : {}),
+          }),
+        );
+        const settled = admit.catch(() => undefined);
+        atDevice.set(device, settled);
+        try {
+          admitted[i] = await admit;
+        } catch (err) {
+          if (refused === null || i < refused.index) refused = { index: i, err };
+        } finally {
+          if (atDevice.get(device) === settled) atDevice.delete(device);
+        }
+      },
+      () => refused !== null,
+    );
+    const refs: BatchJobRef[] = prepared.flatMap((job, i) => {
+      const answer = admitted[i];
+      return answer ? [{ job_id: answer.job_id, host: job.spec.host, port: job.spec.port }] : [];
+    });
+    if (refused !== null) {
+      const { index, err } = refused as { index: number; err: unknown };
+      // A device refused at admission (capacity, a store error): the batch is refused whole;
+      // what was already admitted and has not started is cancelled, the budget given back.
+      await this.cancelQueued(batchId, refs, `batch refused at ${index}: ${String(err)}`);
+      await budget?.giveBack().catch(() => undefined);
       if (err instanceof HttpError && !err.issues) {
-        throw new HttpError(err.status, `devices[${refs.length}]: ${err.message}`, err.headers);
+        throw new HttpError(err.status, `devices[${index}]: ${err.message}`, err.headers);
       }
       throw err;
     }
+    // Entries answered by a job outside the batch (a dedup hit) took no job: no budget either.
+    const hits = prepared.flatMap((_, i) => (admitted[i]?.deduplicated ? [i] : []));
+    if (budget && hits.length > 0) await budget.giveBackFor(hits).catch(() => undefined);
     const record: BatchRecord = {
       batch_id: batchId,
       owner: caller.id,
@@ -271,7 +355,7 @@ export class Batches {
 
   async summary(caller: Caller, batchId: string): Promise<BatchSummary> {
     const record = await this.read(caller, batchId);
-    return summarize(record, await this.jobRecords(record.jobs));
+    return summarize(record, await this.progress(batchId, record.jobs, true));
   }
 
   async page(
@@ -333,54 +417,80 @@ export class Batches {
       r.stopped_reason === null ? { ...r, stopped_reason: CANCELLED_BY_SUBMITTER } : null,
     );
     await this.cancelQueued(batchId, record.jobs, CANCELLED_BY_SUBMITTER);
-    await this.drive(batchId);
+    await this.drive(batchId, true);
     return this.summary(caller, batchId);
   }
 
-  /** Drives a batch soon (events of one batch come in bursts: one drive per burst). */
-  private schedule(batchId: string, delayMs = 100): void {
-    if (this.stopped || this.pending.has(batchId)) return;
-    this.pending.set(
-      batchId,
-      setTimeout(() => {
+  /**
+   * Drives a batch soon (events of one batch come in bursts: one drive per burst). `full`: the
+   * drive reads every job not known to have ended (sweeps; events may be missed).
+   */
+  private schedule(batchId: string, delayMs = 100, full = false): void {
+    if (this.stopped) return;
+    const queued = this.pending.get(batchId);
+    if (queued) {
+      queued.full ||= full;
+      return;
+    }
+    const entry = {
+      full,
+      timer: setTimeout(() => {
         this.pending.delete(batchId);
-        void this.drive(batchId).catch((err: unknown) =>
+        void this.drive(batchId, entry.full).catch((err: unknown) =>
           this.log.warn({ err, batch_id: batchId }, 'batch drive failed'),
         );
       }, delayMs),
-    );
+    };
+    this.pending.set(batchId, entry);
   }
 
   private sweep(): void {
     for (const [key, entry] of this.mirror.entries()) {
       if (key.includes('.')) continue;
       const record = decodeJson<BatchRecord>(entry.value);
-      if (record.status === 'running') this.schedule(key, 0);
+      if (record.status === 'running') this.schedule(key, 0, true);
+    }
+    // Batches that ended elsewhere, or whose admission failed, need no tracking here.
+    for (const [batchId, known] of this.ended) {
+      const entry = this.mirror.get(batchId);
+      const running = entry ? decodeJson<BatchRecord>(entry.value).status === 'running' : false;
+      if (!running && (entry || Date.now() - known.since > ENDED_KEEP_MS)) {
+        this.ended.delete(batchId);
+      }
+    }
+  }
+
+  /** Drives a batch now (see `driveOnce`); `full` as for `schedule`. */
+  async drive(batchId: string, full = true): Promise<void> {
+    if (this.running.has(batchId)) {
+      this.schedule(batchId, 200, full);
+      return;
+    }
+    this.running.add(batchId);
+    try {
+      await this.driveOnce(batchId, full);
+    } finally {
+      this.running.delete(batchId);
     }
   }
 
   /**
    * One step of a running batch: the failure-ratio rule, the next wave, releases left undone by
    * a gateway that died, and the end. Safe to run anywhere at any time.
+   *
+   * Every rule needs only which jobs ended and how (a job not known to have ended counts as in
+   * flight), so a drive set off by an event reads no job record: the ended ones are known from
+   * their events. A `full` drive (sweeps, cancel) reads the jobs not known to have ended, which
+   * catches events this gateway missed within BATCH_SWEEP_INTERVAL.
    */
-  async drive(batchId: string): Promise<void> {
-    if (this.running.has(batchId)) {
-      this.schedule(batchId, 200);
+  private async driveOnce(batchId: string, full: boolean): Promise<void> {
+    const stored = await this.get(batchId);
+    if (!stored || stored.record.status !== 'running') {
+      if (stored) this.ended.delete(batchId);
       return;
     }
-    this.running.add(batchId);
-    try {
-      await this.driveOnce(batchId);
-    } finally {
-      this.running.delete(batchId);
-    }
-  }
-
-  private async driveOnce(batchId: string): Promise<void> {
-    const stored = await this.get(batchId);
-    if (!stored || stored.record.status !== 'running') return;
     let record = stored.record;
-    let records = await this.jobRecords(record.jobs);
+    let records = await this.progress(batchId, record.jobs, full);
     const statusOf = (ref: BatchJobRef) => records.get(ref.job_id)?.status ?? 'queued';
 
     const rollout = record.rollout;
@@ -397,7 +507,7 @@ export class Batches {
     }
     if (record.stopped_reason !== null) {
       await this.cancelQueued(batchId, record.jobs, record.stopped_reason);
-      records = await this.jobRecords(record.jobs);
+      records = await this.progress(batchId, record.jobs, true);
     } else if (rollout && record.released < record.total) {
       const inFlight = record.jobs
         .slice(0, record.released)
@@ -418,7 +528,11 @@ export class Batches {
       const key = heldKey(batchId, ref.job_id);
       if (!this.mirror.get(key)) continue;
       const entry = await this.kv.get(key);
-      if (entry?.operation === 'PUT' && statusOf(ref) === 'queued') {
+      // Not known to have ended is not known to be queued: its record says (once per job).
+      const status = records.has(ref.job_id)
+        ? statusOf(ref)
+        : ((await this.jobs.get(ref.job_id))?.record.status ?? 'queued');
+      if (entry?.operation === 'PUT' && status === 'queued') {
         const held = decodeJson<HeldEnvelope>(entry.value);
         await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
       }
@@ -438,6 +552,7 @@ export class Batches {
         : null,
     );
     if (!done) return;
+    this.ended.delete(batchId);
     const summary = summarize(done, records);
     // Only the gateway whose compare-and-set ended the batch gets here: one delivery. It is not
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
@@ -550,10 +665,50 @@ export class Batches {
     }
     return out;
   }
+
+  /** Records that the job of a batch ended (from its event or its record). */
+  private noteEnded(batchId: string, job: JobProgress): void {
+    if (this.stopped) return;
+    let known = this.ended.get(batchId);
+    if (!known) {
+      known = { jobs: new Map(), since: Date.now() };
+      this.ended.set(batchId, known);
+    }
+    const { job_id, status, ended_at, error_code } = job;
+    known.jobs.set(job_id, { job_id, status, ended_at, error_code });
+  }
+
+  /**
+   * The jobs known to have ended and, with `read`, the records of the others (those that ended
+   * since are remembered). A job absent from the answer has not ended, or its record is gone.
+   */
+  private async progress(
+    batchId: string,
+    refs: BatchJobRef[],
+    read: boolean,
+  ): Promise<Map<string, JobProgress>> {
+    const known = this.ended.get(batchId)?.jobs;
+    const out = new Map<string, JobProgress>();
+    const rest: BatchJobRef[] = [];
+    for (const ref of refs) {
+      const ended = known?.get(ref.job_id);
+      if (ended) out.set(ref.job_id, ended);
+      else rest.push(ref);
+    }
+    if (!read || rest.length === 0) return out;
+    for (const [jobId, record] of await this.jobRecords(rest)) {
+      out.set(jobId, record);
+      if (isTerminal(record.status)) this.noteEnded(batchId, record);
+    }
+    return out;
+  }
 }
 
 /** Counts per status and per error code. A job whose record is gone counts as queued. */
-export function summarize(record: BatchRecord, records: Map<string, JobRecord>): BatchSummary {
+export function summarize(
+  record: BatchRecord,
+  records: ReadonlyMap<string, Pick<JobRecord, 'status' | 'error_code'>>,
+): BatchSummary {
   const counts = { queued: 0, started: 0, finished: 0, failed: 0, cancelled: 0 };
   const errorCodes: Record<string, number> = {};
   for (const ref of record.jobs) {

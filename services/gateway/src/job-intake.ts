@@ -33,12 +33,13 @@ import {
 import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';
 import { mayUseContext, hasRole, type Caller } from './caller.js';
+import { BatchBudget, RefusedAt } from './batch-admission.js';
 import { KeyClaims } from './claims.js';
 import { dedupKeyOf } from './dedup.js';
 import { HttpError } from './http-errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import type { QueueDepth } from './queue-depth.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter, callerScope, deviceScope } from './rate-limit.js';
 
 const SCHEMAS: Record<JobKind, TSchema> = {
   command: SendCommandRequest,
@@ -115,6 +116,8 @@ export interface AdmitOptions {
   batchId?: string;
   /** Receives the envelope instead of publishing it (a rollout wave releases it later). */
   hold?: (envelope: JobEnvelope) => Promise<void>;
+  /** The job's rate budget was taken already (a batch takes its jobs' budgets at once). */
+  budgetTaken?: boolean;
 }
 
 /** Extra settings of one enqueue. */
@@ -289,7 +292,7 @@ export class JobIntake {
         dedupKey = key;
       }
       try {
-        await this.takeBudget(caller, spec, address);
+        if (!opts.budgetTaken) await this.takeBudget(caller, spec, address);
         const ahead = await this.checkCapacity(spec.context);
         return await this.enqueue(
           jobId,
@@ -368,12 +371,53 @@ export class JobIntake {
     // The narrower counter first: a burst at one device is refused there and never holds units
     // of the caller's budget, even for a moment (which could refuse the caller elsewhere).
     await this.limiter.take([
-      {
-        scope: `device\0${caller.id}\0${device}`,
-        limit: this.options.deviceRatePerMinute ?? 0,
-      },
-      { scope: `caller\0${caller.id}`, limit: this.options.ratePerMinute ?? 0 },
+      { scope: deviceScope(caller.id, device), limit: this.options.deviceRatePerMinute ?? 0 },
+      { scope: callerScope(caller.id), limit: this.options.ratePerMinute ?? 0 },
     ]);
+  }
+
+  /**
+   * Before a batch is admitted: its rate budgets at once (`BatchBudget`; null when no limit is
+   * set), and room for all its jobs under MAX_QUEUE_DEPTH (each job is still checked as it is
+   * admitted). Throws `RefusedAt` naming the entry admission in device order would have been
+   * refused at, having taken nothing.
+   */
+  async admitBatch(jobs: readonly PreparedJob[]): Promise<BatchBudget | null> {
+    // An entry repeating an earlier one will be a dedup hit on its job and takes no budget.
+    const seen = new Set<string>();
+    const counted = jobs.map((j) => {
+      if (!this.dedup) return true;
+      const key = dedupKeyOf(j.caller, j.spec, j.secrets.username);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
+    const full = await this.batchRoom(jobs[0]?.spec.context, jobs.length);
+    const limits = {
+      caller: this.options.ratePerMinute ?? 0,
+      device: this.options.deviceRatePerMinute ?? 0,
+    };
+    const entries = full ? jobs.slice(0, full.index) : jobs;
+    const budget =
+      this.limiter && entries.length > 0
+        ? await BatchBudget.take(this.limiter, entries, counted, limits)
+        : null;
+    if (!full) return budget;
+    // The budget held up to the entry where the queue is full: the queue refuses there.
+    await budget?.giveBack();
+    throw full;
+  }
+
+  /** The refusal at the entry where `count` more jobs would fill the queue, or null. */
+  private async batchRoom(context: string | undefined, count: number): Promise<RefusedAt | null> {
+    const max = this.options.maxQueueDepth;
+    if (max <= 0 || context === undefined) return null;
+    const depth = await this.depth.forContext(context);
+    if (depth + count <= max) return null;
+    return new RefusedAt(
+      Math.max(0, max - depth),
+      new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' }),
+    );
   }
 
   /** HTTPS only unless WEBHOOK_ALLOW_HTTP; the actor checks again before it sends. */

@@ -7,15 +7,64 @@ import { HttpError } from './http-errors.js';
 const WINDOW_MS = 60_000;
 /** CAS attempts per counter before the store counts as failing (answered 503). */
 const MAX_ATTEMPTS = 200;
+/** Counters given back at once (a refused batch gives back one per device). */
+const GIVE_BACK_CHUNK = 64;
 
-/** One counter to take a unit from: `scope` names it, `limit` caps it (0 = unlimited). */
+/** One counter to take units from: `scope` names it, `limit` caps it (0 = unlimited). */
 export interface RateCounter {
   scope: string;
   limit: number;
+  /** Units to take (default 1): a batch takes all its jobs' units at once. */
+  units?: number;
 }
 
-interface Taken {
+/** A 429 from one counter: its index in the counters given and the units it still had. */
+export class RateLimited extends HttpError {
+  constructor(
+    readonly counter: number,
+    readonly left: number,
+    limit: number,
+    resetSeconds: number,
+  ) {
+    super(429, `rate limit of ${limit} per minute reached; retry later`, {
+      'Retry-After': String(resetSeconds),
+      'X-RateLimit-Limit': String(limit),
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(resetSeconds),
+    });
+  }
+}
+
+/** Units raised on one counter (`key`: its hashed name and window). */
+export interface Taken {
+  scope: string;
   key: string;
+  units: number;
+}
+
+/**
+ * What one `take` raised, in the window it raised it, so that a request refused later (a batch
+ * refused at admission, a batch entry that turned out a duplicate) can give it back.
+ */
+export class RateGrant {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly taken: Taken[],
+  ) {}
+
+  /** Gives back `units` of the counter `scope` (every unit taken when absent). */
+  async giveBack(parts?: readonly { scope: string; units: number }[]): Promise<void> {
+    const back: Taken[] = [];
+    if (!parts) back.push(...this.taken.splice(0));
+    for (const p of parts ?? []) {
+      const t = this.taken.find((x) => x.scope === p.scope && x.units > 0);
+      if (!t) continue;
+      const units = Math.min(p.units, t.units);
+      t.units -= units;
+      back.push({ ...t, units });
+    }
+    await this.limiter.giveBack(back);
+  }
 }
 
 /**
@@ -30,41 +79,74 @@ export class RateLimiter {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Takes one unit from every counter, or none and throws 429. */
-  async take(counters: readonly RateCounter[]): Promise<void> {
+  /**
+   * Takes its units from every counter, or none and throws `RateLimited`. One after the other
+   * by default, so that a narrower counter given first refuses before a wider one is raised, and
+   * the refusal is the first counter's in the order given. With `concurrency`, that many
+   * (distinct) counters are raised at once and every counter is tried, so that the refusal
+   * reported is the one `rankOf` (counter index, units it had left) ranks lowest.
+   */
+  async take(
+    counters: readonly RateCounter[],
+    concurrency = 1,
+    rankOf: (counter: number, left: number) => number = (counter) => counter,
+  ): Promise<RateGrant> {
     const window = Math.floor(this.now() / WINDOW_MS);
     const taken: Taken[] = [];
-    for (const c of counters) {
-      if (c.limit <= 0) continue;
-      const key = `${hashScope(c.scope)}.${window}`;
-      const ok = await this.increment(key, c.limit).catch(async (err: unknown) => {
-        await this.giveBack(taken);
-        throw err;
-      });
-      if (!ok) {
-        await this.giveBack(taken);
-        const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
-        throw new HttpError(429, `rate limit of ${c.limit} per minute reached; retry later`, {
-          'Retry-After': String(resetSeconds),
-          'X-RateLimit-Limit': String(c.limit),
-          'X-RateLimit-Remaining': '0',
-          'X-RateLimit-Reset': String(resetSeconds),
-        });
+    const state: {
+      next: number;
+      refused: { index: number; left: number; rank: number } | null;
+      error: { index: number; err: unknown } | null;
+    } = { next: 0, refused: null, error: null };
+    const sequential = concurrency <= 1;
+    // A store error: the first counter's in the order given.
+    const fail = (index: number, err: unknown) => {
+      if (state.error === null || index < state.error.index) state.error = { index, err };
+    };
+    const worker = async () => {
+      while (state.error === null && state.next < counters.length) {
+        if (sequential && state.refused !== null) return;
+        const index = state.next++;
+        const c = counters[index]!;
+        const units = c.units ?? 1;
+        if (c.limit <= 0 || units <= 0) continue;
+        const key = `${hashScope(c.scope)}.${window}`;
+        try {
+          const left = await this.increment(key, c.limit, units);
+          if (left === null) {
+            taken.push({ scope: c.scope, key, units });
+            continue;
+          }
+          const rank = rankOf(index, left);
+          if (state.refused === null || rank < state.refused.rank) {
+            state.refused = { index, left, rank };
+          }
+        } catch (err) {
+          fail(index, err);
+        }
       }
-      taken.push({ key });
-    }
+    };
+    await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
+    if (state.refused === null && state.error === null) return new RateGrant(this, taken);
+    await this.giveBack(taken);
+    if (state.error !== null) throw state.error.err;
+    const { index, left } = state.refused!;
+    const c = counters[index]!;
+    const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
+    throw new RateLimited(index, left, c.limit, resetSeconds);
   }
 
-  private async increment(key: string, limit: number): Promise<boolean> {
+  /** Raises the counter by `units`; null when it did, else the units it had left. */
+  private async increment(key: string, limit: number, units: number): Promise<number | null> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       const entry = await this.kv.get(key);
       const live = entry?.operation === 'PUT';
       const count = live ? Number(new TextDecoder().decode(entry.value)) : 0;
-      if (count >= limit) return false;
+      if (count + units > limit) return Math.max(0, limit - count);
       try {
-        if (live) await this.kv.update(key, encode(count + 1), entry.revision);
-        else await this.kv.create(key, encode(count + 1));
-        return true;
+        if (live) await this.kv.update(key, encode(count + units), entry.revision);
+        else await this.kv.create(key, encode(count + units));
+        return null;
       } catch (err) {
         if (!isWrongRevision(err)) throw err;
         await jitter(attempt);
@@ -74,23 +156,35 @@ export class RateLimiter {
   }
 
   /** Undoes increments of a request that ends up refused. Best effort, CAS as well. */
-  private async giveBack(taken: readonly Taken[]): Promise<void> {
-    for (const { key } of taken) {
-      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        const entry = await this.kv.get(key).catch(() => null);
-        if (entry?.operation !== 'PUT') break;
-        const count = Number(new TextDecoder().decode(entry.value));
-        try {
-          await this.kv.update(key, encode(Math.max(0, count - 1)), entry.revision);
-          break;
-        } catch (err) {
-          if (!isWrongRevision(err)) break;
-          await jitter(attempt);
-        }
+  async giveBack(taken: readonly Taken[]): Promise<void> {
+    for (let i = 0; i < taken.length; i += GIVE_BACK_CHUNK) {
+      await Promise.all(taken.slice(i, i + GIVE_BACK_CHUNK).map((t) => this.decrement(t)));
+    }
+  }
+
+  private async decrement({ key, units }: Taken): Promise<void> {
+    if (units <= 0) return;
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const entry = await this.kv.get(key).catch(() => null);
+      if (entry?.operation !== 'PUT') return;
+      const count = Number(new TextDecoder().decode(entry.value));
+      try {
+        await this.kv.update(key, encode(Math.max(0, count - units)), entry.revision);
+        return;
+      } catch (err) {
+        if (!isWrongRevision(err)) return;
+        await jitter(attempt);
       }
     }
   }
 }
+
+/** The counter of a caller's submissions. */
+export const callerScope = (callerId: string): string => `caller\0${callerId}`;
+
+/** The counter of a caller's jobs at one device (`device`: its key, host and port). */
+export const deviceScope = (callerId: string, device: string): string =>
+  `device\0${callerId}\0${device}`;
 
 /** Counter names never hold a caller id or a host in clear (and stay valid KV keys). */
 function hashScope(scope: string): string {
