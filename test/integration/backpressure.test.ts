@@ -35,6 +35,35 @@ test('when the queue of a context is full, then submissions get 503 with Retry-A
   assert.deepEqual(statuses, [202, 202, 202, 503, 503]);
 });
 
+test("when a submission is refused with 503 because the queue is full, then it eats none of the caller's rate budget", async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // No actor host: jobs stay queued. The caller's budget is shared by both contexts; the queue
+  // limit is per context.
+  const stack = await startInProcessStack(nats.url, {
+    actors: 0,
+    env: { MAX_QUEUE_DEPTH: '1', RATE_LIMIT_PER_MINUTE: '2', SVC_CONTEXTS: 'default,lab' },
+  });
+  t.after(async () => {
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = (context: string, command: string) =>
+    http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [command], context },
+    });
+  assert.equal((await submit('default', 'show version')).status, 202);
+  const full = await submit('default', 'show clock');
+  assert.equal(full.status, 503, full.text);
+  // One unit used of two: the refused submission gave its unit back.
+  const other = await submit('lab', 'show version');
+  assert.equal(other.status, 202, other.text);
+  assert.equal((await submit('lab', 'show clock')).status, 429);
+});
+
 test('without MAX_QUEUE_DEPTH, back-to-back submissions get increasing queue positions, and a later read counts what is queued', async (t) => {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });

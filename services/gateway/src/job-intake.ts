@@ -39,7 +39,7 @@ import { dedupKeyOf } from './dedup.js';
 import { HttpError } from './http-errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import type { QueueDepth } from './queue-depth.js';
-import { RateLimiter, callerScope, deviceScope } from './rate-limit.js';
+import { RateLimiter, callerScope, deviceScope, type RateGrant } from './rate-limit.js';
 
 const SCHEMAS: Record<JobKind, TSchema> = {
   command: SendCommandRequest,
@@ -291,8 +291,9 @@ export class JobIntake {
         }
         dedupKey = key;
       }
+      let grant: RateGrant | null = null;
       try {
-        if (!opts.budgetTaken) await this.takeBudget(caller, spec, address);
+        if (!opts.budgetTaken) grant = await this.takeBudget(caller, spec, address);
         const ahead = await this.checkCapacity(spec.context);
         return await this.enqueue(
           jobId,
@@ -311,6 +312,8 @@ export class JobIntake {
           },
         );
       } catch (err) {
+        // Refused after the budget was taken (a full queue, a store error): nothing was queued.
+        await grant?.giveBack().catch(() => undefined);
         if (dedupKey && this.dedup)
           await this.dedup.release(dedupKey, jobId).catch(() => undefined);
         throw err;
@@ -328,8 +331,11 @@ export class JobIntake {
   async admitReplay(caller: Caller, spec: JobSpec, username: string): Promise<string | null> {
     const address = await resolveHost(spec.host);
     await this.checkLockout(caller, spec, username, address);
-    await this.takeBudget(caller, spec, address);
-    await this.checkCapacity(spec.context);
+    const grant = await this.takeBudget(caller, spec, address);
+    await this.checkCapacity(spec.context).catch(async (err: unknown) => {
+      await grant?.giveBack().catch(() => undefined);
+      throw err;
+    });
     return address;
   }
 
@@ -363,14 +369,19 @@ export class JobIntake {
 
   /**
    * Takes one unit of the caller's submission budget and of its per-device budget, or throws 429
-   * having taken nothing. Replays go through this too.
+   * having taken nothing. Replays go through this too. The grant gives the units back when a
+   * later guard refuses the request (a full queue).
    */
-  async takeBudget(caller: Caller, spec: JobSpec, address: string | null = null): Promise<void> {
-    if (!this.limiter) return;
+  async takeBudget(
+    caller: Caller,
+    spec: JobSpec,
+    address: string | null = null,
+  ): Promise<RateGrant | null> {
+    if (!this.limiter) return null;
     const device = deviceKeyOf('', address ?? spec.host, spec.port);
     // The narrower counter first: a burst at one device is refused there and never holds units
     // of the caller's budget, even for a moment (which could refuse the caller elsewhere).
-    await this.limiter.take([
+    return this.limiter.take([
       { scope: deviceScope(caller.id, device), limit: this.options.deviceRatePerMinute ?? 0 },
       { scope: callerScope(caller.id), limit: this.options.ratePerMinute ?? 0 },
     ]);
