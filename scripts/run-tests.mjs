@@ -54,7 +54,7 @@ const SOLO = [
 ];
 const unit = selected.filter((f) => !f.startsWith('test/'));
 const integration = selected.filter((f) => f.startsWith('test/'));
-const solo = integration.filter((f) => SOLO.some((name) => f.includes(`/${name}`)));
+const solo = integration.filter((f) => SOLO.some((name) => f.endsWith(`/${name}.test.js`)));
 const paired = integration.filter((f) => !solo.includes(f));
 const runs = [
   [unit, 2],
