@@ -193,6 +193,7 @@ export type { ProcessHandle, ServiceDeps } from './service-main.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
 export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
+export { KeyedWindow } from './keyed-window.js';
 export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
   BatchDevice,

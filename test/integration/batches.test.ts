@@ -26,6 +26,25 @@ const auth = (d: SimulatedDevice): HttpOptions => ({
 });
 const deviceOf = (d: SimulatedDevice) => ({ host: d.host, port: d.port });
 
+/** POSTs a `show version` batch over `devices` (the first one's enable secret), with `extra` fields. */
+function postShowBatch(
+  url: string,
+  me: HttpOptions,
+  devices: readonly SimulatedDevice[],
+  extra: Record<string, unknown> = {},
+) {
+  return http('POST', `${url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      enable: devices[0]!.enable,
+      ...extra,
+      devices: devices.map(deviceOf),
+    },
+  });
+}
+
 /** Polls the batch until it is no longer running (fails the test after `ms`). */
 async function waitBatch(url: string, id: string, opts: HttpOptions, ms = 120_000) {
   const deadline = Date.now() + ms;
@@ -49,15 +68,7 @@ test('when a show batch covers 200 devices, then 200 jobs finish with correct co
   });
   await waitHealthy(stack.url);
   const me = auth(fleet.devices[0]!);
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      commands: ['show version'],
-      enable: fleet.devices[0]!.enable,
-      devices: fleet.devices.map(deviceOf),
-    },
-  });
+  const created = await postShowBatch(stack.url, me, fleet.devices);
   assert.equal(created.status, 202, created.text);
   assert.equal(created.json.total, 200);
   assert.equal(created.json.jobs.length, 200);
@@ -233,15 +244,7 @@ test('when a batch is cancelled, then its queued jobs are cancelled and started 
   });
   await waitHealthy(stack.url);
   const me = auth(fleet.devices[0]!);
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      commands: ['show version'],
-      enable: fleet.devices[0]!.enable,
-      devices: fleet.devices.map(deviceOf),
-    },
-  });
+  const created = await postShowBatch(stack.url, me, fleet.devices);
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
   for (;;) {
@@ -334,16 +337,9 @@ test('when a batch has a webhook_url, then exactly one signed delivery with its 
   await waitHealthy(await second.httpUrl());
   await fleet.devices[4]!.setFaults({ refuse: true });
   const me = auth(fleet.devices[0]!);
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      commands: ['show version'],
-      enable: fleet.devices[0]!.enable,
-      webhook_url: hook,
-      webhook_secret: SECRET,
-      devices: fleet.devices.map(deviceOf),
-    },
+  const created = await postShowBatch(stack.url, me, fleet.devices, {
+    webhook_url: hook,
+    webhook_secret: SECRET,
   });
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
@@ -459,16 +455,7 @@ test('when a batch with a webhook_url is cancelled, then its one delivery says c
   });
   await waitHealthy(stack.url);
   const me = auth(fleet.devices[0]!);
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      commands: ['show version'],
-      enable: fleet.devices[0]!.enable,
-      webhook_url: hook,
-      devices: fleet.devices.map(deviceOf),
-    },
-  });
+  const created = await postShowBatch(stack.url, me, fleet.devices, { webhook_url: hook });
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
   for (;;) {
@@ -512,15 +499,7 @@ test('when no gateway saw the jobs of a batch end, then a gateway started later 
     await nats.stop();
   });
   const me = auth(fleet.devices[0]!);
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      commands: ['show version'],
-      enable: fleet.devices[0]!.enable,
-      devices: fleet.devices.map(deviceOf),
-    },
-  });
+  const created = await postShowBatch(stack.url, me, fleet.devices);
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
   // The only gateway stops while the jobs run: their end events reach no gateway.

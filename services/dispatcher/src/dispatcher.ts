@@ -4,7 +4,6 @@ import {
   jetstream,
   jetstreamManager,
   type ConsumerMessages,
-  type JetStreamClient,
   type JsMsg,
 } from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
@@ -12,6 +11,7 @@ import {
   Buckets,
   closeWhenStalled,
   workConsumeOptions,
+  KeyedWindow,
   Consumers,
   Lease,
   LockKeys,
@@ -33,7 +33,6 @@ import {
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import type { DispatcherConfig } from './config.js';
-import { KeyedWindow } from './keyed-window.js';
 import { Placement } from './placement.js';
 
 export interface DispatcherDeps {
@@ -185,9 +184,6 @@ export async function startDispatcher(
    */
   async function dispatchAll(context: string, messages: ConsumerMessages): Promise<void> {
     activeMessages.add(messages);
-    // Up to PLACEMENTS_IN_FLIGHT jobs placed at once: one awaited publish per job in turn held
-    // the dispatcher to one job per round trip. A device's jobs still go one after the other in
-    // stream order, so a retried publish is never overtaken by the device's next job.
     const window = new KeyedWindow(PLACEMENTS_IN_FLIGHT, (err) =>
       log.error({ err, context }, 'placement failed'),
     );
@@ -206,7 +202,7 @@ export async function startDispatcher(
           envelope.address ?? envelope.spec.host,
           envelope.spec.port,
         );
-        await window.add(deviceKey, () => place(context, m, envelope, deviceKey, js));
+        await window.add(deviceKey, () => place(context, m, envelope, deviceKey));
         if (stopping) break;
       }
     } finally {
@@ -224,12 +220,11 @@ export async function startDispatcher(
     m: JsMsg,
     envelope: JobEnvelope,
     deviceKey: string,
-    client: JetStreamClient,
   ): Promise<void> {
     const parent = extractTraceContext(m.headers);
     const attributes = { 'svc.context': context, 'messaging.message.id': m.info.streamSequence };
     return withSpan('dispatch job', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
-      placeJob(context, m, envelope, deviceKey, client),
+      placeJob(context, m, envelope, deviceKey),
     );
   }
 
@@ -238,7 +233,6 @@ export async function startDispatcher(
     m: JsMsg,
     envelope: JobEnvelope,
     deviceKey: string,
-    client: JetStreamClient,
   ): Promise<void> {
     let host = placement.place(context, deviceKey);
     // No live host: hold this message (keeping order) until one appears.
@@ -257,7 +251,7 @@ export async function startDispatcher(
     const msgID = `${envelope.job_id}.p${envelope.placement}`;
     for (let attempt = 0; !stopping; attempt++) {
       try {
-        await client.publish(Subjects.actor(host), m.data, { msgID, headers: h });
+        await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });
         m.ack();
         placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');

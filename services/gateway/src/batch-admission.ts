@@ -1,4 +1,4 @@
-import { deviceKeyOf } from '@svc/proto';
+import { KeyedWindow, deviceKeyOf } from '@svc/proto';
 import { HttpError } from './http-errors.js';
 import {
   RateLimited,
@@ -68,11 +68,14 @@ export class BatchBudget {
         ? deviceScope(callerId, deviceKeyOf('', e.address ?? e.spec.host, e.spec.port))
         : null,
     );
+    // Each device's entries, in device order.
     const byDevice = new Map<string, number[]>();
     scopes.forEach((scope, i) => {
-      if (scope !== null) byDevice.set(scope, [...(byDevice.get(scope) ?? []), i]);
+      if (scope === null) return;
+      const at = byDevice.get(scope);
+      if (at) at.push(i);
+      else byDevice.set(scope, [i]);
     });
-    const devices = [...byDevice];
     const scope = callerScope(callerId);
     // Counted entries in device order: the caller's budget runs out at `counted[left]`.
     const countedAt = scopes.flatMap((s, i) => (s !== null ? [i] : []));
@@ -82,17 +85,38 @@ export class BatchBudget {
         throw new RefusedAt(countedAt[err.left] ?? countedAt.at(-1) ?? 0, err);
       });
     // The narrower counters first, as for one job: a device that refuses never holds units of
-    // the caller's budget. A device runs out at its entry `at[left]`; of several, the first.
-    let deviceGrant: RateGrant;
-    try {
-      deviceGrant = await limiter.take(
-        devices.map(([s, at]) => ({ scope: s, limit: limits.device, units: at.length })),
-        TAKE_CONCURRENCY,
-        (counter, left) => devices[counter]![1][left]!,
-      );
-    } catch (err) {
-      if (!(err instanceof RateLimited)) throw err;
-      const at = devices[err.counter]![1][err.left]!;
+    // the caller's budget. Each device counter is its own key, so they are raised concurrently.
+    // A device runs out at its entry `at[left]`; of several, the earliest entry refuses.
+    const deviceGrants: RateGrant[] = [];
+    const outcome: {
+      refusal: { at: number; err: RateLimited } | null;
+      failure: { at: number; err: unknown } | null;
+    } = { refusal: null, failure: null };
+    const taking = new KeyedWindow(TAKE_CONCURRENCY, () => undefined);
+    for (const [device, at] of limits.device > 0 ? byDevice : []) {
+      await taking.add(device, async () => {
+        try {
+          deviceGrants.push(
+            await limiter.take([{ scope: device, limit: limits.device, units: at.length }]),
+          );
+        } catch (err) {
+          if (err instanceof RateLimited) {
+            const entry = at[err.left]!;
+            const { refusal } = outcome;
+            if (refusal === null || entry < refusal.at) outcome.refusal = { at: entry, err };
+          } else if (outcome.failure === null || at[0]! < outcome.failure.at) {
+            outcome.failure = { at: at[0]!, err };
+          }
+        }
+      });
+    }
+    await taking.drain();
+    const giveBackDevices = () => Promise.all(deviceGrants.map((g) => g.giveBack()));
+    const { refusal, failure } = outcome;
+    if (failure !== null || refusal !== null) {
+      await giveBackDevices();
+      if (failure !== null) throw failure.err;
+      const { at, err } = refusal!;
       // Unless the caller's budget runs out at an earlier entry: that refusal comes first.
       const before = countedAt.filter((i) => i < at).length;
       if (before > 0) await (await takeCaller(before)).giveBack();
@@ -102,10 +126,10 @@ export class BatchBudget {
     try {
       callerGrant = await takeCaller(countedAt.length);
     } catch (err) {
-      await deviceGrant.giveBack();
+      await giveBackDevices();
       throw err;
     }
-    return new BatchBudget(scopes, scope, [deviceGrant, callerGrant]);
+    return new BatchBudget(scopes, scope, [...deviceGrants, callerGrant]);
   }
 
   /** Gives back what the entries at `indices` took (dedup hits on jobs outside the batch). */
@@ -126,21 +150,4 @@ export class BatchBudget {
   async giveBack(): Promise<void> {
     await Promise.all(this.grants.map((g) => g.giveBack()));
   }
-}
-
-/**
- * Runs `fn` over 0..count-1, at most `width` at once, starting them in index order; stops
- * starting new ones once `stop()` says so. Resolves when every started one has settled.
- */
-export async function forEachBounded(
-  count: number,
-  width: number,
-  fn: (index: number) => Promise<void>,
-  stop: () => boolean = () => false,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < count && !stop()) await fn(next++);
-  };
-  await Promise.all(Array.from({ length: Math.min(width, count) }, worker));
 }

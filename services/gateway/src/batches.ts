@@ -4,9 +4,11 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   BatchRequest,
+  KeyedWindow,
   Subjects,
   check,
   decodeJson,
+  deviceKeyOf,
   encodeJson,
   isTerminal,
   isWrongRevision,
@@ -33,7 +35,7 @@ import {
 } from '@svc/proto';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
-import { RefusedAt, forEachBounded, type BatchBudget } from './batch-admission.js';
+import { RefusedAt, type BatchBudget } from './batch-admission.js';
 import { JobIntake, parseJsonBody, type PreparedJob } from './job-intake.js';
 
 export interface BatchOptions {
@@ -129,13 +131,19 @@ export class Batches {
         if (parts[4] !== 'job' || !parts[3]) continue;
         const status = parts[5] as JobEvent['status'];
         if (isTerminal(status)) {
-          const event = decodeJson<JobEvent>(m.data);
-          this.noteEnded(parts[3], {
-            job_id: event.job_id,
-            status,
-            ended_at: event.ended_at ?? event.at,
-            error_code: event.error_code ?? null,
-          });
+          // An undecodable event is only not remembered (the next sweep reads that job's
+          // record); it must not end this loop, which drives every batch of this gateway.
+          const event = decodeEvent(m.data);
+          if (event) {
+            this.noteEnded(parts[3], {
+              job_id: event.job_id,
+              status,
+              ended_at: event.ended_at ?? event.at,
+              error_code: event.error_code ?? null,
+            });
+          } else {
+            this.log.warn({ subject: m.subject }, 'batch: undecodable job event skipped');
+          }
         }
         if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
       }
@@ -202,15 +210,18 @@ export class Batches {
     // Checked concurrently (a device name is resolved, a Basic caller's lockout read), then
     // judged in device order, so the answer is the one a check one by one would give.
     const outcomes: ({ ok: true; job: PreparedJob } | { ok: false; err: unknown })[] = [];
-    await forEachBounded(devices.length, PREPARE_CONCURRENCY, async (i) => {
-      const device = devices[i]!;
+    const checking = new KeyedWindow(PREPARE_CONCURRENCY, () => undefined);
+    for (const [i, device] of devices.entries()) {
       const jobBody: Record<string, unknown> = { ...shared, ...device };
       if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
-      outcomes[i] = await this.intake.prepare(kind, jobBody, caller).then(
-        (job) => ({ ok: true as const, job }),
-        (err: unknown) => ({ ok: false as const, err }),
-      );
-    });
+      await checking.add(String(i), async () => {
+        outcomes[i] = await this.intake.prepare(kind, jobBody, caller).then(
+          (job) => ({ ok: true as const, job }),
+          (err: unknown) => ({ ok: false as const, err }),
+        );
+      });
+    }
+    await checking.drain();
     const prepared: PreparedJob[] = [];
     for (const [i, device] of devices.entries()) {
       const outcome = outcomes[i]!;
@@ -265,43 +276,33 @@ export class Batches {
     // Admitted concurrently (each job is a record create and an envelope publish, awaited), in
     // device order; the jobs of one device one after the other, so they queue in that order.
     const admitted: (EnqueueResponse | undefined)[] = new Array<EnqueueResponse | undefined>(total);
-    const atDevice = new Map<string, Promise<unknown>>();
     let refused: { index: number; err: unknown } | null = null;
-    await forEachBounded(
-      total,
-      ADMIT_CONCURRENCY,
-      async (i) => {
-        const job = prepared[i]!;
-        const device = `${job.address ?? job.spec.host}:${job.spec.port}`;
-        const before = atDevice.get(device);
-        const hold =
-          i < firstWave
-            ? undefined
-            : async (envelope: JobEnvelope) => {
-                const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
-                await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
-              };
-        const admit = (before ?? Promise.resolve()).then(() =>
-          this.intake.admit(job, randomUUID(), {
+    const admitting = new KeyedWindow(ADMIT_CONCURRENCY, () => undefined);
+    for (const [i, job] of prepared.entries()) {
+      if (refused !== null) break;
+      const hold =
+        i < firstWave
+          ? undefined
+          : async (envelope: JobEnvelope) => {
+              const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
+              await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
+            };
+      const device = deviceKeyOf('', job.address ?? job.spec.host, job.spec.port);
+      await admitting.add(device, async () => {
+        try {
+          admitted[i] = await this.intake.admit(job, randomUUID(), {
             batchId,
             ...(budget ? { budgetTaken: true } : {}),
             ...(source !== undefined ? { source } : {}),
             ...(traceparent !== undefined ? { traceparent } : {}),
             ...(hold ? { hold } : {}),
-          }),
-        );
-        const settled = admit.catch(() => undefined);
-        atDevice.set(device, settled);
-        try {
-          admitted[i] = await admit;
+          });
         } catch (err) {
           if (refused === null || i < refused.index) refused = { index: i, err };
-        } finally {
-          if (atDevice.get(device) === settled) atDevice.delete(device);
         }
-      },
-      () => refused !== null,
-    );
+      });
+    }
+    await admitting.drain();
     const refs: BatchJobRef[] = prepared.flatMap((job, i) => {
       const answer = admitted[i];
       return answer ? [{ job_id: answer.job_id, host: job.spec.host, port: job.spec.port }] : [];
@@ -727,4 +728,13 @@ export function summarize(
     ended_at: record.ended_at,
     stopped_reason: record.stopped_reason,
   };
+}
+
+function decodeEvent(data: Uint8Array): JobEvent | null {
+  try {
+    const event = decodeJson<JobEvent>(data);
+    return typeof event?.job_id === 'string' ? event : null;
+  } catch {
+    return null;
+  }
 }

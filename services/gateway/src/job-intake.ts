@@ -41,6 +41,11 @@ import { idempotencyKeyOf } from './idempotency.js';
 import type { QueueDepth } from './queue-depth.js';
 import { RateLimiter, callerScope, deviceScope, type RateGrant } from './rate-limit.js';
 
+/** 503 for a submission that the context's queue (MAX_QUEUE_DEPTH) has no room for. */
+function queueFull(context: string): HttpError {
+  return new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' });
+}
+
 const SCHEMAS: Record<JobKind, TSchema> = {
   command: SendCommandRequest,
   config: SendConfigRequest,
@@ -361,9 +366,7 @@ export class JobIntake {
   private async checkCapacity(context: string): Promise<number | null> {
     if (this.options.maxQueueDepth <= 0) return null;
     const depth = await this.depth.forContext(context);
-    if (depth >= this.options.maxQueueDepth) {
-      throw new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' });
-    }
+    if (depth >= this.options.maxQueueDepth) throw queueFull(context);
     return depth;
   }
 
@@ -425,10 +428,7 @@ export class JobIntake {
     if (max <= 0 || context === undefined) return null;
     const depth = await this.depth.forContext(context);
     if (depth + count <= max) return null;
-    return new RefusedAt(
-      Math.max(0, max - depth),
-      new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' }),
-    );
+    return new RefusedAt(Math.max(0, max - depth), queueFull(context));
   }
 
   /** HTTPS only unless WEBHOOK_ALLOW_HTTP; the actor checks again before it sends. */

@@ -35,7 +35,6 @@ export class QueueDepth {
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly hosts: HostsSource,
-    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /**
@@ -47,7 +46,7 @@ export class QueueDepth {
   async ahead(context: string): Promise<number> {
     const snapshot = this.#snapshots.get(context);
     const current =
-      snapshot && this.now() - snapshot.readAt < POSITION_READ_MS
+      snapshot && performance.now() - snapshot.readAt < POSITION_READ_MS
         ? snapshot
         : await this.#read(context);
     return current.depth + this.#queuedIn(context) - current.queuedAtRead;
@@ -66,7 +65,7 @@ export class QueueDepth {
     let read = this.#reads.get(context);
     if (!read) {
       const queuedAtRead = this.#queuedIn(context);
-      const readAt = this.now();
+      const readAt = performance.now();
       read = this.forContext(context)
         .then((depth) => {
           const snapshot = { depth, queuedAtRead, readAt };

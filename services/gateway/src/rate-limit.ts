@@ -80,60 +80,29 @@ export class RateLimiter {
   ) {}
 
   /**
-   * Takes its units from every counter, or none and throws `RateLimited`. One after the other
-   * by default, so that a narrower counter given first refuses before a wider one is raised, and
-   * the refusal is the first counter's in the order given. With `concurrency`, that many
-   * (distinct) counters are raised at once and every counter is tried, so that the refusal
-   * reported is the one `rankOf` (counter index, units it had left) ranks lowest.
+   * Takes its units from every counter, one after the other, or none and throws `RateLimited`
+   * naming the counter that refused: a narrower counter given first refuses before a wider one
+   * is raised.
    */
-  async take(
-    counters: readonly RateCounter[],
-    concurrency = 1,
-    rankOf: (counter: number, left: number) => number = (counter) => counter,
-  ): Promise<RateGrant> {
+  async take(counters: readonly RateCounter[]): Promise<RateGrant> {
     const window = Math.floor(this.now() / WINDOW_MS);
     const taken: Taken[] = [];
-    const state: {
-      next: number;
-      refused: { index: number; left: number; rank: number } | null;
-      error: { index: number; err: unknown } | null;
-    } = { next: 0, refused: null, error: null };
-    const sequential = concurrency <= 1;
-    // A store error: the first counter's in the order given.
-    const fail = (index: number, err: unknown) => {
-      if (state.error === null || index < state.error.index) state.error = { index, err };
-    };
-    const worker = async () => {
-      while (state.error === null && state.next < counters.length) {
-        if (sequential && state.refused !== null) return;
-        const index = state.next++;
-        const c = counters[index]!;
-        const units = c.units ?? 1;
-        if (c.limit <= 0 || units <= 0) continue;
-        const key = `${hashScope(c.scope)}.${window}`;
-        try {
-          const left = await this.increment(key, c.limit, units);
-          if (left === null) {
-            taken.push({ scope: c.scope, key, units });
-            continue;
-          }
-          const rank = rankOf(index, left);
-          if (state.refused === null || rank < state.refused.rank) {
-            state.refused = { index, left, rank };
-          }
-        } catch (err) {
-          fail(index, err);
-        }
+    for (const [index, c] of counters.entries()) {
+      const units = c.units ?? 1;
+      if (c.limit <= 0 || units <= 0) continue;
+      const key = `${hashScope(c.scope)}.${window}`;
+      const left = await this.increment(key, c.limit, units).catch(async (err: unknown) => {
+        await this.giveBack(taken);
+        throw err;
+      });
+      if (left !== null) {
+        await this.giveBack(taken);
+        const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
+        throw new RateLimited(index, left, c.limit, resetSeconds);
       }
-    };
-    await Promise.all(Array.from({ length: Math.max(1, concurrency) }, worker));
-    if (state.refused === null && state.error === null) return new RateGrant(this, taken);
-    await this.giveBack(taken);
-    if (state.error !== null) throw state.error.err;
-    const { index, left } = state.refused!;
-    const c = counters[index]!;
-    const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
-    throw new RateLimited(index, left, c.limit, resetSeconds);
+      taken.push({ scope: c.scope, key, units });
+    }
+    return new RateGrant(this, taken);
   }
 
   /** Raises the counter by `units`; null when it did, else the units it had left. */
