@@ -18,10 +18,9 @@ export interface RateCounter {
   units?: number;
 }
 
-/** A 429 from one counter: its index in the counters given and the units it still had. */
+/** A 429 from one counter, with the units it still had (a batch names the entry it refuses). */
 export class RateLimited extends HttpError {
   constructor(
-    readonly counter: number,
     readonly left: number,
     limit: number,
     resetSeconds: number,
@@ -81,13 +80,13 @@ export class RateLimiter {
 
   /**
    * Takes its units from every counter, one after the other, or none and throws `RateLimited`
-   * naming the counter that refused: a narrower counter given first refuses before a wider one
+   * from the counter that refused: a narrower counter given first refuses before a wider one
    * is raised.
    */
   async take(counters: readonly RateCounter[]): Promise<RateGrant> {
     const window = Math.floor(this.now() / WINDOW_MS);
     const taken: Taken[] = [];
-    for (const [index, c] of counters.entries()) {
+    for (const c of counters) {
       const units = c.units ?? 1;
       if (c.limit <= 0 || units <= 0) continue;
       const key = `${hashScope(c.scope)}.${window}`;
@@ -98,7 +97,7 @@ export class RateLimiter {
       if (left !== null) {
         await this.giveBack(taken);
         const resetSeconds = Math.max(1, Math.ceil(((window + 1) * WINDOW_MS - this.now()) / 1000));
-        throw new RateLimited(index, left, c.limit, resetSeconds);
+        throw new RateLimited(left, c.limit, resetSeconds);
       }
       taken.push({ scope: c.scope, key, units });
     }
