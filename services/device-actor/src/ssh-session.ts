@@ -629,11 +629,10 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
         return;
       }
     }
-    // Needed only until the handshake ends: ssh2 keeps the debug callback (and so this scope)
-    // for the connection's life, and the offer lines are a few KiB per session.
+    // Needed only until the handshake ends (null after): ssh2 keeps the debug callback (and so
+    // this scope) for the connection's life, and the offer lines are a few KiB per session.
     let offers: NegotiationLog | null = new NegotiationLog();
     let authFailed = false;
-    let handshaken = false;
     // A refused host key ends the handshake; its own error says why, not the library's.
     let hostKeyError: SvcError | null = null;
     client.on('connect', () => {
@@ -642,7 +641,6 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
       client.setNoDelay(true);
     });
     client.on('handshake', () => {
-      handshaken = true;
       offers = null;
       ctx.onHandshake?.();
     });
@@ -653,7 +651,7 @@ function login(client: Client, hop: SshHop, ctx: LoginContext): Promise<void> {
       if (err.level === 'client-authentication') authFailed = true;
       finish(
         hostKeyError ??
-          (handshaken ? null : (offers?.failure(err, ctx.label) ?? null)) ??
+          offers?.failure(err, ctx.label) ??
           connectError(err, ctx.label, hop.username, authFailed),
       );
     });
