@@ -17,3 +17,4 @@ export { OtlpHttpCollector, decodeExportTraceRequest } from './otlp-collector.js
 export type { ReceivedSpan } from './otlp-collector.js';
 export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';
+export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';

@@ -2,12 +2,13 @@
 // `npx --no-install svc-mcp`, `npx --no-install svc-parse` (and `svc`). npm links a workspace's
 // bin only when its target exists at install time, so this runs `npm ci` (offline, from the
 // cache the suite's own install filled) in a copy of the repository without node_modules or
-// dist, and checks the bins before and after the build.
+// dist, and checks the bins before and after the build. The copy has no ../shared beside it,
+// as a user's clone: the test files that start a stack with parser settings must pass there.
 //
 // `--ignore-scripts`: the only install scripts are third-party (ssh2's and cpu-features' optional
 // native builds, protobufjs'), which neither link nor need the bins; building them would add a
 // minute of compiling and, on a Node without local headers, a header download.
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile as execFileCb } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -51,11 +52,16 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function run(cwd: string, cmd: string, args: string[]): Promise<Run> {
+async function run(
+  cwd: string,
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+): Promise<Run> {
   try {
     const { stdout, stderr } = await execFile(cmd, args, {
       cwd,
-      env: cleanEnv(),
+      env,
       maxBuffer: 64 * 1024 * 1024,
     });
     return { code: 0, stdout, stderr };
@@ -69,10 +75,13 @@ async function run(cwd: string, cmd: string, args: string[]): Promise<Run> {
   }
 }
 
-test('fresh copy: npm ci, then npx --no-install svc-mcp/svc-parse/svc --help', async (t) => {
-  const copy = mkdtempSync(join(tmpdir(), 'svc-fresh-'));
-  t.after(() => rmSync(copy, { recursive: true, force: true }));
+let copy: string;
+before(() => {
+  copy = mkdtempSync(join(tmpdir(), 'svc-fresh-'));
+});
+after(() => rmSync(copy, { recursive: true, force: true }));
 
+test('fresh copy: npm ci, then npx --no-install svc-mcp/svc-parse/svc --help', async () => {
   // What a clone holds: the files git tracks (and new ones not ignored), nothing built.
   const listed = await execFile(
     'git',
@@ -131,3 +140,39 @@ test('fresh copy: npm ci, then npx --no-install svc-mcp/svc-parse/svc --help', a
   assert.match(svc.stdout, /svc/);
   assert.ok(existsSync(dirname(join(copy, 'parsers/dist/src/cli.js'))));
 });
+
+/** `# pass N`, `# fail N` … from a TAP summary. */
+function tapCount(tap: string, what: string): number {
+  return Number(new RegExp(`^# ${what} (\\d+)$`, 'm').exec(tap)?.[1] ?? NaN);
+}
+
+for (const file of ['mcp-stdio', 'mcp-http', 'structured']) {
+  test(`fresh copy without ../shared: ${file} passes, and community-data tests say why they skip`, async (t) => {
+    if (!existsSync(join(copy, 'test/dist/integration', `${file}.test.js`)))
+      return t.skip('the fresh copy was not built (see the test above)');
+    assert.ok(!existsSync(join(dirname(copy), 'shared')), `${dirname(copy)}/shared exists`);
+    // A test run of its own: with NODE_TEST_CONTEXT it would report to this runner, not in TAP.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env['NODE_TEST_CONTEXT'];
+    delete env['SVC_SHARED_DIR'];
+    const r = await run(
+      copy,
+      process.execPath,
+      [
+        '--test',
+        '--test-reporter=tap',
+        // Well under the suite's 240 s: a file that waits on the missing folder fails here.
+        '--test-timeout=90000',
+        // One test that parses and one that does not show that the stack came up.
+        '--test-name-pattern=structured|health|community index',
+        `test/dist/integration/${file}.test.js`,
+      ],
+      env,
+    );
+    assert.equal(r.code, 0, `${file} failed in a lone clone:\n${r.stdout}\n${r.stderr}`);
+    assert.equal(tapCount(r.stdout, 'fail'), 0, r.stdout);
+    assert.ok(tapCount(r.stdout, 'pass') >= 1, r.stdout);
+    if (file === 'structured')
+      assert.match(r.stdout, /# SKIP no ntc-templates test data at \S+/, r.stdout);
+  });
+}

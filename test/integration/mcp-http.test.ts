@@ -2,6 +2,7 @@
 // driven by the official SDK client, in front of a real stack and SSH device simulators.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -13,15 +14,16 @@ import {
   startInProcessStack,
   waitHealthy,
   type InProcessStack,
+  writeTextfsmFixture,
 } from '../harness/mod.js';
 
 const ADAPTER_MAIN = fileURLToPath(
   new URL('../../../services/mcp-adapter/dist/src/main.js', import.meta.url),
 );
 const ADMIN_SECRET = 'mcp-http-admin-secret';
-const TEXTFSM_DIR = fileURLToPath(
-  new URL('../../../../shared/ntc-templates/templates', import.meta.url),
-);
+// A template folder of the test's own: the adapter's structured tool needs an index, not the
+// community collection (absent from a user's clone).
+const TEXTFSM_DIR = writeTextfsmFixture();
 const HTTP_TOKEN = 'mcp-http-listener-token';
 
 // Tool outputs are asserted field by field, as the harness does with HTTP bodies.
@@ -76,6 +78,7 @@ after(async () => {
   await device?.stop();
   await stuckDevice?.stop();
   await nats?.stop();
+  rmSync(TEXTFSM_DIR, { recursive: true, force: true });
 });
 
 /** Spawns the adapter with the http transport on port 0 and reads its URL from the start line. */

@@ -20,6 +20,7 @@ import {
   testEnv,
   waitHealthy,
   type InProcessStack,
+  writeTextfsmFixture,
 } from '../harness/mod.js';
 
 const ADAPTER_MAIN = fileURLToPath(
@@ -27,9 +28,9 @@ const ADAPTER_MAIN = fileURLToPath(
 );
 const ADAPTER_CONFIG = new URL('../../../services/mcp-adapter/dist/src/config.js', import.meta.url)
   .href;
-const TEXTFSM_DIR = fileURLToPath(
-  new URL('../../../../shared/ntc-templates/templates', import.meta.url),
-);
+// A template folder of the test's own: the adapter's structured tool needs an index, not the
+// community collection (absent from a user's clone).
+const TEXTFSM_DIR = writeTextfsmFixture();
 const ADMIN_SECRET = 'mcp-test-admin-secret';
 
 // Tool outputs are asserted field by field, as the harness does with HTTP bodies.
@@ -89,6 +90,7 @@ after(async () => {
   await device?.stop();
   await stuckDevice?.stop();
   await nats?.stop();
+  await rm(TEXTFSM_DIR, { recursive: true, force: true });
 });
 
 async function connectAdapter(

@@ -1,7 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
@@ -10,13 +8,12 @@ import {
   waitForJob,
   waitHealthy,
   type InProcessStack,
+  ntcSkip,
+  ntcTemplatesDir,
 } from '../harness/mod.js';
 
-// ../shared beside the checkout holds the community templates (read, never copied).
-const shared =
-  process.env['SVC_SHARED_DIR'] ?? fileURLToPath(new URL('../../../../shared', import.meta.url));
-const templates = `${shared}/ntc-templates/templates`;
-const haveTemplates = existsSync(`${templates}/index`);
+const templates = ntcTemplatesDir;
+const haveTemplates = ntcSkip === false;
 
 let nats: NatsServerProcess;
 let stack: InProcessStack;
@@ -58,7 +55,7 @@ async function run(body: Record<string, unknown>) {
 
 test(
   'when no template is given, then the community index picks one per command and unmatched commands stay text',
-  { skip: haveTemplates ? false : `no ntc-templates at ${templates}` },
+  { skip: ntcSkip },
   async () => {
     const r = await run({ commands: ['show ip interface brief', 'show running-config'] });
     assert.equal(r.status, 'finished', JSON.stringify(r));
