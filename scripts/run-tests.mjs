@@ -19,7 +19,11 @@ const unitDirs = [
 ];
 const integrationDirs = ['test/dist/integration'];
 
-const only = process.argv.includes('--unit') ? unitDirs : [...unitDirs, ...integrationDirs];
+const only = process.argv.includes('--unit')
+  ? unitDirs
+  : process.argv.includes('--integration')
+    ? integrationDirs
+    : [...unitDirs, ...integrationDirs];
 const files = only.flatMap((dir) => {
   const abs = join(root, dir);
   if (!existsSync(abs)) return [];
@@ -32,8 +36,10 @@ if (files.length === 0) {
   console.error('no test files found: run the build first');
   process.exit(1);
 }
-const filter = process.env.TEST_FILTER;
-const selected = filter ? files.filter((f) => f.includes(filter)) : files;
+// TEST_FILTER: comma-separated substrings of the file paths to run (all files when unset).
+const filters = (process.env.TEST_FILTER ?? '').split(',').filter(Boolean);
+const selected =
+  filters.length > 0 ? files.filter((f) => filters.some((part) => f.includes(part))) : files;
 // Unit tests run two files at a time. Integration files that kill processes, run clusters or
 // fleets, or measure stalls run one at a time: two of them would starve each other on 2 cores.
 // The others mostly wait on their own nats-server and simulator, so they run two at a time
