@@ -209,6 +209,13 @@ const shapes: { name: string; options: StartDeviceOptions; show: string; config?
     config: ['interface LoopBack100', 'description x'],
   },
   {
+    // Not even the platform's login hint (`>` or `]` at the end) matches: the hint is no condition.
+    name: 'huawei with a name# prompt',
+    options: { platform: 'huawei', prompts: { user: '{hostname}#', enable: '{hostname}#' } },
+    show: 'display version',
+    config: ['interface LoopBack100', 'description x'],
+  },
+  {
     name: 'extreme_exos with a name> prompt',
     options: { platform: 'extreme_exos', prompts: { user: '{hostname}>', enable: '{hostname}>' } },
     show: 'show version',
@@ -329,3 +336,31 @@ test('autodetect: when the job fails after the platform was detected, then detec
 async function waitUntil(check: () => boolean): Promise<void> {
   while (!check()) await new Promise((r) => setImmediate(r));
 }
+
+test('cisco_ios: when a pooled job times out, then its session is closed, never reused', async (t) => {
+  const { pool, run } = pooled(t);
+  const dev = await device(t, { platform: 'cisco_ios', faults: { hang: '^show running-config$' } });
+  await failure(
+    jobFor(dev, { readTimeoutMs: 500, commands: ['show version', 'show running-config'] }),
+    run,
+  );
+  assert.equal(pool.size, 0);
+  await dev.setFaults({});
+  const next = await run(jobFor(dev, { commands: ['show version'] }));
+  assert.equal(next.pooled, false);
+});
+
+test('cisco_ios: when a command is rejected and a later one times out, then COMMAND_ERROR (the first failure) names both and every output is kept', async (t) => {
+  const dev = await device(t, { platform: 'cisco_ios', faults: { hang: '^show running-config$' } });
+  const commands = ['show bogus', 'show version', 'show running-config', 'show ip interface brief'];
+  const err = await failure(jobFor(dev, { readTimeoutMs: 500, commands }));
+  assert.equal(err.code, 'COMMAND_ERROR');
+  assert.match(err.message, /"show bogus" rejected by the device.*; then read timeout/);
+  assert.deepEqual(Object.keys(err.results ?? {}), ['show bogus', 'show version']);
+  assert.deepEqual(statuses(err.commandStatus), [
+    ['show bogus', 'error'],
+    ['show version', 'ok'],
+    ['show running-config', 'timeout'],
+    ['show ip interface brief', 'not_run'],
+  ]);
+});

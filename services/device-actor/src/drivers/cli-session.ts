@@ -99,6 +99,9 @@ const ECHO_WINDOW = 4096;
 /** How far into the text bare prompts and blank lines before an echo are looked for. */
 const STALE_WINDOW = 4096;
 
+/** How any prompt ends, whatever the platform: a mode mark, maybe a space after it. */
+const ANY_PROMPT_END = /\S\s*[>#$%\]]\s?$/;
+
 /** The current, unterminated line, or null when it is too long to be a prompt or question. */
 function lastLineOf(text: TerminalText): string | null {
   return text.length - text.finishedLength > MAX_LINE_CHECKED ? null : text.lastLine;
@@ -190,6 +193,9 @@ export class CliSession {
         if (tail === null) return undefined;
         if (loginPrompt.test(tail)) return true;
         const question = loginConfirmations.find((c) => c.pattern.test(tail));
+        // The platform's login pattern is a hint: a line of any prompt shape ends the wait too
+        // (the newline sent next tells a banner line from the prompt).
+        if (question === undefined && ANY_PROMPT_END.test(tail)) return true;
         if (question !== undefined && answeredAt !== text.finishedLength) {
           if (question.refusedIfAskedAgain === true && answered.has(question)) {
             throw new SvcError(
@@ -214,7 +220,9 @@ export class CliSession {
       (text) => {
         if (text.finishedLength === 0) return undefined;
         const tail = lastLineOf(text);
-        return tail !== null && loginPrompt.test(tail) ? tail.trim() : undefined;
+        return tail !== null && (loginPrompt.test(tail) || ANY_PROMPT_END.test(tail))
+          ? tail.trim()
+          : undefined;
       },
       timeoutMs,
       'the prompt',
