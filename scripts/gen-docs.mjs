@@ -5,7 +5,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url);
-const { ERROR_CODES, SharedSettings } = await import(new URL('proto/dist/src/mod.js', root));
+const { ERROR_CODES, SharedSettings, BUILTIN_DRIVERS, PLATFORMS } = await import(
+  new URL('proto/dist/src/mod.js', root)
+);
 const services = {
   gateway: (await import(new URL('services/gateway/dist/src/config.js', root))).GatewayConfig,
   dispatcher: (await import(new URL('services/dispatcher/dist/src/config.js', root)))
@@ -20,6 +22,8 @@ const REMEDY = {
   CONNECTION_REFUSED: 'Check the SSH port and that SSH is enabled on the device.',
   HOST_UNREACHABLE: 'Check the host name (DNS) and routing from the actor host.',
   AUTH_FAILED: 'Check username and password; repeated failures lock the user out of the device.',
+  ENABLE_REFUSED:
+    "The device answered every enable form of the platform without asking for a password (the error holds its answers): check the user's privilege level on the device, or describe the image's enable form in a driver (enable.alternatives).",
   READ_TIMEOUT: 'Raise read_timeout, or give expect_string for output that ends without a prompt.',
   SESSION_DROPPED:
     'The device closed the session; check its logs (idle or exec timeouts, reloads).',
@@ -64,8 +68,39 @@ function settingsTable(schema) {
   return ['| variable | type | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 
+/** Per platform: prompt hint, enable forms, the exit that brings a session back, what is kept. */
+function sessionStateTable() {
+  const code = (text) => `\`${text.replaceAll('|', '\\|')}\``;
+  const rows = PLATFORMS.map((p) => {
+    const d = BUILTIN_DRIVERS[p];
+    const enable =
+      d.enable === null
+        ? 'none'
+        : [d.enable.command, ...(d.enable.alternatives ?? [])].map(code).join(' then ');
+    const back =
+      d.config.prompt === null
+        ? 'none (no configuration mode): another prompt closes the session'
+        : d.config.abort.map(code).join(' + ');
+    const applied =
+      d.config.enter === null && d.config.prompt === null
+        ? 'lines before the failure ran at the prompt and stay applied'
+        : d.commit?.required
+          ? 'nothing applied: no commit was reached, the change is discarded'
+          : d.commit
+            ? 'lines before the failure are discarded by the abort unless committed'
+            : 'lines before the failure stay applied (no commit on the platform)';
+    return `| \`${p}\` | ${code(d.prompt.any)} | ${enable} | ${back} | ${applied} |`;
+  });
+  return [
+    '| platform | prompt shape (a hint: another shape is learned) | enable forms, in order | exit that brings a session back | config job failing midway |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
 const generated = {
   'docs/errors.md': errorsTable(),
+  'docs/devices.md': sessionStateTable(),
   'docs/configuration.md': Object.entries(services)
     .map(([name, schema]) => `### ${name}\n\n${settingsTable(schema)}`)
     .join('\n\n'),

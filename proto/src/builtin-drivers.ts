@@ -719,7 +719,8 @@ export const BUILTIN_DRIVERS: Readonly<Record<Platform, DriverDescription>> = {
     name: 'Ericsson IPOS',
     // `[local]R1>`, `[local]R1#`, `[local]R1(config-ctx)#`.
     prompt: CISCO_PROMPT,
-    enable: { ...CISCO_ENABLE, command: 'enable 15' },
+    // `enable 15` on most images; some know only `enable` (the reference driver tries both).
+    enable: { ...CISCO_ENABLE, command: 'enable 15', alternatives: ['enable'] },
     pagingOff: ['terminal length 0', 'terminal width 512'],
     config: {
       enter: 'configure',

@@ -83,6 +83,12 @@ export const DriverDescription = Type.Object(
       Type.Object(
         {
           command: Type.String({ minLength: 1 }),
+          alternatives: Type.Optional(
+            Type.Array(Type.String({ minLength: 1 }), {
+              description:
+                'Other forms of the enable command, tried in order when the device answers the one before without a password prompt and stays unprivileged (IPOS `enable 15`, then `enable`).',
+            }),
+          ),
           enabledPrompt: Type.String({
             minLength: 1,
             description: 'A prompt line that is already privileged.',

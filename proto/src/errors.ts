@@ -8,6 +8,7 @@ export const ErrorCode = {
   CONNECTION_REFUSED: 'CONNECTION_REFUSED',
   HOST_UNREACHABLE: 'HOST_UNREACHABLE',
   AUTH_FAILED: 'AUTH_FAILED',
+  ENABLE_REFUSED: 'ENABLE_REFUSED',
   READ_TIMEOUT: 'READ_TIMEOUT',
   SESSION_DROPPED: 'SESSION_DROPPED',
   COMMAND_ERROR: 'COMMAND_ERROR',
@@ -40,6 +41,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   CONNECTION_REFUSED: { retryable: true, meaning: 'the device refused the TCP connection' },
   HOST_UNREACHABLE: { retryable: true, meaning: 'the host name did not resolve or no route' },
   AUTH_FAILED: { retryable: false, meaning: 'the device rejected the credentials' },
+  ENABLE_REFUSED: {
+    retryable: false,
+    meaning:
+      "the device refused every enable command of the platform without asking for a password (the form does not exist on this image, or the user may not use it); the error holds the device's answers",
+  },
   READ_TIMEOUT: { retryable: true, meaning: 'the device did not answer within read_timeout' },
   SESSION_DROPPED: { retryable: true, meaning: 'the device closed the session mid-command' },
   COMMAND_ERROR: { retryable: false, meaning: 'the device rejected a command' },

@@ -6,13 +6,16 @@ import { expectedOutput, jobFor, startDevice } from '@svc/test/support';
 /** Output fidelity: what operators' trusted driver library returns, on the same device. */
 
 for (const context of ['{master:0}', '{primary:node0}', '{backup:1}']) {
-  test(`juniper_junos: when the device prints ${context} above its prompt, then outputs do not contain it`, async (t) => {
+  test(`juniper_junos: when the device prints ${context} above its prompt, then outputs do not contain it and keep the blank line above it, as the reference driver`, async (t) => {
     const dev = await startDevice({ platform: 'juniper_junos', contextLine: context });
     t.after(() => dev.stop());
     const run = createDeviceRunner({ pool: null, poolExclude: [] });
     const commands = ['show version', 'show interfaces terse'];
     const out = await run(jobFor(dev, { commands }));
-    for (const cmd of commands) assert.equal(out.results[cmd], expectedOutput(dev, cmd), cmd);
+    // The reference strips the prompt line and then the context line, nothing more: the blank
+    // line Junos prints above the context stays, as the output's trailing newline.
+    for (const cmd of commands)
+      assert.equal(out.results[cmd], `${expectedOutput(dev, cmd)}\n`, cmd);
   });
 }
 

@@ -86,9 +86,10 @@ test('when stop_on_error is true, then the job stops at the first rejected comma
   assert.equal(done.json.error_code, 'COMMAND_ERROR');
   assert.match(done.json.error, /stop_on_error: 1 later command not run/);
   assert.deepEqual(Object.keys(done.json.results), ['show version', 'show bogus']);
+  // Every command of the job is listed: the one stop_on_error kept from running is not_run.
   assert.deepEqual(
     done.json.command_status.map((s: { status: string }) => s.status),
-    ['ok', 'error'],
+    ['ok', 'error', 'not_run'],
   );
   assert.ok(
     !device.stats.commands.some((c) => c.command === 'show ip interface brief'),
@@ -106,6 +107,109 @@ test('when every command succeeds, then command_status lists each as ok', async 
   assert.deepEqual(done.json.command_status, [
     { command: 'show version', status: 'ok' },
     { command: 'show ip interface brief', status: 'ok' },
+  ]);
+});
+
+type Status = { command: string; status: string; error?: string };
+const pairs = (list: Status[] | null) => (list ?? []).map((s) => [s.command, s.status]);
+
+test('when a command never gives the prompt back, then the failed record keeps the outputs before it, marks it timeout and the rest not_run', async (t) => {
+  await device.setFaults({ hang: '^show ip interface brief$' });
+  t.after(() => device.setFaults({}));
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: body(['show version', 'show ip interface brief', 'show running-config'], {
+      read_timeout: 1,
+    }),
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const done = await waitForJob(stack.url, submitted.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'READ_TIMEOUT');
+  assert.deepEqual(Object.keys(done.json.results), ['show version']);
+  assert.match(done.json.results['show version'], /^Cisco IOS Software/);
+  assert.deepEqual(pairs(done.json.command_status), [
+    ['show version', 'ok'],
+    ['show ip interface brief', 'timeout'],
+    ['show running-config', 'not_run'],
+  ]);
+  const viaJobs = await http('GET', `${stack.url}/v2/jobs/${submitted.json.job_id}`, auth);
+  assert.deepEqual(viaJobs.json.command_status, done.json.command_status);
+});
+
+test('when an autodetected job then fails, then the record keeps detected_platform', async (t) => {
+  await device.setFaults({ hang: '^show running-config$' });
+  t.after(() => device.setFaults({}));
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: body(['show version', 'show running-config'], {
+      platform: 'autodetect',
+      read_timeout: 1,
+    }),
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const done = await waitForJob(stack.url, submitted.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'READ_TIMEOUT');
+  assert.equal(done.json.detected_platform, 'cisco_ios');
+  assert.deepEqual(pairs(done.json.command_status), [
+    ['show version', 'ok'],
+    ['show running-config', 'timeout'],
+  ]);
+});
+
+test('when a configuration line is rejected, then the record keeps the lines before it and lists the rest not_run', async () => {
+  const commands = ['interface Loopback100', 'bogus line', 'description x'];
+  const submitted = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: body(commands),
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const done = await waitForJob(stack.url, submitted.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'COMMAND_ERROR');
+  assert.deepEqual(Object.keys(done.json.results), ['interface Loopback100', 'bogus line']);
+  assert.deepEqual(pairs(done.json.command_status), [
+    ['interface Loopback100', 'ok'],
+    ['bogus line', 'error'],
+    ['description x', 'not_run'],
+  ]);
+  assert.match(done.json.command_status[1].error, /% Invalid input/);
+});
+
+test('when a running job is cancelled, then the cancelled record keeps the outputs the device gave', async (t) => {
+  await device.setFaults({ hang: '^show ip interface brief$' });
+  t.after(() => device.setFaults({}));
+  device.resetStats();
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: body(['show version', 'show ip interface brief', 'show running-config'], {
+      read_timeout: 60,
+    }),
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  // Cancel once the device read the command that hangs: the first one answered by then.
+  while (!device.stats.commands.some((c) => c.command === 'show ip interface brief')) {
+    await new Promise((r) => setImmediate(r));
+  }
+  const cancel = await http(
+    'DELETE',
+    `${stack.url}/v2/send-command/${submitted.json.job_id}`,
+    auth,
+  );
+  assert.equal(cancel.status, 204, cancel.text);
+  // The actor adds the outputs after the gateway wrote `cancelled`: read until they are there.
+  let record = await waitForJob(stack.url, submitted.json.job_id, auth);
+  while (record.json.command_status == null) {
+    await new Promise((r) => setImmediate(r));
+    record = await http('GET', `${stack.url}/v2/send-command/${submitted.json.job_id}`, auth);
+  }
+  assert.equal(record.json.status, 'cancelled');
+  assert.deepEqual(Object.keys(record.json.results), ['show version']);
+  assert.deepEqual(pairs(record.json.command_status), [
+    ['show version', 'ok'],
+    ['show ip interface brief', 'error'],
+    ['show running-config', 'not_run'],
   ]);
 });
 

@@ -8,6 +8,7 @@ import {
   type CatalogEntry,
   type Confirm,
   type PlatformData,
+  type Text,
 } from './platform-data.js';
 
 /**
@@ -132,6 +133,18 @@ export interface StartDeviceOptions {
    * `show tech-support`), ending in the line `END-OF-BULK`.
    */
   bulkOutput?: { command: string; bytes: number };
+  /**
+   * Replaces prompts of the platform (`{hostname}>` on a VRP whose prompt has no brackets,
+   * `{hostname}# ` with a trailing space, ...): learning the prompt is tested with these.
+   */
+  prompts?: Partial<PlatformData['prompts']>;
+  /**
+   * The enable commands this device accepts (default: the platform's own). Any other form of
+   * the platform's (or `enable`) is answered with `unknownText`: an image without that form.
+   */
+  enableCommands?: readonly string[];
+  /** Replaces the platform's answer to an unknown command (`Unknown command`). */
+  unknownText?: string;
 }
 
 export interface SimulatedDevice {
@@ -206,6 +219,9 @@ interface DeviceState {
   bannerPauseMs: number;
   inbandPassword: string;
   bulkOutput: { command: string; bytes: number } | undefined;
+  prompts: PlatformData['prompts'];
+  enableCommands: readonly string[];
+  unknownText: string | undefined;
   faults: Faults;
   stats: DeviceStats;
   lastMode: string | null;
@@ -244,6 +260,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     bannerPauseMs: options.bannerPauseMs ?? 0,
     inbandPassword: options.inbandPassword ?? options.password ?? DEFAULT_PASSWORD,
     bulkOutput: options.bulkOutput,
+    prompts: { ...data.prompts, ...options.prompts },
+    enableCommands: options.enableCommands ?? (data.enable === null ? [] : [data.enable.command]),
+    unknownText: options.unknownText,
     faults: { ...options.faults },
     stats: emptyStats(),
     lastMode: null,
@@ -528,7 +547,7 @@ class Shell {
   }
 
   private prompt(): string {
-    const p = this.data.prompts;
+    const p = this.dev.prompts;
     let text: string;
     if (this.mode === 'config') {
       const top = this.stack[this.stack.length - 1];
@@ -688,7 +707,7 @@ class Shell {
       this.close();
       return false;
     }
-    if (d.enable !== null && cmd === d.enable.command) {
+    if (d.enable !== null && this.dev.enableCommands.includes(cmd)) {
       if (this.mode === 'enable') return true;
       if (d.enable.usernamePrompt !== undefined) {
         this.write(d.enable.usernamePrompt);
@@ -786,9 +805,12 @@ class Shell {
     return true;
   }
 
-  private async unknown(cmd: string, template = this.data.errors.unknown): Promise<boolean> {
+  private async unknown(
+    cmd: string,
+    template: Text = this.dev.unknownText ?? this.data.errors.unknown,
+  ): Promise<boolean> {
     const promptLen = this.fill(
-      this.mode === 'user' ? this.data.prompts.user : this.data.prompts.enable,
+      this.mode === 'user' ? this.dev.prompts.user : this.dev.prompts.enable,
     ).length;
     const caret = `${' '.repeat(promptLen + Math.max(0, cmd.length - 1))}^`;
     const text = textOf(template)

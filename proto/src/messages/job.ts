@@ -128,12 +128,25 @@ export interface DeviceSecrets {
   jump_hosts?: JumpHostSecrets[];
 }
 
-/** How one command of a job fared: `error` holds the device's message when it was rejected. */
+/**
+ * How one command of a job fared: `ok` (answered), `error` (rejected by the device, or ended by
+ * a lost session or a cancellation: `error` says which), `timeout` (no prompt came back within
+ * read_timeout, or the job timed out while it ran) or `not_run` (never sent: an earlier failure
+ * ended the job).
+ */
 export const CommandStatus = Type.Object(
   {
     command: Type.String(),
-    status: Type.Enum(['ok', 'error']),
-    error: Type.Optional(Type.String()),
+    status: Type.Enum(['ok', 'error', 'timeout', 'not_run'], {
+      description:
+        'ok: the device answered (its output is in results); error: the device rejected it (error holds its words) or the session ended while it ran; timeout: the prompt did not come back in time; not_run: never sent, an earlier failure ended the job.',
+    }),
+    error: Type.Optional(
+      Type.String({
+        description:
+          "error: the device's error line, or what ended the command; timeout: the wait that ran out.",
+      }),
+    ),
   },
   { $id: 'CommandStatus', additionalProperties: false },
 );
@@ -141,7 +154,7 @@ export type CommandStatus = Static<typeof CommandStatus>;
 
 const CommandStatusList = Type.Union([Type.Array(CommandStatus), Type.Null()], {
   description:
-    'Show jobs: one entry per command that ran, in order (a rejected command has status "error"); null for config jobs and jobs that failed before any command ran.',
+    'Every command of the job, in order, with how it fared; for send-config the commit and save steps follow the lines when asked. Kept whatever ends the job (a rejected command, a read timeout, a lost session, a cancellation, a failed commit or save). Null when the job ended before its first command was sent (connection, login, enable).',
 });
 
 /** A job's results kept in an object store bucket: the JSON of the results map. */

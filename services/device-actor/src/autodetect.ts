@@ -171,7 +171,17 @@ export async function autodetectPlatform(job: DeviceJob): Promise<string> {
       // with the job's secret, as the job itself will, and ask again.
       if (!enabled && isRefusal(out) && /^[\w./:-]+>$/.test(cli.prompt.trim())) {
         enabled = true;
-        await cli.enable(job.username, job.enable ?? job.password, job.readTimeoutMs, probeEnable);
+        try {
+          await cli.enable(
+            job.username,
+            job.enable ?? job.password,
+            job.readTimeoutMs,
+            probeEnable,
+          );
+        } catch (err) {
+          // No enable on this device: the next probe may still tell.
+          if (!(err instanceof SvcError) || err.code !== ErrorCode.ENABLE_REFUSED) throw err;
+        }
         if (probeEnable.isEnabled(cli.prompt)) {
           out = await ask(probe);
           seen.push(`${probe} (after enable)`);

@@ -19,7 +19,7 @@ import {
   type StoredRecord,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
-import { CommandsRejected, transportSecretsOf, type DeviceJob } from './device-job.js';
+import { DeviceJobFailure, transportSecretsOf, type DeviceJob } from './device-job.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 import { TranscriptRecorder } from './transcript.js';
@@ -272,21 +272,37 @@ export class DeviceActor {
       }
       return finished;
     } catch (err) {
+      // A failure that kept outputs already carries the abort's code.
       const failure = SvcError.from(
-        controller.signal.aborted ? (controller.signal.reason ?? err) : err,
+        controller.signal.aborted && !(err instanceof DeviceJobFailure)
+          ? (controller.signal.reason ?? err)
+          : err,
       );
       const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
       await ctx.admission.failed(safe.code, reached, started.username, deviceKey);
       if (safe.code === ErrorCode.CANCELLED) {
         await keepTranscript(false);
-        return null; // the gateway already wrote `cancelled`
+        // The gateway already wrote `cancelled`; the outputs the device gave before are added.
+        if (failure instanceof DeviceJobFailure && failure.commandStatus !== null) {
+          const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.results);
+          await ctx.jobs
+            .transition(jobId, (current) =>
+              current.status === 'cancelled' && current.command_status == null
+                ? { ...current, ...kept }
+                : null,
+            )
+            .catch((err: unknown) =>
+              jlog.warn({ err }, `${jobId} outputs of a cancelled job not kept`),
+            );
+        }
+        return null;
       }
       await keepTranscript(true);
       const ended = await ctx.lifecycle.fail(
         jobId,
         'started',
         safe,
-        failure instanceof CommandsRejected
+        failure instanceof DeviceJobFailure
           ? await keptResults(failure, started, ctx.parseOutputs, ctx.results)
           : {},
       );
@@ -333,18 +349,19 @@ function auditFields(record: JobRecord, status: string, durationMs: number) {
 }
 
 /**
- * What a failed show job keeps: every output the device gave (parsed for structured jobs, the
- * rejected commands' texts as the device printed them) and each command's status, large ones in
- * the object store. Outputs that cannot be kept (too large, a template failure) leave only the
- * statuses.
+ * What a job that failed on its device keeps, whatever ended it: every output the device gave
+ * (parsed for structured jobs, the rejected commands' texts as the device printed them), each
+ * command's status and the detected platform, large outputs in the object store. Outputs that
+ * cannot be kept (too large, a template failure) leave only the statuses.
  */
 async function keptResults(
-  failure: CommandsRejected,
+  failure: DeviceJobFailure,
   record: JobRecord,
   parseOutputs: ParseOutputs | undefined,
   store: JobResults,
 ): Promise<Partial<JobRecord>> {
   const status = failure.commandStatus;
+  if (status === null) return { detected_platform: failure.detectedPlatform };
   let results: Record<string, unknown> | null = failure.results;
   if (record.spec.kind === 'structured' && parseOutputs) {
     const ok = Object.fromEntries(

@@ -109,26 +109,55 @@ export interface DeviceOutcome {
   detectedPlatform: string | null;
   /** Whether a warm (pooled) session served the job. */
   pooled: boolean;
-  /** Show jobs: how each command fared, in order; null for config jobs. */
+  /** How each command of the job fared, in order (config: then the commit and save steps). */
   commandStatus: CommandStatus[] | null;
 }
 
 /**
- * A show job in which the device rejected commands: COMMAND_ERROR, carrying every output the
- * device gave and the status of each command that ran, so the record keeps them.
+ * A job that failed once it reached the device: its code and text, and what the record keeps
+ * whatever ended it: every output the device gave, each command's status, and the platform
+ * autodetect found (null when it did not run or did not finish).
  */
-export class CommandsRejected extends SvcError {
+export class DeviceJobFailure extends SvcError {
   constructor(
+    code: ErrorCode,
     message: string,
     readonly results: Record<string, unknown>,
-    readonly commandStatus: CommandStatus[],
+    readonly commandStatus: CommandStatus[] | null,
     readonly detectedPlatform: string | null = null,
   ) {
-    super(ErrorCode.COMMAND_ERROR, message);
+    super(code, message);
   }
 
   /** The same failure with another text (secrets removed) and outputs (parsed). */
-  with(message: string, results: Record<string, unknown>): CommandsRejected {
+  with(message: string, results: Record<string, unknown>): DeviceJobFailure {
+    return new DeviceJobFailure(
+      this.code,
+      message,
+      results,
+      this.commandStatus,
+      this.detectedPlatform,
+    );
+  }
+}
+
+/**
+ * A job in which the device rejected commands (or a configuration line, commit or save):
+ * COMMAND_ERROR, carrying every output the device gave and each command's status.
+ */
+export class CommandsRejected extends DeviceJobFailure {
+  declare readonly commandStatus: CommandStatus[];
+
+  constructor(
+    message: string,
+    results: Record<string, unknown>,
+    commandStatus: CommandStatus[],
+    detectedPlatform: string | null = null,
+  ) {
+    super(ErrorCode.COMMAND_ERROR, message, results, commandStatus, detectedPlatform);
+  }
+
+  override with(message: string, results: Record<string, unknown>): CommandsRejected {
     return new CommandsRejected(message, results, this.commandStatus, this.detectedPlatform);
   }
 }

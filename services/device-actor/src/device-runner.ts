@@ -12,6 +12,7 @@ import type { Confirmation } from './drivers/driver.js';
 import { redactValues } from './redaction.js';
 import {
   CommandsRejected,
+  DeviceJobFailure,
   sessionOptionsOf,
   transportRouteOf,
   transportSecretsOf,
@@ -19,7 +20,7 @@ import {
   type DeviceOutcome,
   type RunDeviceJob,
 } from './device-job.js';
-import { CliSession, type AnswersFor } from './drivers/cli-session.js';
+import { CliSession, type AnswersFor, type ShowOutcome } from './drivers/cli-session.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -39,6 +40,8 @@ export interface DeviceRunnerOptions {
    * read timeout). A session that fails it is closed and a new one opened. Default 2000.
    */
   staleCheckMs?: number;
+  /** Least wait for a commit or save step, in ms (default {@link COMMIT_SAVE_FLOOR_MS}). */
+  commitSaveFloorMs?: number;
 }
 
 /**
@@ -52,6 +55,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     options.poolExclude.map((x) => x.trim().toLowerCase()).filter((x) => x !== ''),
   );
   const staleCheckMs = options.staleCheckMs ?? 2000;
+  const floorMs = options.commitSaveFloorMs ?? COMMIT_SAVE_FLOOR_MS;
 
   async function run(job: DeviceJob): Promise<DeviceOutcome> {
     if (job.signal.aborted) throw abortError(job.signal);
@@ -64,6 +68,22 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       platform = await autodetectPlatform(job);
       detectedPlatform = platform;
     }
+    try {
+      return await runWith(job, platform, detectedPlatform);
+    } catch (err) {
+      // The detection is kept on the job whatever happens next.
+      if (detectedPlatform === null || err instanceof DeviceJobFailure) throw err;
+      const failure = job.signal.aborted ? abortError(job.signal) : SvcError.from(err);
+      throw new DeviceJobFailure(failure.code, failure.message, {}, null, detectedPlatform);
+    }
+  }
+
+  async function runWith(
+    job: DeviceJob,
+    platform: string,
+    detectedPlatform: string | null,
+  ): Promise<DeviceOutcome> {
+    const pool = options.pool;
     const driver = getDriver(platform);
     if (driver === undefined)
       throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
@@ -135,42 +155,44 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
-      if (job.kind === 'config') {
-        const results = await cli.configure(job.commands, {
-          timeoutMs: job.readTimeoutMs,
-          commitTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
-          saveTimeoutMs: stepTimeoutMs(job.readTimeoutMs),
-          commit: job.commit,
-          save: job.saveConfig,
-          answers,
-        });
-        ok = true;
-        return { results, detectedPlatform, pooled, commandStatus: null };
-      }
-      const shown = await cli.show(job.commands, {
-        timeoutMs: job.readTimeoutMs,
-        timeoutFor: (cmd) => showTimeoutMs(cmd, job.readTimeoutMs),
-        expect,
-        stopOnError: job.stopOnError ?? false,
-        answers,
-      });
-      const rejectedCount = shown.status.filter((s) => s.status === 'error').length;
+      const outcome =
+        job.kind === 'config'
+          ? await cli.configure(job.commands, {
+              timeoutMs: job.readTimeoutMs,
+              commitTimeoutMs: stepTimeoutMs(job.readTimeoutMs, floorMs),
+              saveTimeoutMs: stepTimeoutMs(job.readTimeoutMs, floorMs),
+              commit: job.commit,
+              save: job.saveConfig,
+              answers,
+            })
+          : await cli.show(job.commands, {
+              timeoutMs: job.readTimeoutMs,
+              timeoutFor: (cmd) => showTimeoutMs(cmd, job.readTimeoutMs),
+              expect,
+              stopOnError: job.stopOnError ?? false,
+              answers,
+            });
       // A failed job's session is not pooled again (the device may be mid-way in some state).
-      if (rejectedCount > 0) {
-        throw new CommandsRejected(
-          rejectionMessage(shown.status, job.commands.length),
-          shown.results,
-          shown.status,
-          detectedPlatform,
-        );
-      }
+      const failure = jobFailure(outcome, job.kind === 'config', detectedPlatform);
+      if (failure !== null) throw failure;
       ok = true;
-      return { results: shown.results, detectedPlatform, pooled, commandStatus: shown.status };
+      return {
+        results: outcome.results,
+        detectedPlatform,
+        pooled,
+        commandStatus: outcome.status,
+      };
     } finally {
       unbind();
       // A pooled session serves other jobs next: it stops reporting to this one.
       cli.record(null);
-      if (ok && poolable && cli.reusable && !job.signal.aborted) {
+      // Back to the pool only at the prompt it was handed out at (brought back if need be).
+      if (
+        ok &&
+        poolable &&
+        !job.signal.aborted &&
+        (await cli.returnHome(Math.min(staleCheckMs, job.readTimeoutMs)))
+      ) {
         pool.release(parts, platform, cli);
       } else if (ok) {
         void cli.close().catch(() => undefined);
@@ -185,9 +207,16 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     try {
       return await run(job);
     } catch (err) {
-      const failure = job.signal.aborted ? abortError(job.signal) : SvcError.from(err);
+      // A failure that carries outputs keeps them (its code is the first failure's, an abort's
+      // included); anything else after an abort is the abort.
+      const failure =
+        err instanceof DeviceJobFailure
+          ? err
+          : job.signal.aborted
+            ? abortError(job.signal)
+            : SvcError.from(err);
       const secrets = [job.password, job.enable, ...transportSecretsOf(job)];
-      if (failure instanceof CommandsRejected) {
+      if (failure instanceof DeviceJobFailure) {
         throw failure.with(redactValues(failure.message, secrets), failure.results);
       }
       throw redactError(failure, secrets);
@@ -216,8 +245,8 @@ export const LONG_SHOWS: readonly RegExp[] = [
 ];
 
 /** The wait of a commit or save step: the job's read timeout, at least the floor. */
-export function stepTimeoutMs(readTimeoutMs: number): number {
-  return Math.max(readTimeoutMs, COMMIT_SAVE_FLOOR_MS);
+export function stepTimeoutMs(readTimeoutMs: number, floorMs = COMMIT_SAVE_FLOOR_MS): number {
+  return Math.max(readTimeoutMs, floorMs);
 }
 
 /** The wait of one show command: long shows get at least their floor. */
@@ -267,10 +296,55 @@ export function redactError(err: SvcError, secrets: readonly (string | null)[]):
   return new SvcError(err.code, redactValues(err.message, secrets));
 }
 
+/**
+ * The failure a session outcome stands for, or null when every command answered without a
+ * rejection. Its code is the first failure's: a rejected command (COMMAND_ERROR) comes before
+ * a later read timeout, lost session or abort, whose text follows the rejections'.
+ */
+export function jobFailure(
+  outcome: ShowOutcome,
+  config: boolean,
+  detectedPlatform: string | null,
+): DeviceJobFailure | null {
+  const { results, status, failure } = outcome;
+  const endedBy = ended(status, failure);
+  // A configuration job ends at its rejected line: its failure says it all.
+  const rejectedShows = config ? [] : status.filter((s) => s.status === 'error' && s !== endedBy);
+  if (rejectedShows.length > 0) {
+    // Commands not run after a failure are not stop_on_error's doing.
+    const told =
+      failure === null ? status : status.filter((s) => s.status !== 'not_run' && s !== endedBy);
+    const then = failure === null ? '' : `; then ${failure.message}`;
+    return new CommandsRejected(
+      rejectionMessage(told, told.length) + then,
+      results,
+      status,
+      detectedPlatform,
+    );
+  }
+  if (failure === null) return null;
+  return failure.code === ErrorCode.COMMAND_ERROR
+    ? new CommandsRejected(failure.message, results, status, detectedPlatform)
+    : new DeviceJobFailure(failure.code, failure.message, results, status, detectedPlatform);
+}
+
+/** The status entry of the command the failure ended (the last one sent), if any. */
+function ended(
+  status: readonly CommandStatus[],
+  failure: SvcError | null,
+): CommandStatus | undefined {
+  if (failure === null) return undefined;
+  const sent = status.filter((s) => s.status !== 'not_run');
+  const last = sent[sent.length - 1];
+  return last !== undefined && last.status !== 'ok' && last.error === failure.message
+    ? last
+    : undefined;
+}
+
 /** The job's error text: each rejected command with the device's words. */
 export function rejectionMessage(status: readonly CommandStatus[], total: number): string {
   const bad = status.filter((s) => s.status === 'error');
-  const notRun = total - status.length;
+  const notRun = total - status.filter((s) => s.status !== 'not_run').length;
   const tail =
     notRun > 0 ? ` (stop_on_error: ${notRun} later command${notRun === 1 ? '' : 's'} not run)` : '';
   const first = bad[0];
@@ -278,5 +352,6 @@ export function rejectionMessage(status: readonly CommandStatus[], total: number
     return `command "${first.command}" rejected by the device: ${first.error ?? ''}${tail}`;
   }
   const each = bad.map((s) => `"${s.command}": ${s.error ?? ''}`).join('; ');
-  return `${bad.length} of ${status.length} commands rejected by the device: ${each}${tail}`;
+  const sent = status.filter((s) => s.status !== 'not_run').length;
+  return `${bad.length} of ${sent} commands rejected by the device: ${each}${tail}`;
 }

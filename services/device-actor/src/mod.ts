@@ -4,7 +4,7 @@ export { startDeviceActorService } from './service.js';
 export type { DeviceActorServiceDeps, RunningDeviceActorService } from './service.js';
 export { DeviceActorConfig, loadDeviceActorConfig } from './config.js';
 export type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device-job.js';
-export { CommandsRejected } from './device-job.js';
+export { CommandsRejected, DeviceJobFailure } from './device-job.js';
 export { createDeviceRunner } from './device-runner.js';
 export { SessionPool } from './session-pool.js';
 export { CliSession } from './drivers/cli-session.js';

@@ -1,11 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { UserPattern } from '@svc/proto';
-import { MIN_SHOWN_BASE, shortenablePattern } from '../src/drivers/cli-session.js';
+import { ErrorCode, SvcError, UserPattern } from '@svc/proto';
+import {
+  MIN_SHOWN_BASE,
+  learnedBase,
+  learnedPromptPattern,
+  shortenablePattern,
+} from '../src/drivers/cli-session.js';
 import { OutputScanner, TerminalText } from '../src/ssh-session.js';
 import {
   COMMIT_SAVE_FLOOR_MS,
   LONG_SHOW_FLOOR_MS,
+  jobFailure,
   showTimeoutMs,
   stepTimeoutMs,
 } from '../src/device-runner.js';
@@ -95,4 +101,54 @@ test('when a show is known to run for minutes, then it waits at least 300 s; oth
   for (const cmd of ['show version', 'show running-config', 'show interfaces', 'show techno']) {
     assert.equal(showTimeoutMs(cmd, 30_000), 30_000, cmd);
   }
+});
+
+test('when a prompt is of no known shape, then the learned base and pattern recognise the later prompts of that device only', () => {
+  const cases: [string, string, string[], string[]][] = [
+    ['R1>', 'R1', ['R1>', '[R1]', '[R1-GigabitEthernet0/0/1]', '[~R1]', 'R1(config)#'], ['R2>']],
+    ['X440>', 'X440', ['X440>', '* X440.7 #', 'X440 #'], ['X441>']],
+    ['<core-sw.lab>', 'core-sw.lab', ['<core-sw.lab>', '[core-sw.lab]'], ['<core-swXlab>']],
+    ['sw 1 (lab) # ', 'sw 1 (lab)', ['sw 1 (lab) #', 'sw 1 (lab) (interface) #'], ['sw 2 #']],
+  ];
+  for (const [prompt, base, match, reject] of cases) {
+    assert.equal(learnedBase(prompt), base, prompt);
+    const re = learnedPromptPattern(learnedBase(prompt));
+    for (const line of match) assert.match(line, re, `${prompt}: ${line}`);
+    for (const line of reject) assert.doesNotMatch(line, re, `${prompt}: ${line}`);
+  }
+});
+
+test('when a show job ends on a rejection and then a timeout, then the code is the first failure and the text names both', () => {
+  const failure = jobFailure(
+    {
+      results: { 'show a': '% Invalid input' },
+      status: [
+        { command: 'show a', status: 'error', error: '% Invalid input' },
+        { command: 'show b', status: 'timeout', error: 'read timeout: b' },
+        { command: 'show c', status: 'not_run' },
+      ],
+      failure: new SvcError(ErrorCode.READ_TIMEOUT, 'read timeout: b'),
+    },
+    false,
+    'cisco_ios',
+  );
+  assert.ok(failure !== null);
+  assert.equal(failure.code, 'COMMAND_ERROR');
+  assert.equal(
+    failure.message,
+    'command "show a" rejected by the device: % Invalid input; then read timeout: b',
+  );
+  assert.equal(failure.detectedPlatform, 'cisco_ios');
+  assert.equal(failure.commandStatus?.length, 3);
+  const timedOut = jobFailure(
+    {
+      results: {},
+      status: [{ command: 'show b', status: 'timeout', error: 'read timeout: b' }],
+      failure: new SvcError(ErrorCode.READ_TIMEOUT, 'read timeout: b'),
+    },
+    false,
+    null,
+  );
+  assert.equal(timedOut?.code, 'READ_TIMEOUT');
+  assert.equal(timedOut?.message, 'read timeout: b');
 });

@@ -62,9 +62,21 @@ export interface ConfigOptions {
 }
 
 export interface ShowOutcome {
+  /** Every command that answered (rejected ones included), in order. */
   results: Record<string, string>;
-  /** One entry per command that ran, in order. */
+  /** One entry per command of the job (config: then the commit and save steps), in order. */
   status: CommandStatus[];
+  /**
+   * What ended the job before its end (a read timeout, a lost session, an abort, a rejected
+   * configuration line, a failed commit or save); null when every command was sent.
+   */
+  failure: SvcError | null;
+}
+
+/** The status a command gets when `err` ended it while it ran. */
+function statusOfFailure(command: string, err: SvcError): CommandStatus {
+  const timedOut = err.code === ErrorCode.READ_TIMEOUT || err.code === ErrorCode.JOB_TIMEOUT;
+  return { command, status: timedOut ? 'timeout' : 'error', error: err.message };
 }
 
 /** How many leading lines of a show command's output are checked for a device error. */
@@ -87,6 +99,9 @@ const ECHO_WINDOW = 4096;
 /** How far into the text bare prompts and blank lines before an echo are looked for. */
 const STALE_WINDOW = 4096;
 
+/** How any prompt ends, whatever the platform: a mode mark, maybe a space after it. */
+const ANY_PROMPT_END = /\S\s*[>#$%\]]\s?$/;
+
 /** The current, unterminated line, or null when it is too long to be a prompt or question. */
 function lastLineOf(text: TerminalText): string | null {
   return text.length - text.finishedLength > MAX_LINE_CHECKED ? null : text.lastLine;
@@ -105,6 +120,11 @@ export class CliSession {
   private textEnd: string | null = null;
   /** Set once output ended on an expect_string: the prompt state is then unknown. */
   private desynced = false;
+  /**
+   * The privileged exec prompt the session is handed out at (set once prepared): a pooled
+   * session goes back only at it.
+   */
+  private home: string | null = null;
 
   private constructor(
     readonly driver: Driver,
@@ -173,6 +193,9 @@ export class CliSession {
         if (tail === null) return undefined;
         if (loginPrompt.test(tail)) return true;
         const question = loginConfirmations.find((c) => c.pattern.test(tail));
+        // The platform's login pattern is a hint: a line of any prompt shape ends the wait too
+        // (the newline sent next tells a banner line from the prompt).
+        if (question === undefined && ANY_PROMPT_END.test(tail)) return true;
         if (question !== undefined && answeredAt !== text.finishedLength) {
           if (question.refusedIfAskedAgain === true && answered.has(question)) {
             throw new SvcError(
@@ -197,7 +220,9 @@ export class CliSession {
       (text) => {
         if (text.finishedLength === 0) return undefined;
         const tail = lastLineOf(text);
-        return tail !== null && loginPrompt.test(tail) ? tail.trim() : undefined;
+        return tail !== null && (loginPrompt.test(tail) || ANY_PROMPT_END.test(tail))
+          ? tail.trim()
+          : undefined;
       },
       timeoutMs,
       'the prompt',
@@ -213,10 +238,19 @@ export class CliSession {
    */
   private setPrompt(line: string): void {
     this.prompt = line.trim();
-    const base = this.driver.basePrompt(this.prompt);
+    // Any prompt of the known base (another mode, a shortened name): nothing new to learn.
+    if (this.base !== null && this.promptRe.test(this.prompt)) return;
+    let base = this.driver.basePrompt(this.prompt);
     if (base === this.base || (this.base !== null && isShortened(base, this.base))) return;
+    let re = this.driver.promptPattern(shortenablePattern(base));
+    if (!re.test(this.prompt)) {
+      // The platform's shape is a hint, not a condition: a device showing another shape
+      // (`name>` on VRP, Comware or EXOS) is recognised by the base learned from what it shows.
+      base = learnedBase(this.prompt);
+      re = learnedPromptPattern(base);
+    }
     this.base = base;
-    this.promptRe = this.driver.promptPattern(shortenablePattern(base));
+    this.promptRe = re;
   }
 
   /** Whether `tail` is a prompt that ends the output of a command sent with `follow`. */
@@ -235,11 +269,43 @@ export class CliSession {
       await this.command(cmd, { timeoutMs });
     }
     this.prepared = true;
+    this.home = this.prompt;
+  }
+
+  /**
+   * Whether `prompt` is the session's home: its privileged exec prompt, give or take the
+   * numbers a prompt counts with (EXOS `SW1.7 #`) and the unsaved-changes mark (`* `).
+   */
+  private isHome(prompt: string): boolean {
+    if (this.home === null) return false;
+    const norm = (p: string): string => p.replace(/^\* /, '').replace(/\d+/g, '0');
+    return prompt === this.home || norm(prompt) === norm(this.home);
+  }
+
+  /**
+   * Brings the session back to its home prompt for the next job: the prompt read after the
+   * last command is checked; a configuration prompt is left with the platform's own exit
+   * (discarding what is pending) and the prompt read again. False when the session is not
+   * back home (another mode, no answer): it must then be closed, never reused.
+   */
+  async returnHome(timeoutMs: number): Promise<boolean> {
+    if (!this.reusable || this.home === null) return false;
+    if (this.isHome(this.prompt)) return true;
+    if (!this.driver.config.isConfig(this.prompt)) return false;
+    try {
+      await this.leaveConfig(this.driver.config.abort, timeoutMs);
+      await this.command('', { timeoutMs });
+    } catch {
+      return false;
+    }
+    return this.reusable && this.isHome(this.prompt);
   }
 
   /**
    * Enters privileged mode with `en` (the driver's enable by default; autodetect passes one
-   * when a probe was refused in user-exec mode). AUTH_FAILED when the secret is refused.
+   * when a probe was refused in user-exec mode), trying each of its forms in order.
+   * AUTH_FAILED only when a password prompt was answered and refused; ENABLE_REFUSED, with the
+   * device's answers, when the device refused every form without asking for a password.
    */
   async enable(
     username: string,
@@ -248,13 +314,37 @@ export class CliSession {
     en: EnableMode | null = this.driver.enable,
   ): Promise<void> {
     if (en === null || en.isEnabled(this.prompt)) return;
+    const forms = [en.command, ...(en.alternatives ?? [])];
+    const answers: string[] = [];
+    for (const form of forms) {
+      const answer = await this.tryEnable(form, en, username, secret, timeoutMs);
+      if (answer === null) return;
+      answers.push(`"${form}": ${answer === '' ? '(no answer, prompt unchanged)' : answer}`);
+    }
+    throw new SvcError(
+      ErrorCode.ENABLE_REFUSED,
+      `the device refused ${forms.length === 1 ? 'the enable command' : `every enable form (${forms.length})`} of platform ${this.driver.platform} without asking for a password, at prompt ${this.prompt}: ${answers.join('; ')}`,
+    );
+  }
+
+  /**
+   * Sends one enable form. Null once privileged; else the device's answer (it refused the form
+   * without a password prompt). AUTH_FAILED when a password was asked, answered and refused.
+   */
+  private async tryEnable(
+    form: string,
+    en: EnableMode,
+    username: string,
+    secret: string,
+    timeoutMs: number,
+  ): Promise<string | null> {
     const ssh = this.ssh;
     ssh.clear();
-    this.writeLine(en.command, 'the enable command');
+    this.writeLine(form, 'the enable command');
     // Where the line answered last starts (-1: none yet).
     let userLine = -1;
     let passLine: number | null = null;
-    await ssh.waitFor(
+    const said = await ssh.waitFor(
       (text) => {
         this.dropStale(text);
         const tail = lastLineOf(text);
@@ -262,8 +352,9 @@ export class CliSession {
         const lineAt = text.finishedLength;
         // A prompt with nothing before it is one the device printed before reading `enable`.
         if (this.promptRe.test(tail) && text.hasText) {
+          const before = text.value.slice(0, Math.max(0, lineAt - 1));
           this.setPrompt(tail);
-          return true;
+          return before;
         }
         if (en.usernamePrompt?.test(tail) === true && userLine !== lineAt) {
           userLine = lineAt;
@@ -282,9 +373,11 @@ export class CliSession {
       'the enable prompt',
     );
     this.ssh.clear();
-    if (!en.isEnabled(this.prompt)) {
+    if (en.isEnabled(this.prompt)) return null;
+    if (passLine !== null) {
       throw new SvcError(ErrorCode.AUTH_FAILED, 'enable password rejected by the device');
     }
+    return deviceAnswer(dropEchoLike(said, form));
   }
 
   /**
@@ -445,12 +538,15 @@ export class CliSession {
     this.ssh.write(`${line}\n`);
   }
 
-  /** A quick check that the device still answers at its prompt (pool reuse). */
+  /**
+   * A quick check that the device still answers, at the prompt the session was handed out at
+   * (pool reuse): a job never starts in another mode.
+   */
   async isAlive(timeoutMs: number): Promise<boolean> {
     if (!this.reusable) return false;
     try {
       await this.command('', { timeoutMs });
-      return true;
+      return this.home === null || this.isHome(this.prompt);
     } catch {
       return false;
     }
@@ -458,8 +554,11 @@ export class CliSession {
 
   /**
    * Runs show commands. A device error in the first lines of an output marks that command
-   * rejected; the others still run unless `stopOnError`. Every output is kept, the rejected
-   * ones included (the operator sees what the device said).
+   * rejected; the others still run unless `stopOnError`. Every output the device gave is kept,
+   * the rejected ones included, whatever ends the job: a read timeout, a lost session or an
+   * abort ends it with the commands after it `not_run` (the failure is returned, not thrown).
+   * A command that leaves the session in configuration mode is followed by the platform's exit
+   * before the next one: a read command never runs at a configuration prompt.
    */
   async show(
     commands: readonly string[],
@@ -475,12 +574,34 @@ export class CliSession {
   ): Promise<ShowOutcome> {
     const results: Record<string, string> = {};
     const status: CommandStatus[] = [];
+    let failure: SvcError | null = null;
+    let stopped = false;
     for (const [index, cmd] of commands.entries()) {
-      const out = await this.command(cmd, {
-        timeoutMs: options.timeoutFor?.(cmd) ?? options.timeoutMs,
-        expect: options.expect,
-        confirmations: options.answers?.(index) ?? [],
-      });
+      if (failure !== null || stopped) {
+        status.push({ command: cmd, status: 'not_run' });
+        continue;
+      }
+      if (this.driver.config.isConfig(this.prompt) && !this.desynced) {
+        try {
+          await this.leaveConfig(this.driver.config.abort, options.timeoutMs);
+        } catch (err) {
+          failure = SvcError.from(err);
+          status.push({ command: cmd, status: 'not_run' });
+          continue;
+        }
+      }
+      let out: string;
+      try {
+        out = await this.command(cmd, {
+          timeoutMs: options.timeoutFor?.(cmd) ?? options.timeoutMs,
+          expect: options.expect,
+          confirmations: options.answers?.(index) ?? [],
+        });
+      } catch (err) {
+        failure = SvcError.from(err);
+        status.push(statusOfFailure(cmd, failure));
+        continue;
+      }
       record(results, cmd, out);
       const error = this.findError(out, SHOW_ERROR_LINES);
       status.push(
@@ -488,20 +609,20 @@ export class CliSession {
           ? { command: cmd, status: 'ok' }
           : { command: cmd, status: 'error', error },
       );
-      if (error !== undefined && options.stopOnError === true) break;
+      if (error !== undefined && options.stopOnError === true) stopped = true;
     }
-    return { results, status };
+    return { results, status, failure };
   }
 
   /**
    * Enters configuration mode, sends the lines, commits when asked, leaves configuration mode
-   * and saves when asked. A rejected line aborts: the driver leaves configuration mode before
-   * the error is raised, so the device is back at its exec prompt.
+   * and saves when asked. A rejected line ends the job: the driver leaves configuration mode
+   * (discarding what it can) and the lines after it are `not_run`. Every output the device gave
+   * is kept whatever ends the job; the failure is returned, not thrown. Refusals before the
+   * device is touched (no commit, no save on the platform), and a device that does not enter
+   * configuration mode, are thrown.
    */
-  async configure(
-    lines: readonly string[],
-    options: ConfigOptions,
-  ): Promise<Record<string, string>> {
+  async configure(lines: readonly string[], options: ConfigOptions): Promise<ShowOutcome> {
     const { config, commit, save } = this.driver;
     const platform = this.driver.platform;
     if (options.commit && commit === null) {
@@ -517,8 +638,42 @@ export class CliSession {
       );
     }
     const doCommit = options.commit || (options.save && save === 'commit');
+    const saveStep = options.save && typeof save === 'object' ? save : null;
     const timeoutMs = options.timeoutMs;
     const results: Record<string, string> = {};
+    const status: CommandStatus[] = [];
+    // Every step of the job, in order: what is not reached is listed `not_run`.
+    const steps = [
+      ...lines,
+      ...(doCommit && commit !== null ? [commit.command] : []),
+      ...(saveStep !== null ? [saveStep.command] : []),
+    ];
+    let failure: SvcError | null = null;
+    /** Sends one step and records how it fared; false when it ended the job. */
+    const step = async (name: string, send: () => Promise<string>): Promise<boolean> => {
+      let out: string;
+      try {
+        out = this.driver.cleanConfigOutput(await send());
+      } catch (err) {
+        failure = SvcError.from(err);
+        status.push(statusOfFailure(name, failure));
+        return false;
+      }
+      record(results, name, out);
+      const error = this.findError(out);
+      if (error !== undefined) {
+        failure = rejected(name, error);
+        status.push({ command: name, status: 'error', error });
+        return false;
+      }
+      status.push({ command: name, status: 'ok' });
+      return true;
+    };
+    const finish = (): ShowOutcome => {
+      for (const name of steps.slice(status.length))
+        status.push({ command: name, status: 'not_run' });
+      return { results, status, failure };
+    };
     if (config.enter !== null) {
       const out = await this.command(config.enter, { timeoutMs, follow: 'config' });
       const error = this.findError(out);
@@ -529,78 +684,84 @@ export class CliSession {
         );
       }
     }
-    try {
-      for (const [index, line] of lines.entries()) {
-        if (this.textEnd !== null) {
-          if (!line.includes(this.textEnd)) {
-            await this.textLine(line, timeoutMs);
-            record(results, line, '');
-            continue;
-          }
-          // The line holding the delimiter ends the text; the prompt comes back after it.
-          this.textEnd = null;
+    let inConfig = true;
+    for (const [index, line] of lines.entries()) {
+      if (this.textEnd !== null) {
+        if (!line.includes(this.textEnd)) {
+          if (!(await step(line, () => this.textLine(line, timeoutMs).then(() => '')))) break;
+          continue;
         }
-        const out = this.driver.cleanConfigOutput(
-          await this.command(line, {
-            timeoutMs,
-            follow: 'config',
-            confirmations: options.answers?.(index) ?? [],
-          }),
-        );
-        record(results, line, out);
-        const error = this.findError(out);
-        if (error !== undefined) throw rejected(line, error);
+        // The line holding the delimiter ends the text; the prompt comes back after it.
+        this.textEnd = null;
       }
-      if (this.textEnd !== null) {
-        throw new SvcError(
-          ErrorCode.COMMAND_ERROR,
-          `the text the device reads after a line (a banner) was not ended: no line holds ${JSON.stringify(this.textEnd)}`,
-        );
+      const sent = await step(line, () =>
+        this.command(line, {
+          timeoutMs,
+          follow: 'config',
+          confirmations: options.answers?.(index) ?? [],
+        }),
+      );
+      if (!sent) break;
+    }
+    if (failure === null && this.textEnd !== null) {
+      failure = new SvcError(
+        ErrorCode.COMMAND_ERROR,
+        `the text the device reads after a line (a banner) was not ended: no line holds ${JSON.stringify(this.textEnd)}`,
+      );
+    }
+    if (failure === null && doCommit && commit !== null) {
+      await step(commit.command, () =>
+        this.command(commit.command, {
+          timeoutMs: options.commitTimeoutMs ?? timeoutMs,
+          confirmations: commit.confirmations,
+          follow: 'config',
+        }),
+      );
+    }
+    if (failure === null && saveStep?.inConfig === true) {
+      await this.saveStep(saveStep, step, options.saveTimeoutMs ?? timeoutMs);
+    }
+    if (failure !== null) {
+      // In free-text entry every line typed would become text; after a timeout or a lost
+      // session the state is unknown: the session is dropped. A rejected line is left with the
+      // platform's abort, so the device is back at its exec prompt.
+      const rejectedLine = failure.code === ErrorCode.COMMAND_ERROR;
+      if (this.textEnd !== null || !rejectedLine) this.destroy();
+      else if (!this.isClosed) {
+        await this.leaveConfig(config.abort, timeoutMs).catch(() => this.destroy());
       }
-      if (doCommit && commit !== null) {
-        const out = this.driver.cleanConfigOutput(
-          await this.command(commit.command, {
-            timeoutMs: options.commitTimeoutMs ?? timeoutMs,
-            confirmations: commit.confirmations,
-            follow: 'config',
-          }),
-        );
-        record(results, commit.command, out);
-        const error = this.findError(out);
-        if (error !== undefined) throw rejected(commit.command, error);
-      }
-      if (options.save && typeof save === 'object' && save.inConfig === true) {
-        await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
-      }
+      return finish();
+    }
+    try {
+      await this.leaveConfig(config.exit, timeoutMs);
+      inConfig = false;
     } catch (err) {
-      // In free-text entry every line typed would become text: the session is dropped instead.
-      if (this.textEnd !== null) {
-        this.destroy();
-        throw err;
-      }
-      if (err instanceof SvcError && err.code === ErrorCode.COMMAND_ERROR && !this.isClosed) {
-        await this.leaveConfig(config.abort, timeoutMs);
-      }
-      throw err;
+      failure = SvcError.from(err);
     }
-    await this.leaveConfig(config.exit, timeoutMs);
-    if (options.save && typeof save === 'object' && save.inConfig !== true) {
-      await this.saveStep(save, results, options.saveTimeoutMs ?? timeoutMs);
+    if (!inConfig && !this.driver.config.isConfig(this.prompt) && this.atPrivilegedExec()) {
+      // A renamed device (`hostname`) is back home at its new name.
+      this.home = this.prompt;
     }
-    return results;
+    if (failure === null && saveStep !== null && saveStep.inConfig !== true) {
+      await this.saveStep(saveStep, step, options.saveTimeoutMs ?? timeoutMs);
+    }
+    return finish();
+  }
+
+  /** Whether the prompt is a privileged one (always, on a platform without enable). */
+  private atPrivilegedExec(): boolean {
+    const en = this.driver.enable;
+    return en === null || en.isEnabled(this.prompt);
   }
 
   private async saveStep(
     save: SaveStep,
-    results: Record<string, string>,
+    step: (name: string, send: () => Promise<string>) => Promise<boolean>,
     timeoutMs: number,
-  ): Promise<void> {
-    const out = this.driver.cleanConfigOutput(
-      await this.command(save.command, { timeoutMs, confirmations: save.confirmations }),
+  ): Promise<boolean> {
+    return step(save.command, () =>
+      this.command(save.command, { timeoutMs, confirmations: save.confirmations }),
     );
-    record(results, save.command, out);
-    const error = this.findError(out);
-    if (error !== undefined) throw rejected(save.command, error);
   }
 
   /** Types one line of free text (a banner line) and waits for its echo: no prompt comes. */
@@ -657,6 +818,41 @@ export class CliSession {
   destroy(): void {
     this.ssh.destroy();
   }
+}
+
+/**
+ * The base of a prompt of no known shape, as the trusted driver library learns it: the line
+ * without its last character (the mode mark `>`, `#`, `$`, `%`, `]`), a leading `<`, `[`, `~`,
+ * `*` and spaces around it. `R1>` and `[~R1]` give `R1`.
+ */
+export function learnedBase(prompt: string): string {
+  const line = prompt.trim();
+  const base = line
+    .slice(0, -1)
+    .replace(/^(?:\* )?[<[]?[~*]*/, '')
+    .trim();
+  return base === '' ? line : base;
+}
+
+/**
+ * Any prompt of a learned base: the base (or its shortened form) after an optional `<`, `[`,
+ * `~`, `*`, then anything up to a mode mark at the end (`R1>`, `[R1-GigabitEthernet0/0/1]`,
+ * `R1(config)#`).
+ */
+export function learnedPromptPattern(base: string): RegExp {
+  return new RegExp(
+    `^(?:\\* )?[<[]?[~*]*${shortenablePattern(base)}(?:[^\\n]{0,200}?)[>#$%\\]]\\s*$`,
+  );
+}
+
+/** The device's answer as one line for an error text: its lines that say something. */
+function deviceAnswer(output: string): string {
+  return output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !/^\^$/.test(l))
+    .join(' / ')
+    .slice(0, 300);
 }
 
 /** True when `shown` is how a configuration prompt shortens the base `known`. */

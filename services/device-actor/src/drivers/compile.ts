@@ -31,6 +31,7 @@ export function compileDriver(d: DriverDescription): Driver {
         ? null
         : {
             command: d.enable.command,
+            alternatives: d.enable.alternatives ?? [],
             isEnabled: (prompt) => enabled.test(prompt.trim()),
             passwordPrompt: compilePattern(d.enable.passwordPrompt),
             ...(d.enable.usernamePrompt !== undefined

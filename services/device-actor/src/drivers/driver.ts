@@ -17,6 +17,8 @@ export interface Confirmation {
 export interface EnableMode {
   /** The command that asks for privileges (`enable`). */
   readonly command: string;
+  /** Other forms, tried in order when the device refuses the one before (IPOS `enable`). */
+  readonly alternatives?: readonly string[];
   /** Whether a prompt line is already privileged. */
   isEnabled(prompt: string): boolean;
   readonly passwordPrompt: RegExp;
@@ -98,8 +100,9 @@ export interface Driver {
 }
 
 /**
- * Removes trailing context lines (and the blank separator line above them) from an output.
- * Only the end is checked: the same text inside the output is output.
+ * Removes trailing context lines from an output. Only the end is checked: the same text inside
+ * the output is output. The blank line the device prints above them stays (the output's last
+ * newline), as the trusted driver library keeps it: outputs are byte-identical to its.
  */
 export function stripContextLines(output: string, patterns: readonly RegExp[]): string {
   if (patterns.length === 0) return output;
@@ -107,7 +110,6 @@ export function stripContextLines(output: string, patterns: readonly RegExp[]): 
   let end = lines.length;
   while (end > 0 && patterns.some((p) => p.test((lines[end - 1] ?? '').trim()))) end--;
   if (end === lines.length) return output;
-  if (end > 0 && (lines[end - 1] ?? '').trim() === '') end--;
   return lines.slice(0, end).join('\n');
 }
 
