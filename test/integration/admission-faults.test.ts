@@ -146,3 +146,40 @@ test('when the jobs stream holds messages no consumer waits on, then health, met
   assert.equal(a.status, 202, a.text);
   assert.equal((await waitForJob(stack.url, a.json.job_id, auth)).json.status, 'finished');
 });
+
+test('when a queued record has no message (a gateway died between the two writes), then the reaper fails it with NOT_ENQUEUED and leaves queued jobs that have one', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // No actor host: a job that has its message stays queued.
+  const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const waiting = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(waiting.status, 202, waiting.text);
+  // The record a gateway writes first, without the envelope it would have published next.
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  const model = await kv.get(waiting.json.job_id);
+  const ghost = randomUUID();
+  const record = {
+    ...(JSON.parse(new TextDecoder().decode(model!.value)) as Record<string, unknown>),
+    job_id: ghost,
+    enqueued_at: new Date().toISOString(),
+  };
+  await kv.create(ghost, new TextEncoder().encode(JSON.stringify(record)));
+
+  const ended = await waitForJob(stack.url, ghost, auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  // The job with a message, older than the ghost, was looked at by the same sweeps: untouched.
+  const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
+  assert.equal(still.json.status, 'queued', still.text);
+});

@@ -9,6 +9,7 @@ import {
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  Headers,
   closeWhenStalled,
   workConsumeOptions,
   KeyedWindow,
@@ -189,6 +190,12 @@ export async function startDispatcher(
     );
     try {
       for await (const m of messages) {
+        // The reaper's probe for an envelope that never arrived (its message id is the job's):
+        // it only holds that id in the stream's duplicate window.
+        if (m.headers?.get(Headers.enqueueProbe)) {
+          m.ack();
+          continue;
+        }
         let envelope: JobEnvelope;
         try {
           envelope = decodeJson<JobEnvelope>(m.data);
