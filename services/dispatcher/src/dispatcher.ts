@@ -19,6 +19,8 @@ import {
   Streams,
   Subjects,
   decodeJson,
+  isTerminal,
+  type JobRecord,
   deviceKeyOf,
   ensureTopology,
   topologyFrom,
@@ -64,6 +66,15 @@ export async function startDispatcher(
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const placement = new Placement(config.DISPATCH_HOST_LIVENESS * 1000);
+  const jobRecords = stores[Buckets.jobs];
+  /** Whether a job has ended (or has no record): asked only when a device's host is not live. */
+  const isSettled = async (jobId: string): Promise<boolean> => {
+    const entry = await jobRecords.get(jobId).catch(() => undefined);
+    // The store did not answer: not known to be settled, so the device keeps its order.
+    if (entry === undefined) return false;
+    if (!entry || entry.operation !== 'PUT') return true;
+    return isTerminal(decodeJson<JobRecord>(entry.value).status);
+  };
   const registry = deps.metrics ?? new MetricsRegistry();
   // Contexts come from SVC_CONTEXTS: bounded label values.
   const placed = new Counter({
@@ -209,7 +220,10 @@ export async function startDispatcher(
           envelope.address ?? envelope.spec.host,
           envelope.spec.port,
         );
-        await window.add(deviceKey, () => place(context, m, envelope, deviceKey));
+        // Handed-back jobs have a chain of their own: a device's new job may be waiting for
+        // them (Placement), so they must not wait behind it.
+        const chain = envelope.placement > 0 ? `${deviceKey}\0handed-back` : deviceKey;
+        await window.add(chain, () => place(context, m, envelope, deviceKey));
         if (stopping) break;
       }
     } finally {
@@ -241,12 +255,14 @@ export async function startDispatcher(
     envelope: JobEnvelope,
     deviceKey: string,
   ): Promise<void> {
-    let host = placement.place(context, deviceKey);
-    // No live host: hold this message (keeping order) until one appears.
+    const job = { id: envelope.job_id, handBack: envelope.placement > 0 };
+    let host = await placement.place(context, deviceKey, job, isSettled);
+    // No live host, or the device's earlier jobs are coming back from a host that left: hold
+    // this message (keeping order) until it may go.
     while (!host && !stopping) {
       m.working();
-      await sleep(500);
-      host = placement.place(context, deviceKey);
+      await sleep(250);
+      host = await placement.place(context, deviceKey, job, isSettled);
     }
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();
@@ -259,6 +275,7 @@ export async function startDispatcher(
     for (let attempt = 0; !stopping; attempt++) {
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });
+        if (job.handBack) placement.handedBack(deviceKey, job, host);
         m.ack();
         placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');
