@@ -114,8 +114,10 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
   let inversions = 0;
   for (let i = 0; i < DEVICES; i++) {
     const ran = fleet.devices[i]!.stats.commands.map((c) => c.command);
+    // Jobs' commands only: every new session types its own setup lines (enable, terminal …).
+    const jobCommands = new Set(accepted.map((a) => a.command));
     const runs = new Map<string, number>();
-    for (const c of ran) runs.set(c, (runs.get(c) ?? 0) + 1);
+    for (const c of ran) if (jobCommands.has(c)) runs.set(c, (runs.get(c) ?? 0) + 1);
     duplicated += [...runs.values()].filter((v) => v > 1).length;
     const position = new Map(ran.map((c, k) => [c, k]));
     const order = accepted.filter((a) => a.device === i && position.has(a.command));
