@@ -65,15 +65,24 @@ export async function startDispatcher(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const placement = new Placement(config.DISPATCH_HOST_LIVENESS * 1000);
+  const placement = new Placement(
+    config.DISPATCH_HOST_LIVENESS * 1000,
+    undefined,
+    config.DISPATCH_REBALANCE_IDLE * 1000,
+  );
   const jobRecords = stores[Buckets.jobs];
-  /** Whether a job has ended (or has no record): asked only when a device's host is not live. */
-  const isSettled = async (jobId: string): Promise<boolean> => {
+  /**
+   * When a job ended (0: it has no record), or null while it has not: asked only when a
+   * device's host is not live or the device is off its preferred host.
+   */
+  const endedAt = async (jobId: string): Promise<number | null> => {
     const entry = await jobRecords.get(jobId).catch(() => undefined);
-    // The store did not answer: not known to be settled, so the device keeps its order.
-    if (entry === undefined) return false;
-    if (!entry || entry.operation !== 'PUT') return true;
-    return isTerminal(decodeJson<JobRecord>(entry.value).status);
+    // The store did not answer: not known to have ended, so the device keeps its order.
+    if (entry === undefined) return null;
+    if (!entry || entry.operation !== 'PUT') return 0;
+    const record = decodeJson<JobRecord>(entry.value);
+    if (!isTerminal(record.status)) return null;
+    return record.ended_at ? Date.parse(record.ended_at) : 0;
   };
   const registry = deps.metrics ?? new MetricsRegistry();
   // Contexts come from SVC_CONTEXTS: bounded label values.
@@ -256,13 +265,13 @@ export async function startDispatcher(
     deviceKey: string,
   ): Promise<void> {
     const job = { id: envelope.job_id, handBack: envelope.placement > 0 };
-    let host = await placement.place(context, deviceKey, job, isSettled);
+    let host = await placement.place(context, deviceKey, job, endedAt);
     // No live host, or the device's earlier jobs are coming back from a host that left: hold
     // this message (keeping order) until it may go.
     while (!host && !stopping) {
       m.working();
       await sleep(250);
-      host = await placement.place(context, deviceKey, job, isSettled);
+      host = await placement.place(context, deviceKey, job, endedAt);
     }
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();

@@ -12,7 +12,12 @@ interface DevicePlacement {
   next?: string;
   /** When its host was first seen gone while its last job had not ended. */
   goneSince?: number;
+  /** When it was last checked for a move to its preferred host (rebalancing). */
+  rebalanceCheckedAt?: number;
 }
+
+/** How often a device off its preferred host is checked for a move, at most. */
+const REBALANCE_CHECK_MS = 10_000;
 
 /** A job to place: new (from the gateway) or handed back from a host that left. */
 export interface JobToPlace {
@@ -46,6 +51,12 @@ export class Placement {
   constructor(
     private readonly livenessMs: number,
     private readonly handBackWaitMs = 60_000,
+    /**
+     * How long a device's last job must have ended before the device moves to its preferred
+     * host (a host that joined or came back): the old host's warm session for it has closed by
+     * then (CONNECTION_POOL_TTL), so the device never has two sessions. 0 turns moves off.
+     */
+    private readonly rebalanceIdleMs = 0,
   ) {}
 
   /** Feeds a heartbeat (or its deletion, as null) from the `svc-workers` watch. */
@@ -71,24 +82,30 @@ export class Placement {
 
   /**
    * The host for a device's job, or null to hold the job for now (no live host serves the
-   * context, or the device's earlier jobs are coming back from a host that left). `isSettled`
-   * tells whether a job has ended (or has no record): read only when the device's host is not
-   * live.
+   * context, or the device's earlier jobs are coming back from a host that left). `endedAt`
+   * tells when a job ended (ms; 0 when it has no record), or null while it has not (or the
+   * store does not answer): read only when the device's host is not live, or the device is
+   * off its preferred host.
    */
   async place(
     context: string,
     deviceKey: string,
     job: JobToPlace,
-    isSettled: (jobId: string) => Promise<boolean>,
+    endedAt: (jobId: string) => Promise<number | null>,
     now = Date.now(),
   ): Promise<string | null> {
     const current = this.#devices.get(deviceKey);
     if (job.handBack) return this.#placeHandBack(context, deviceKey, job, current, now);
+    const isSettled = async (jobId: string) => (await endedAt(jobId)) !== null;
     if (current) {
       const state = this.hostState(current.host, now);
       if (state === 'live') {
-        current.lastJob = job.id;
-        return current.host;
+        if (!(await this.#idleOffPreferred(context, deviceKey, current, endedAt, now))) {
+          current.lastJob = job.id;
+          return current.host;
+        }
+        // Rebalanced: no job of the device is queued or running, and none has run for long
+        // enough that the old host holds no session for it.
       }
       if (!(await isSettled(current.lastJob))) {
         // Silent but not reaped: behind its earlier jobs, handed back with them, in order.
@@ -103,6 +120,24 @@ export class Placement {
     const host = this.#pick(context, deviceKey, now);
     if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
     return host;
+  }
+
+  /** True when the device may move to its preferred host (another live host). */
+  async #idleOffPreferred(
+    context: string,
+    deviceKey: string,
+    current: DevicePlacement,
+    endedAt: (jobId: string) => Promise<number | null>,
+    now: number,
+  ): Promise<boolean> {
+    if (this.rebalanceIdleMs <= 0) return false;
+    if (this.#pick(context, deviceKey, now) === current.host) return false;
+    if (current.rebalanceCheckedAt !== undefined) {
+      if (now - current.rebalanceCheckedAt < REBALANCE_CHECK_MS) return false;
+    }
+    current.rebalanceCheckedAt = now;
+    const ended = await endedAt(current.lastJob);
+    return ended !== null && now - ended >= this.rebalanceIdleMs;
   }
 
   #placeHandBack(

@@ -31,10 +31,16 @@ function deviceOn(host: 'a' | 'b'): string {
   }
 }
 
-/** Records of jobs: ended ones are settled. */
+/** Records of jobs: ended ones are settled (at T0 unless told otherwise). */
 function ledger() {
   const ended = new Set<string>();
-  return { ended, isSettled: (jobId: string) => Promise.resolve(ended.has(jobId)) };
+  const endTimes = new Map<string, number>();
+  return {
+    ended,
+    endTimes,
+    isSettled: (jobId: string) =>
+      Promise.resolve(ended.has(jobId) ? (endTimes.get(jobId) ?? T0) : null),
+  };
 }
 
 test('when a device has jobs not yet ended on a host that went silent, then its next jobs go behind them on that host, not to a live host', async () => {
@@ -136,6 +142,56 @@ test('when no hand-back comes for the wait limit, then the device moves on rathe
   p.update('b', beat('b', T0 + 31_000));
   assert.equal(
     await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 31_000),
+    'b',
+  );
+});
+
+test('when the preferred host of an idle device comes back, then its next job goes there once its warm session has surely closed', async () => {
+  const IDLE_MS = 300_000;
+  const p = new Placement(LIVENESS_MS, 60_000, IDLE_MS);
+  const { ended, isSettled } = ledger();
+  const device = deviceOn('a');
+  // `a` is down at first: the device starts on `b`.
+  p.update('b', beat('b', T0));
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'b');
+  p.update('a', beat('a', T0 + 1000));
+  p.update('b', beat('b', T0 + 1000));
+  // j1 still running: the device stays (order, one session).
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 1000),
+    'b',
+  );
+  ended.add('j2');
+  // Ended, but `b` may still hold a warm session for it: stays.
+  const soon = T0 + 20_000;
+  p.update('a', beat('a', soon));
+  p.update('b', beat('b', soon));
+  assert.equal(
+    await p.place('default', device, { id: 'j3', handBack: false }, isSettled, soon),
+    'b',
+  );
+  ended.add('j3');
+  const later = T0 + IDLE_MS + 30_000;
+  p.update('a', beat('a', later));
+  p.update('b', beat('b', later));
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, later),
+    'a',
+  );
+});
+
+test('when rebalancing is off, then a device stays on its host while that host is live', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { ended, isSettled } = ledger();
+  const device = deviceOn('a');
+  p.update('b', beat('b', T0));
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'b');
+  ended.add('j1');
+  const later = T0 + 10_000_000;
+  p.update('a', beat('a', later));
+  p.update('b', beat('b', later));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, later),
     'b',
   );
 });
