@@ -5,8 +5,17 @@ import type { TlsMaterial } from './tls.js';
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const requestIds = new WeakMap<FastifyRequest, string>();
 const deadlines = new WeakMap<FastifyRequest, number>();
-/** Routes with their own answer while the store is away: health `degraded`, the last metrics. */
-const OWN_ANSWER_WHEN_STORE_AWAY = new Set(['/healthcheck', '/v2/healthcheck', '/metrics']);
+/**
+ * Routes not bounded by STORE_TIMEOUT as a whole: health and metrics have their own answers
+ * while the store is away (`degraded`, the last values); a batch admits up to
+ * BATCH_MAX_DEVICES jobs, each of them bounded by STORE_TIMEOUT itself.
+ */
+const UNBOUNDED_ROUTES = new Set([
+  'GET /healthcheck',
+  'GET /v2/healthcheck',
+  'GET /metrics',
+  'POST /v2/batches',
+]);
 
 /**
  * When a request is answered 503 at the latest (ms since the epoch): routes that write pass it
@@ -71,7 +80,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // X-Request-ID (the job id of a submission) takes precedence.
     reply.raw.setHeader('X-Request-ID', id);
     const bound = options.storeTimeoutMs;
-    if (bound !== undefined && !OWN_ANSWER_WHEN_STORE_AWAY.has(req.routeOptions.url ?? '')) {
+    const route = `${req.method} ${req.routeOptions.url ?? ''}`;
+    if (bound !== undefined && !UNBOUNDED_ROUTES.has(route)) {
       deadlines.set(req, Date.now() + bound);
       const timer = setTimeout(() => {
         if (reply.sent || reply.raw.headersSent) return;
