@@ -33,6 +33,8 @@ const REMEDY = {
   DEVICE_LOCKED_OUT: 'Too many failed logins; wait for the lockout window to pass.',
   JOB_TIMEOUT: 'The job ran longer than JOB_TIMEOUT; split it or raise the limit.',
   WORKER_LOST: 'The actor host died mid-job; check whether the commands ran before retrying.',
+  NOT_ENQUEUED:
+    'The job never ran; submit it again (under a new X-Idempotency-Key: the old one names this job).',
   CANCELLED: 'The submitter cancelled the job.',
   TEMPLATE_ERROR: 'Fix the TextFSM/TTP template; the error text names the problem.',
   ADDRESS_NOT_ALLOWED:

@@ -17,6 +17,7 @@ export const ErrorCode = {
   DEVICE_LOCKED_OUT: 'DEVICE_LOCKED_OUT',
   JOB_TIMEOUT: 'JOB_TIMEOUT',
   WORKER_LOST: 'WORKER_LOST',
+  NOT_ENQUEUED: 'NOT_ENQUEUED',
   CANCELLED: 'CANCELLED',
   TEMPLATE_ERROR: 'TEMPLATE_ERROR',
   ADDRESS_NOT_ALLOWED: 'ADDRESS_NOT_ALLOWED',
@@ -54,6 +55,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   DEVICE_LOCKED_OUT: { retryable: false, meaning: 'too many failed logins for this user' },
   JOB_TIMEOUT: { retryable: true, meaning: 'the job ran longer than JOB_TIMEOUT' },
   WORKER_LOST: { retryable: false, meaning: 'the actor host running the job stopped' },
+  NOT_ENQUEUED: {
+    retryable: true,
+    meaning:
+      'the job was recorded but its message never reached the queue (the gateway stopped or the store failed while accepting it); it never ran',
+  },
   CANCELLED: { retryable: false, meaning: 'the job was cancelled by its submitter' },
   TEMPLATE_ERROR: { retryable: false, meaning: 'the parsing template is invalid' },
   ADDRESS_NOT_ALLOWED: {

@@ -95,7 +95,7 @@ export {
   webhookSender,
 } from './webhook-delivery.js';
 export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './webhook-delivery.js';
-export { ensureTopology, DefaultTopology } from './topology.js';
+export { ensureTopology, DefaultTopology, JOBS_DUPLICATE_WINDOW_SECONDS } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';
 export type { StoredRecord } from './job-store.js';

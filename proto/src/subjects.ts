@@ -105,4 +105,9 @@ export const Headers = {
   tracestate: 'tracestate',
   /** JetStream's own de-duplication header. */
   msgId: 'Nats-Msg-Id',
+  /**
+   * Marks the reaper's probe for a job's envelope on `svc.jobs.<context>` (same message id as
+   * the envelope): stored only when the envelope never was, and then dropped by the dispatcher.
+   */
+  enqueueProbe: 'Svc-Enqueue-Probe',
 } as const;

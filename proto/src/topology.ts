@@ -66,6 +66,12 @@ export async function ensureTopology(
   }
 }
 
+/**
+ * The work queues' duplicate window: a message id seen within it is dropped. The reaper's
+ * enqueue check relies on it to learn whether a job's envelope was ever stored.
+ */
+export const JOBS_DUPLICATE_WINDOW_SECONDS = 120;
+
 async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promise<Stores> {
   const jsm = await jetstreamManager(nc);
   const replicas = opts.replicas;
@@ -78,7 +84,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     num_replicas: replicas,
-    duplicate_window: 120 * NS_PER_S,
+    duplicate_window: JOBS_DUPLICATE_WINDOW_SECONDS * NS_PER_S,
   });
   await ensureStream(jsm, workQueue(Streams.jobs, [Subjects.jobsAll]));
   await ensureStream(jsm, workQueue(Streams.actor, [Subjects.actorAll]));

@@ -17,6 +17,8 @@ export interface HttpOptions {
   /** Basic credentials. */
   basic?: { username: string; password: string };
   bearer?: string;
+  /** Give up after this many ms (a client's own timeout); 30 s when absent. */
+  timeoutMs?: number;
 }
 
 /** A real HTTP(S) request; self-signed certificates are accepted (tests only). */
@@ -56,7 +58,10 @@ export async function http(
     });
     req.on('error', reject);
     // A test must fail with a reason, never hang: no request waits longer than 30 s.
-    req.setTimeout(30_000, () => req.destroy(new Error(`${method} ${url}: no answer in 30 s`)));
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    req.setTimeout(timeoutMs, () =>
+      req.destroy(new Error(`${method} ${url}: no answer in ${timeoutMs} ms`)),
+    );
     if (payload !== undefined) req.write(payload);
     req.end();
   });

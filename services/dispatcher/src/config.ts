@@ -15,6 +15,12 @@ export const DispatcherConfig = Type.Object({
     description:
       'Seconds since its last heartbeat within which an actor host may receive new devices.',
   }),
+  DISPATCH_REBALANCE_IDLE: Type.Number({
+    default: 330,
+    minimum: 0,
+    description:
+      "Seconds a device must have had no job before it moves to its preferred actor host (one that joined or came back); above the actor hosts' CONNECTION_POOL_TTL, so a device never has two sessions. 0: devices never move while their host is live.",
+  }),
   DISPATCH_LEASE: Type.Integer({
     default: 10,
     minimum: 1,

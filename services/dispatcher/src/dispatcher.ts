@@ -9,6 +9,7 @@ import {
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  Headers,
   closeWhenStalled,
   workConsumeOptions,
   KeyedWindow,
@@ -18,6 +19,8 @@ import {
   Streams,
   Subjects,
   decodeJson,
+  isTerminal,
+  type JobRecord,
   deviceKeyOf,
   ensureTopology,
   topologyFrom,
@@ -62,7 +65,25 @@ export async function startDispatcher(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const placement = new Placement(config.DISPATCH_HOST_LIVENESS * 1000);
+  const placement = new Placement(
+    config.DISPATCH_HOST_LIVENESS * 1000,
+    undefined,
+    config.DISPATCH_REBALANCE_IDLE * 1000,
+  );
+  const jobRecords = stores[Buckets.jobs];
+  /**
+   * When a job ended (0: it has no record), or null while it has not: asked only when a
+   * device's host is not live or the device is off its preferred host.
+   */
+  const endedAt = async (jobId: string): Promise<number | null> => {
+    const entry = await jobRecords.get(jobId).catch(() => undefined);
+    // The store did not answer: not known to have ended, so the device keeps its order.
+    if (entry === undefined) return null;
+    if (!entry || entry.operation !== 'PUT') return 0;
+    const record = decodeJson<JobRecord>(entry.value);
+    if (!isTerminal(record.status)) return null;
+    return record.ended_at ? Date.parse(record.ended_at) : 0;
+  };
   const registry = deps.metrics ?? new MetricsRegistry();
   // Contexts come from SVC_CONTEXTS: bounded label values.
   const placed = new Counter({
@@ -189,6 +210,12 @@ export async function startDispatcher(
     );
     try {
       for await (const m of messages) {
+        // The reaper's probe for an envelope that never arrived (its message id is the job's):
+        // it only holds that id in the stream's duplicate window.
+        if (m.headers?.get(Headers.enqueueProbe)) {
+          m.ack();
+          continue;
+        }
         let envelope: JobEnvelope;
         try {
           envelope = decodeJson<JobEnvelope>(m.data);
@@ -202,7 +229,10 @@ export async function startDispatcher(
           envelope.address ?? envelope.spec.host,
           envelope.spec.port,
         );
-        await window.add(deviceKey, () => place(context, m, envelope, deviceKey));
+        // Handed-back jobs have a chain of their own: a device's new job may be waiting for
+        // them (Placement), so they must not wait behind it.
+        const chain = envelope.placement > 0 ? `${deviceKey}\0handed-back` : deviceKey;
+        await window.add(chain, () => place(context, m, envelope, deviceKey));
         if (stopping) break;
       }
     } finally {
@@ -234,12 +264,14 @@ export async function startDispatcher(
     envelope: JobEnvelope,
     deviceKey: string,
   ): Promise<void> {
-    let host = placement.place(context, deviceKey);
-    // No live host: hold this message (keeping order) until one appears.
+    const job = { id: envelope.job_id, handBack: envelope.placement > 0 };
+    let host = await placement.place(context, deviceKey, job, endedAt);
+    // No live host, or the device's earlier jobs are coming back from a host that left: hold
+    // this message (keeping order) until it may go.
     while (!host && !stopping) {
       m.working();
-      await sleep(500);
-      host = placement.place(context, deviceKey);
+      await sleep(250);
+      host = await placement.place(context, deviceKey, job, endedAt);
     }
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();
@@ -252,6 +284,7 @@ export async function startDispatcher(
     for (let attempt = 0; !stopping; attempt++) {
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });
+        if (job.handBack) placement.handedBack(deviceKey, job, host);
         m.ack();
         placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');

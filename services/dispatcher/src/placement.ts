@@ -1,17 +1,63 @@
 import { createHash } from 'node:crypto';
 import type { WorkerHeartbeat } from '@svc/proto';
 
+/** What a host's heartbeat says: beating, silent for longer than the liveness, or leaving. */
+export type HostState = 'live' | 'suspect' | 'gone';
+
+/** A device's host and the last job placed there (its earlier jobs run before it, in order). */
+interface DevicePlacement {
+  host: string;
+  lastJob: string;
+  /** Where its handed-back jobs go (chosen by the first one), while they come back. */
+  next?: string;
+  /** When its host was first seen gone while its last job had not ended. */
+  goneSince?: number;
+  /** When it was last checked for a move to its preferred host (rebalancing). */
+  rebalanceCheckedAt?: number;
+}
+
+/** How often a device off its preferred host is checked for a move, at most. */
+const REBALANCE_CHECK_MS = 10_000;
+
+/** A job to place: new (from the gateway) or handed back from a host that left. */
+export interface JobToPlace {
+  id: string;
+  /** A copy handed back by the reaper or a stopping host (`placement` > 0). */
+  handBack: boolean;
+}
+
 /**
  * Which actor host runs a device. A device stays on its host while that host is live (so its
- * jobs stay in order and never run on two hosts at once); a new or orphaned device goes to the
- * host with the highest rendezvous score among live hosts serving the context, which spreads
- * devices evenly and moves few of them when hosts come and go.
+ * jobs stay in order and never run on two hosts at once); a new device, or one whose jobs have
+ * all ended, goes to the host with the highest rendezvous score among live hosts serving the
+ * context, which spreads devices evenly and moves few of them when hosts come and go.
+ *
+ * A device's jobs keep their order when its host fails: while the host is only silent
+ * (`suspect`: no heartbeat within the liveness, not yet reaped), a device with a job not yet
+ * ended there keeps being placed there, behind that job; the reaper hands all of them back
+ * together, in order. Once the host is `gone` (draining, or its heartbeat removed), the
+ * device's next new job waits until the last job placed on the old host has come back and
+ * been placed again (handed-back jobs go first, all to one host) or has ended.
  */
 export class Placement {
   readonly #hosts = new Map<string, WorkerHeartbeat>();
-  readonly #assigned = new Map<string, string>();
+  readonly #devices = new Map<string, DevicePlacement>();
 
-  constructor(private readonly livenessMs: number) {}
+  /**
+   * @param livenessMs heartbeat age within which a host is live (DISPATCH_HOST_LIVENESS)
+   * @param handBackWaitMs how long a device waits for its jobs to come back from a host that
+   * is gone before it moves on anyway (a hand-back that never comes must not hold it forever)
+   */
+  constructor(
+    private readonly livenessMs: number,
+    private readonly handBackWaitMs = 60_000,
+    /**
+     * How long a device's last job must have ended before the device moves to its preferred
+     * host (a host that joined or came back): the old host's warm session for it has closed by
+     * then (CONNECTION_POOL_TTL), so the device never has two sessions. 0 turns moves off.
+     */
+    private readonly rebalanceIdleMs = 0,
+  ) {}
 
   /** Feeds a heartbeat (or its deletion, as null) from the `svc-workers` watch. */
   update(hostId: string, beat: WorkerHeartbeat | null): void {
@@ -19,31 +65,123 @@ export class Placement {
     else this.#hosts.delete(hostId);
   }
 
+  hostState(hostId: string, now = Date.now()): HostState {
+    const beat = this.#hosts.get(hostId);
+    if (!beat || beat.draining) return 'gone';
+    return now - Date.parse(beat.last_beat) <= this.livenessMs ? 'live' : 'suspect';
+  }
+
   liveHosts(context: string, now = Date.now()): string[] {
     const out: string[] = [];
     for (const [id, beat] of this.#hosts) {
-      if (beat.draining || !beat.contexts.includes(context)) continue;
-      if (now - Date.parse(beat.last_beat) <= this.livenessMs) out.push(id);
+      if (!beat.contexts.includes(context)) continue;
+      if (this.hostState(id, now) === 'live') out.push(id);
     }
     return out;
   }
 
-  /** The host for a device, or null when no live host serves the context. */
-  place(context: string, deviceKey: string, now = Date.now()): string | null {
-    const live = this.liveHosts(context, now);
-    if (live.length === 0) return null;
-    const current = this.#assigned.get(deviceKey);
-    if (current && live.includes(current)) return current;
+  /**
+   * The host for a device's job, or null to hold the job for now (no live host serves the
+   * context, or the device's earlier jobs are coming back from a host that left). `endedAt`
+   * tells when a job ended (ms; 0 when it has no record), or null while it has not (or the
+   * store does not answer): read only when the device's host is not live, or the device is
+   * off its preferred host.
+   */
+  async place(
+    context: string,
+    deviceKey: string,
+    job: JobToPlace,
+    endedAt: (jobId: string) => Promise<number | null>,
+    now = Date.now(),
+  ): Promise<string | null> {
+    const current = this.#devices.get(deviceKey);
+    if (job.handBack) return this.#placeHandBack(context, deviceKey, job, current, now);
+    const isSettled = async (jobId: string) => (await endedAt(jobId)) !== null;
+    if (current) {
+      const state = this.hostState(current.host, now);
+      if (state === 'live') {
+        if (!(await this.#idleOffPreferred(context, deviceKey, current, endedAt, now))) {
+          current.lastJob = job.id;
+          return current.host;
+        }
+        // Rebalanced: no job of the device is queued or running, and none has run for long
+        // enough that the old host holds no session for it.
+      }
+      if (!(await isSettled(current.lastJob))) {
+        // Silent but not reaped: behind its earlier jobs, handed back with them, in order.
+        if (state === 'suspect') {
+          current.lastJob = job.id;
+          return current.host;
+        }
+        current.goneSince ??= now;
+        if (now - current.goneSince < this.handBackWaitMs) return null;
+      }
+    }
+    const host = this.#pick(context, deviceKey, now);
+    if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
+    return host;
+  }
+
+  /** True when the device may move to its preferred host (another live host). */
+  async #idleOffPreferred(
+    context: string,
+    deviceKey: string,
+    current: DevicePlacement,
+    endedAt: (jobId: string) => Promise<number | null>,
+    now: number,
+  ): Promise<boolean> {
+    if (this.rebalanceIdleMs <= 0) return false;
+    if (this.#pick(context, deviceKey, now) === current.host) return false;
+    if (current.rebalanceCheckedAt !== undefined) {
+      if (now - current.rebalanceCheckedAt < REBALANCE_CHECK_MS) return false;
+    }
+    current.rebalanceCheckedAt = now;
+    const ended = await endedAt(current.lastJob);
+    return ended !== null && now - ended >= this.rebalanceIdleMs;
+  }
+
+  #placeHandBack(
+    context: string,
+    deviceKey: string,
+    job: JobToPlace,
+    current: DevicePlacement | undefined,
+    now: number,
+  ): string | null {
+    const usable = (h: string | undefined): h is string =>
+      h !== undefined &&
+      this.hostState(h, now) === 'live' &&
+      this.#hosts.get(h)!.contexts.includes(context);
+    const host = usable(current?.next)
+      ? current.next
+      : usable(current?.host)
+        ? current.host
+        : this.#pick(context, deviceKey, now);
+    if (!host) return null;
+    if (current) current.next = host;
+    return host;
+  }
+
+  /**
+   * Told once a handed-back job is on its new host (published): when it is the last job the
+   * device had on its old host, the device has moved and its new jobs may follow.
+   */
+  handedBack(deviceKey: string, job: JobToPlace, host: string): void {
+    const current = this.#devices.get(deviceKey);
+    if (!current || current.lastJob === job.id)
+      this.#devices.set(deviceKey, { host, lastJob: job.id });
+  }
+
+  /** The live host with the highest rendezvous score for the device, or null. */
+  #pick(context: string, deviceKey: string, now: number): string | null {
     let best: string | null = null;
     let bestScore = -1n;
-    for (const host of live) {
+    for (const host of this.liveHosts(context, now)) {
       const score = rendezvousScore(deviceKey, host);
       if (score > bestScore) {
         best = host;
         bestScore = score;
       }
     }
-    if (best) this.#assigned.set(deviceKey, best);
     return best;
   }
 }

@@ -47,6 +47,13 @@ export const GatewayConfig = Type.Object({
     minimum: 0,
     description: 'Jobs queued per context before submissions get 503; 0 = unlimited.',
   }),
+  STORE_TIMEOUT: Type.Number({
+    default: 5,
+    minimum: 0.5,
+    maximum: 30,
+    description:
+      'Seconds a request that needs the store (NATS) waits for it at most; then 503 with Retry-After. A submission starts no write after it.',
+  }),
   WORKER_STALE_THRESHOLD: Type.Integer({
     default: 120,
     minimum: 1,

@@ -169,7 +169,7 @@ export async function startGateway(
     await JobResults.open(nc),
   );
   // Hosts come from the cluster status below (called only once requests are served).
-  const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers());
+  const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers(), config.SVC_CONTEXTS);
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
   // Checked by the config loader already: here only the drivers are needed.
   const userDrivers = loadDriverDir(config.SVC_DRIVERS_DIR).drivers;
@@ -194,6 +194,7 @@ export async function startGateway(
       deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,
       devicePolicy: deviceNetworkPolicy(config),
       webhookPolicy: webhookNetworkPolicy(config),
+      storeTimeoutMs: config.STORE_TIMEOUT * 1000,
     },
     new LockoutLedger(
       stores[Buckets.lockout],
@@ -287,14 +288,15 @@ export async function startGateway(
 
   const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log);
   const servers: FastifyInstance[] = [];
-  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT });
+  const storeTimeoutMs = config.STORE_TIMEOUT * 1000;
+  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT, storeTimeoutMs });
   await register(https);
   servers.push(https);
   await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND || '0.0.0.0' });
   const httpsUrl = urlOf(https, 'https');
   let httpUrl: string | null = null;
   if (config.SVC_HTTP_PORT >= 0) {
-    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
+    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT, storeTimeoutMs });
     await register(http);
     servers.push(http);
     // Plain HTTP carries credentials in clear: loopback only unless SVC_BIND says otherwise.

@@ -4,6 +4,26 @@ import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const requestIds = new WeakMap<FastifyRequest, string>();
+const deadlines = new WeakMap<FastifyRequest, number>();
+/**
+ * Routes not bounded by STORE_TIMEOUT as a whole: health and metrics have their own answers
+ * while the store is away (`degraded`, the last values); a batch admits up to
+ * BATCH_MAX_DEVICES jobs, each of them bounded by STORE_TIMEOUT itself.
+ */
+const UNBOUNDED_ROUTES = new Set([
+  'GET /healthcheck',
+  'GET /v2/healthcheck',
+  'GET /metrics',
+  'POST /v2/batches',
+]);
+
+/**
+ * When a request is answered 503 at the latest (ms since the epoch): routes that write pass it
+ * on, so that nothing starts after the answer. Infinity on a server without STORE_TIMEOUT.
+ */
+export function deadlineOf(req: FastifyRequest): number {
+  return deadlines.get(req) ?? Number.POSITIVE_INFINITY;
+}
 
 /** The correlation id of a request: its X-Request-ID when a UUID v4, else a fresh one. */
 export function requestIdOf(req: FastifyRequest): string {
@@ -13,6 +33,12 @@ export function requestIdOf(req: FastifyRequest): string {
 export interface HttpServerOptions {
   tls: TlsMaterial | null;
   bodyLimit: number;
+  /**
+   * STORE_TIMEOUT in ms: a request not answered by then gets 503 with Retry-After (SPEC's
+   * answer to a store error) instead of waiting for the client's timeout. Streams (hijacked
+   * replies) are not bounded. None when absent.
+   */
+  storeTimeoutMs?: number;
 }
 
 /**
@@ -53,6 +79,20 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // On the raw response so that hijacked (SSE) answers carry it too; a route's own
     // X-Request-ID (the job id of a submission) takes precedence.
     reply.raw.setHeader('X-Request-ID', id);
+    const bound = options.storeTimeoutMs;
+    const route = `${req.method} ${req.routeOptions.url ?? ''}`;
+    if (bound !== undefined && !UNBOUNDED_ROUTES.has(route)) {
+      deadlines.set(req, Date.now() + bound);
+      const timer = setTimeout(() => {
+        if (reply.sent || reply.raw.headersSent) return;
+        void reply
+          .code(503)
+          .header('Retry-After', '10')
+          .send({ message: 'the job store did not answer in time; retry later' });
+      }, bound);
+      timer.unref();
+      reply.raw.once('close', () => clearTimeout(timer));
+    }
     done();
   });
   app.setNotFoundHandler((req, reply) =>

@@ -41,6 +41,20 @@ import { idempotencyKeyOf } from './idempotency.js';
 import type { QueueDepth } from './queue-depth.js';
 import { RateLimiter, callerScope, deviceScope, type RateGrant } from './rate-limit.js';
 
+/** 503 for a submission the store could not take within STORE_TIMEOUT (nothing was queued). */
+function storeTimedOut(what = 'the job store did not answer in time'): HttpError {
+  return new HttpError(503, `${what}; retry later`, { 'Retry-After': '10' });
+}
+
+/**
+ * Failures after which the job may still run: its envelope may have been stored and its record
+ * could not be removed. The keys such a job took stay with it (JobLifecycle frees them at its end).
+ */
+const mayRun = new WeakSet<object>();
+
+/** Clock difference allowed between a gateway and the NATS server that timestamps key writes. */
+const CLOCK_SKEW_MS = 1000;
+
 /** 503 for a submission that the context's queue (MAX_QUEUE_DEPTH) has no room for. */
 function queueFull(context: string): HttpError {
   return new HttpError(503, `queue of context ${context} is full`, { 'Retry-After': '10' });
@@ -74,6 +88,11 @@ export interface IntakeOptions {
   devicePolicy?: AddressPolicy;
   /** WEBHOOK_ALLOW_NETWORKS: webhook targets given as IP literals are checked at submission. */
   webhookPolicy?: AddressPolicy;
+  /**
+   * STORE_TIMEOUT in ms: a submission starts no write after this long, so an attempt that
+   * claimed an idempotency key has written its record by then or never will. Default 5000.
+   */
+  storeTimeoutMs?: number;
 }
 
 /** Buckets of the submission guards (absent: the guard is off). */
@@ -101,6 +120,8 @@ export interface SubmitRequest {
   idempotencyKey?: string;
   /** Source address of the request (audit). */
   source?: string;
+  /** When the request is answered 503 at the latest (ms since the epoch): no write starts after. */
+  deadline?: number;
 }
 
 /** A submission that passed every check that takes nothing (see `JobIntake.prepare`). */
@@ -123,6 +144,8 @@ export interface AdmitOptions {
   hold?: (envelope: JobEnvelope) => Promise<void>;
   /** The job's rate budget was taken already (a batch takes its jobs' budgets at once). */
   budgetTaken?: boolean;
+  /** No write starts after this (ms since the epoch); STORE_TIMEOUT from now when absent. */
+  deadline?: number;
 }
 
 /** Extra settings of one enqueue. */
@@ -141,6 +164,8 @@ export interface EnqueueExtras {
   replayOf?: string;
   /** Jobs ahead of this one, when the capacity check already read them fresh. */
   ahead?: number;
+  /** No write starts after this (ms since the epoch). */
+  deadline?: number;
 }
 
 /**
@@ -194,6 +219,11 @@ export class JobIntake {
     const jobId = JobIntake.jobIdFrom(req.requestId);
     const prepared = await this.prepare(req.kind, parseJsonBody(req.body), req.caller, req.schema);
     return this.admit(prepared, jobId, req);
+  }
+
+  /** STORE_TIMEOUT in ms. */
+  get storeTimeoutMs(): number {
+    return this.options.storeTimeoutMs ?? 5000;
   }
 
   /**
@@ -274,6 +304,7 @@ export class JobIntake {
     opts: AdmitOptions = {},
   ): Promise<EnqueueResponse> {
     const { spec, secrets, address, caller } = prepared;
+    const deadline = opts.deadline ?? Date.now() + this.storeTimeoutMs;
     // Idempotency, then dedup, then budget, then capacity: each later refusal gives back what the
     // earlier steps took, so a refused request leaves no key behind and eats no budget.
     const idem = this.idem;
@@ -282,8 +313,8 @@ export class JobIntake {
         ? idempotencyKeyOf(caller, opts.idempotencyKey)
         : null;
     if (idem && idemKey) {
-      const claim = await idem.claim(idemKey, jobId);
-      if (!claim.claimed) return this.existing(claim.jobId, { idempotent: true });
+      const repeat = await this.claimIdempotency(idem, idemKey, jobId, deadline);
+      if (repeat) return repeat;
     }
     try {
       let dedupKey: string | null = null;
@@ -310,6 +341,7 @@ export class JobIntake {
           {
             dedupKey,
             address,
+            deadline,
             ...(ahead !== null ? { ahead } : {}),
             ...(opts.batchId !== undefined ? { batchId: opts.batchId } : {}),
             ...(opts.hold !== undefined ? { hold: opts.hold } : {}),
@@ -319,14 +351,43 @@ export class JobIntake {
       } catch (err) {
         // Refused after the budget was taken (a full queue, a store error): nothing was queued.
         await grant?.giveBack().catch(() => undefined);
-        if (dedupKey && this.dedup)
-          await this.dedup.release(dedupKey, jobId).catch(() => undefined);
+        if (dedupKey && this.dedup && !mayRun.has(err as object)) {
+          this.dedup.releaseReliably(dedupKey, jobId);
+        }
         throw err;
       }
     } catch (err) {
-      if (idem && idemKey) await idem.release(idemKey, jobId).catch(() => undefined);
+      // Given back only when the job surely cannot run; else the key keeps naming it and a
+      // retry is answered with that job.
+      if (idem && idemKey && !mayRun.has(err as object)) idem.releaseReliably(idemKey, jobId);
       throw err;
     }
+  }
+
+  /**
+   * Takes the idempotency key for `jobId`, or answers the repeat: a 202 only for a job whose
+   * record was read. A key whose job has no record once the attempt that wrote it is past its
+   * STORE_TIMEOUT (it writes no record after that) is taken over by compare-and-set on the
+   * key's revision, and this request runs the whole admission as that key's job.
+   */
+  private async claimIdempotency(
+    idem: KeyClaims,
+    key: string,
+    jobId: string,
+    deadline: number,
+  ): Promise<EnqueueResponse | null> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const claim = await idem.claim(key, jobId);
+      if (claim.claimed) return null;
+      const holderDone = claim.writtenAt + this.storeTimeoutMs + CLOCK_SKEW_MS;
+      const holder = await this.waitForRecord(claim.jobId, Math.min(holderDone, deadline));
+      if (holder) return this.existing(claim.jobId, { idempotent: true }, holder);
+      if (Date.now() < holderDone) {
+        throw storeTimedOut('an earlier request with this idempotency key is still being admitted');
+      }
+      if (await idem.takeOver(key, jobId, claim.revision)) return null;
+    }
+    throw new Error('idempotency key kept changing');
   }
 
   /**
@@ -480,8 +541,10 @@ export class JobIntake {
   }
 
   /** The record of a job holding a key; the request that took the key may still be writing it. */
-  private async waitForRecord(jobId: string): Promise<JobRecord | null> {
-    const deadline = Date.now() + HOLDER_WAIT_MS;
+  private async waitForRecord(
+    jobId: string,
+    deadline = Date.now() + HOLDER_WAIT_MS,
+  ): Promise<JobRecord | null> {
     for (;;) {
       const stored = await this.jobs.get(jobId);
       if (stored) return stored.record;
@@ -494,8 +557,9 @@ export class JobIntake {
   private async existing(
     jobId: string,
     flags: { idempotent?: boolean; deduplicated?: boolean },
+    known?: JobRecord,
   ): Promise<EnqueueResponse> {
-    const record = await this.waitForRecord(jobId);
+    const record = known ?? (await this.waitForRecord(jobId));
     const position =
       record?.status === 'queued'
         ? await this.depth.forContext(record.spec.context).catch(() => 1)
@@ -549,8 +613,12 @@ export class JobIntake {
     // The record is the envelope's queued form (one definition, shared with the actor, which
     // starts the job by a compare-and-set on this revision without reading the record).
     const record = queuedRecordOf(envelope);
+    const deadline = extras.deadline ?? Number.POSITIVE_INFINITY;
+    // Past the bound the request is answered 503: no write may start after that.
+    if (Date.now() >= deadline) throw storeTimedOut();
+    let revision: number;
     try {
-      const [revision] = await Promise.all([this.jobs.create(record), aheadRead]);
+      [revision] = await Promise.all([this.jobs.create(record), aheadRead]);
       envelope.record_revision = revision;
     } catch (err) {
       if (/exists|wrong last sequence/i.test(String(err))) {
@@ -562,12 +630,21 @@ export class JobIntake {
     // connection's messages in order, so no follower sees `started` before `queued`.
     const held = extras.hold !== undefined;
     if (!held) void this.jobs.publishEvent(record).catch(() => undefined);
+    let sent = false;
     try {
+      if (Date.now() >= deadline) throw storeTimedOut();
+      sent = true;
       if (extras.hold) await extras.hold(envelope);
       else await this.publishEnvelope(envelope, traceparent);
     } catch (err) {
-      // Not queued: drop the record so that no job is left that will never run.
-      await this.jobs.kv.delete(jobId).catch(() => undefined);
+      // Not queued (or not known to be): drop the record, compare-and-delete on the revision we
+      // created (a job that started meanwhile keeps its record). A record left behind without
+      // its message is failed by the reaper (ENQUEUE_INCOMPLETE).
+      const dropped = await this.jobs.kv
+        .delete(jobId, { previousSeq: revision })
+        .then(() => true)
+        .catch(() => false);
+      if (sent && !dropped && typeof err === 'object' && err !== null) mayRun.add(err);
       throw err;
     }
     const ahead = await aheadRead;

@@ -1,5 +1,5 @@
-import type { JetStreamManager } from '@nats-io/jetstream';
-import { Streams, Subjects, type WorkerHeartbeat } from '@svc/proto';
+import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
+import { Consumers, Streams, Subjects, type WorkerHeartbeat } from '@svc/proto';
 
 /** The actor hosts the gateway knows of (their heartbeats). */
 export type HostsSource = () => Promise<readonly Pick<WorkerHeartbeat, 'host_id' | 'contexts'>[]>;
@@ -19,9 +19,9 @@ interface Snapshot {
 }
 
 /**
- * Backlog of a context: jobs of the context accepted but not yet placed (its subject in
- * SVC_JOBS) plus jobs placed on the actor hosts that serve the context and not yet finished
- * (their subjects in SVC_ACTOR). `forContext` reads it fresh (the MAX_QUEUE_DEPTH check, the
+ * Backlog of a context: jobs of the context accepted but not yet placed (its dispatch consumer)
+ * plus jobs placed on the actor hosts that serve the context and not yet finished (their
+ * placement consumers). `forContext` reads it fresh (the MAX_QUEUE_DEPTH check, the
  * cluster view); `ahead` answers queue positions, approximate as SPEC allows, from a shared
  * recent read. A host serving several contexts counts its whole backlog for each of them (its
  * placement subject does not say which context a job came from).
@@ -35,6 +35,8 @@ export class QueueDepth {
   constructor(
     private readonly jsm: JetStreamManager,
     private readonly hosts: HostsSource,
+    /** SVC_CONTEXTS: whose dispatch consumers `total` reads. */
+    private readonly contexts: readonly string[],
   ) {}
 
   /**
@@ -78,29 +80,53 @@ export class QueueDepth {
     return read;
   }
 
-  /** The backlog read fresh now (two stream-info requests). */
+  /**
+   * The backlog read fresh now, from the consumers: the context's dispatch consumer (jobs not
+   * yet placed: pending, or delivered and not yet acknowledged) plus the placement consumers of
+   * the hosts serving the context (jobs placed and not yet finished). Not the streams' message
+   * counts: a stream replica that rejoined after a crash may keep messages its leader removed
+   * long ago (nats-server 2.9), and would report them for good once it leads.
+   */
   async forContext(context: string): Promise<number> {
-    const subject = Subjects.jobs(context);
-    const [jobs, actor, hosts] = await Promise.all([
-      this.jsm.streams.info(Streams.jobs, { subjects_filter: subject }),
-      this.jsm.streams.info(Streams.actor, { subjects_filter: Subjects.actorAll }),
-      this.hosts(),
+    const hosts = await this.hosts();
+    const counts = await Promise.all([
+      this.#dispatchBacklog(context),
+      ...hosts.filter((h) => h.contexts.includes(context)).map((h) => this.#hostBacklog(h.host_id)),
     ]);
-    const waiting = jobs.state.subjects?.[subject] ?? 0;
-    const placed = actor.state.subjects ?? {};
-    let running = 0;
-    for (const h of hosts) {
-      if (h.contexts.includes(context)) running += placed[Subjects.actor(h.host_id)] ?? 0;
-    }
-    return waiting + running;
+    return counts.reduce((a, b) => a + b, 0);
   }
 
-  /** Every job not yet finished, all contexts. */
+  /** Every job not yet finished, all contexts (the same consumer counts). */
   async total(): Promise<number> {
-    const [jobs, actor] = await Promise.all([
-      this.jsm.streams.info(Streams.jobs),
-      this.jsm.streams.info(Streams.actor),
+    const hosts = await this.hosts();
+    const counts = await Promise.all([
+      ...this.contexts.map((c) => this.#dispatchBacklog(c)),
+      ...hosts.map((h) => this.#hostBacklog(h.host_id)),
     ]);
-    return jobs.state.messages + actor.state.messages;
+    return counts.reduce((a, b) => a + b, 0);
+  }
+
+  async #dispatchBacklog(context: string): Promise<number> {
+    const info = await this.#consumer(Streams.jobs, Consumers.dispatch(context));
+    if (info) return info.num_pending + info.num_ack_pending;
+    // No dispatcher ever ran: the consumer does not exist yet and every message waits.
+    const subject = Subjects.jobs(context);
+    const stream = await this.jsm.streams.info(Streams.jobs, { subjects_filter: subject });
+    return stream.state.subjects?.[subject] ?? 0;
+  }
+
+  async #hostBacklog(hostId: string): Promise<number> {
+    const info = await this.#consumer(Streams.actor, Consumers.actor(hostId));
+    return info ? info.num_pending + info.num_ack_pending : 0;
+  }
+
+  /** A consumer's info, or null when it does not exist. */
+  async #consumer(stream: string, name: string): Promise<ConsumerInfo | null> {
+    try {
+      return await this.jsm.consumers.info(stream, name);
+    } catch (err) {
+      if (/consumer not found|10014/i.test(String((err as Error).message ?? err))) return null;
+      throw err;
+    }
   }
 }

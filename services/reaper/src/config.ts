@@ -10,6 +10,13 @@ export const ReaperConfig = Type.Object({
     minimum: 0.1,
     description: 'Seconds between reaper cycles (also the reaper lock lifetime).',
   }),
+  ENQUEUE_GRACE: Type.Number({
+    default: 30,
+    minimum: 0.1,
+    maximum: 60,
+    description:
+      'Seconds after which a queued job record whose message is not in the queue is failed with NOT_ENQUEUED (checked while JetStream still remembers the message id, 120 s).',
+  }),
   WORKER_STALE_THRESHOLD: Type.Number({
     default: 120,
     minimum: 0.1,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
@@ -21,6 +22,7 @@ import {
   type WorkerHeartbeat,
 } from '@svc/proto';
 import type { ReaperConfig } from './config.js';
+import { EnqueueCheck } from './enqueue-check.js';
 
 export interface ReaperDeps {
   nc: NatsConnection;
@@ -39,7 +41,8 @@ export interface RunningReaper {
 /**
  * Watches heartbeats. Each cycle, the reaper holding the lock (one per cluster) takes every
  * actor host silent for WORKER_STALE_THRESHOLD: its started jobs fail with WORKER_LOST (never
- * run again), its placed-but-unstarted jobs go back for placement on a live host.
+ * run again), its placed-but-unstarted jobs go back for placement on a live host. It also fails
+ * queued records whose message never reached the queue (`EnqueueCheck`, NOT_ENQUEUED).
  */
 export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promise<RunningReaper> {
   const { nc, log } = deps;
@@ -72,6 +75,21 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // again from the bucket before anything is reaped, so a copy that fell behind (a watch
   // re-created after a node loss) can never make a live host look dead.
   const beats = await KvMirror.start(workers);
+  const notEnqueued = new Counter({
+    name: 'svc_reaper_jobs_not_enqueued_total',
+    help: 'Queued job records whose message never reached the queue, failed with NOT_ENQUEUED.',
+    registers: [registry],
+  });
+  const enqueueCheck = config.JOB_REAPER_ENABLED
+    ? await EnqueueCheck.start(jetstream(nc), lifecycle, {
+        graceMs: config.ENQUEUE_GRACE * 1000,
+        log,
+        onFailed: async (record) => {
+          notEnqueued.inc();
+          await jobs.publishEvent(record).catch(() => undefined);
+        },
+      })
+    : null;
 
   const beatOf = (value: Uint8Array) => decodeJson<WorkerHeartbeat>(value);
   const isStale = (beat: WorkerHeartbeat, cutoff: number) => Date.parse(beat.last_beat) < cutoff;
@@ -129,6 +147,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       reaped.push(beat.host_id);
       hostsReaped.inc();
     }
+    await enqueueCheck?.sweep();
     return reaped;
   }
 
@@ -152,6 +171,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       if (timer) clearInterval(timer);
       await current;
       beats.stop();
+      enqueueCheck?.stop();
       await lock.release().catch(() => undefined);
     },
   };

@@ -16,7 +16,7 @@ import type { TSchema } from 'typebox';
 import type { JobControl } from '../job-control.js';
 import type { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
-import { requestIdOf } from '../http-server.js';
+import { deadlineOf, requestIdOf } from '../http-server.js';
 import { guarded, type Authenticate } from './context.js';
 import {
   ENQUEUE_EXAMPLE,
@@ -113,6 +113,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           requestId: header(req, 'x-request-id'),
           idempotencyKey: header(req, 'x-idempotency-key'),
           source: req.ip,
+          deadline: deadlineOf(req),
           ...(typeof traceparent === 'string' ? { traceparent } : {}),
         });
         return accepted(reply, response.job_id, response);

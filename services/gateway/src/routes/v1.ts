@@ -12,6 +12,7 @@ import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
+import { deadlineOf } from '../http-server.js';
 import { jobQueryHandlers, jobQuerySchemas } from './job-queries.js';
 import { ReplayRequest } from './replay.js';
 import { ACCEPTED, JOB_READ, SUBMIT_EXAMPLE, accepted, header, originOf } from './jobs.js';
@@ -88,6 +89,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         requestId: header(req, 'x-request-id'),
         idempotencyKey: header(req, 'x-idempotency-key'),
         source: req.ip,
+        deadline: deadlineOf(req),
         schema,
         ...(traceparent ? { traceparent } : {}),
       });

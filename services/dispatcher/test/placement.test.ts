@@ -1,0 +1,197 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { WorkerHeartbeat } from '@svc/proto';
+import { Placement, rendezvousScore } from '../src/placement.js';
+
+const LIVENESS_MS = 1000;
+const T0 = Date.parse('2026-01-01T00:00:00Z');
+
+function beat(hostId: string, at: number, draining = false): WorkerHeartbeat {
+  return {
+    host_id: hostId,
+    contexts: ['default'],
+    capacity: 10,
+    busy: 0,
+    active_jobs: 0,
+    started_at: new Date(T0).toISOString(),
+    last_beat: new Date(at).toISOString(),
+    pool_size: 0,
+    pool_hits: 0,
+    pool_misses: 0,
+    draining,
+  };
+}
+
+/** A device whose preferred host (rendezvous) among a and b is `a`. */
+function deviceOn(host: 'a' | 'b'): string {
+  for (let i = 0; ; i++) {
+    const key = `default|10.0.0.${i}|22`;
+    const prefersA = rendezvousScore(key, 'a') > rendezvousScore(key, 'b');
+    if (prefersA === (host === 'a')) return key;
+  }
+}
+
+/** Records of jobs: ended ones are settled (at T0 unless told otherwise). */
+function ledger() {
+  const ended = new Set<string>();
+  const endTimes = new Map<string, number>();
+  return {
+    ended,
+    endTimes,
+    isSettled: (jobId: string) =>
+      Promise.resolve(ended.has(jobId) ? (endTimes.get(jobId) ?? T0) : null),
+  };
+}
+
+test('when a device has jobs not yet ended on a host that went silent, then its next jobs go behind them on that host, not to a live host', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  // `a` stops beating: suspect. j1 has not ended, so j2 must not run elsewhere before it.
+  p.update('b', beat('b', T0 + 5000));
+  const later = T0 + 5000;
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, later),
+    'a',
+  );
+});
+
+test('when a device on a silent host has no job left to end, then it moves to a live host at once', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { ended, isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  ended.add('j1');
+  p.update('b', beat('b', T0 + 5000));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 5000),
+    'b',
+  );
+});
+
+test("when a host is drained, then a device's new job waits until the last of its earlier jobs is handed back, and goes after them to the same host", async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  for (const id of ['j1', 'j2', 'j3']) {
+    assert.equal(await p.place('default', device, { id, handBack: false }, isSettled, T0), 'a');
+  }
+  // The reaper marks `a` draining and hands back j2 and j3 (j1 had started: WORKER_LOST).
+  p.update('a', beat('a', T0, true));
+  const now = T0 + 100;
+  p.update('b', beat('b', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, now),
+    null,
+  );
+  assert.equal(await p.place('default', device, { id: 'j2', handBack: true }, isSettled, now), 'b');
+  p.handedBack(device, { id: 'j2', handBack: true }, 'b');
+  // j3, the last job placed on `a`, is not back yet: j4 still waits.
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, now),
+    null,
+  );
+  assert.equal(await p.place('default', device, { id: 'j3', handBack: true }, isSettled, now), 'b');
+  // Decided but not yet published: j4 still waits.
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, now),
+    null,
+  );
+  p.handedBack(device, { id: 'j3', handBack: true }, 'b');
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, now),
+    'b',
+  );
+});
+
+test('when the last job on a drained host has ended instead of coming back, then the device moves on', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { ended, isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  p.update('a', beat('a', T0, true));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0),
+    null,
+  );
+  ended.add('j1'); // failed WORKER_LOST by the reaper, or cancelled
+  assert.equal(await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0), 'b');
+});
+
+test('when no hand-back comes for the wait limit, then the device moves on rather than waiting for good', async () => {
+  const p = new Placement(LIVENESS_MS, 30_000);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  p.update('a', null);
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0),
+    null,
+  );
+  p.update('b', beat('b', T0 + 31_000));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 31_000),
+    'b',
+  );
+});
+
+test('when the preferred host of an idle device comes back, then its next job goes there once its warm session has surely closed', async () => {
+  const IDLE_MS = 300_000;
+  const p = new Placement(LIVENESS_MS, 60_000, IDLE_MS);
+  const { ended, isSettled } = ledger();
+  const device = deviceOn('a');
+  // `a` is down at first: the device starts on `b`.
+  p.update('b', beat('b', T0));
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'b');
+  p.update('a', beat('a', T0 + 1000));
+  p.update('b', beat('b', T0 + 1000));
+  // j1 still running: the device stays (order, one session).
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 1000),
+    'b',
+  );
+  ended.add('j2');
+  // Ended, but `b` may still hold a warm session for it: stays.
+  const soon = T0 + 20_000;
+  p.update('a', beat('a', soon));
+  p.update('b', beat('b', soon));
+  assert.equal(
+    await p.place('default', device, { id: 'j3', handBack: false }, isSettled, soon),
+    'b',
+  );
+  ended.add('j3');
+  const later = T0 + IDLE_MS + 30_000;
+  p.update('a', beat('a', later));
+  p.update('b', beat('b', later));
+  assert.equal(
+    await p.place('default', device, { id: 'j4', handBack: false }, isSettled, later),
+    'a',
+  );
+});
+
+test('when rebalancing is off, then a device stays on its host while that host is live', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { ended, isSettled } = ledger();
+  const device = deviceOn('a');
+  p.update('b', beat('b', T0));
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'b');
+  ended.add('j1');
+  const later = T0 + 10_000_000;
+  p.update('a', beat('a', later));
+  p.update('b', beat('b', later));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, later),
+    'b',
+  );
+});

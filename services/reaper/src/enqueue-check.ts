@@ -1,0 +1,163 @@
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import {
+  ErrorCode,
+  Headers,
+  JOBS_DUPLICATE_WINDOW_SECONDS,
+  Subjects,
+  SvcError,
+  type JobLifecycle,
+  type JobRecord,
+  type Logger,
+} from '@svc/proto';
+
+/** Safety margin before the duplicate window ends: past it, a probe proves nothing. */
+const WINDOW_MARGIN_MS = 15_000;
+
+/** A record never written again since its creation: the job is still `queued`. */
+interface Fresh {
+  revision: number;
+  createdAt: number;
+}
+
+/**
+ * Finds job records that were created but whose envelope never reached `SVC_JOBS` (a gateway
+ * killed between its two writes, or whose publish failed and whose rollback did not reach the
+ * store), and fails them with NOT_ENQUEUED.
+ *
+ * Candidates come from a headers-only ordered consumer of the `svc-jobs` bucket's stream: an
+ * entry written with `Nats-Expected-Last-Subject-Sequence: 0` is a record's creation, and any
+ * later entry of the key (start, end, cancel, delete) takes it off the list. A candidate older
+ * than ENQUEUE_GRACE is probed by publishing an empty message with the job id as message id on
+ * its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
+ * was consumed since) and stores nothing; otherwise the probe is stored (the dispatcher drops
+ * it), which also makes the stream drop the envelope should it still arrive, and the job is
+ * failed by compare-and-set from `queued`. This holds only within the stream's duplicate window
+ * (120 s): records older than that are no longer checked.
+ */
+export class EnqueueCheck {
+  readonly #fresh = new Map<string, Fresh>();
+  #stopped = false;
+
+  private constructor(
+    private readonly js: JetStreamClient,
+    private readonly lifecycle: JobLifecycle,
+    private readonly graceMs: number,
+    private readonly log: Logger,
+    private readonly onFailed: (record: JobRecord) => Promise<void>,
+  ) {}
+
+  static async start(
+    js: JetStreamClient,
+    lifecycle: JobLifecycle,
+    options: {
+      graceMs: number;
+      log: Logger;
+      /** Told of each job failed here (events, audit). */
+      onFailed: (record: JobRecord) => Promise<void>;
+    },
+  ): Promise<EnqueueCheck> {
+    const check = new EnqueueCheck(js, lifecycle, options.graceMs, options.log, options.onFailed);
+    await check.#follow();
+    return check;
+  }
+
+  stop(): void {
+    this.#stopped = true;
+  }
+
+  async #follow(): Promise<void> {
+    const bucket = this.lifecycle.jobs.kv;
+    const stream = `KV_${(await bucket.status()).bucket}`;
+    const prefix = `$KV.${(await bucket.status()).bucket}.`;
+    // The keys written within the window: each key's last entry, then every new one.
+    const since = new Date(Date.now() - JOBS_DUPLICATE_WINDOW_SECONDS * 1000).toISOString();
+    const consumer = await this.js.consumers.get(stream, {
+      headers_only: true,
+      opt_start_time: since,
+    });
+    const messages = await consumer.consume();
+    void (async () => {
+      for await (const m of messages) {
+        if (this.#stopped) break;
+        this.#note(m, prefix);
+      }
+    })().catch((err: unknown) => this.log.warn({ err }, 'enqueue check: record feed ended'));
+    const stop = this.stop.bind(this);
+    this.stop = () => {
+      stop();
+      void messages.close();
+    };
+  }
+
+  #note(m: JsMsg, prefix: string): void {
+    const key = m.subject.slice(prefix.length);
+    const created =
+      !m.headers?.get('KV-Operation') &&
+      m.headers?.get('Nats-Expected-Last-Subject-Sequence') === '0';
+    if (created) {
+      this.#fresh.set(key, {
+        revision: m.seq,
+        createdAt: Math.floor(m.info.timestampNanos / 1_000_000),
+      });
+    } else {
+      this.#fresh.delete(key);
+    }
+  }
+
+  /** Probes the records queued longer than the grace; returns the jobs failed. */
+  async sweep(now = Date.now()): Promise<string[]> {
+    const failed: string[] = [];
+    const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + WINDOW_MARGIN_MS;
+    for (const [jobId, fresh] of [...this.#fresh]) {
+      if (fresh.createdAt < oldest) {
+        this.#fresh.delete(jobId);
+        continue;
+      }
+      if (now - fresh.createdAt < this.graceMs) continue;
+      try {
+        if (await this.#check(jobId, fresh)) failed.push(jobId);
+      } catch (err) {
+        // The store did not answer: tried again next cycle while the window lasts.
+        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
+      }
+    }
+    return failed;
+  }
+
+  /** True when the job's envelope was never stored and the job was failed. */
+  async #check(jobId: string, fresh: Fresh): Promise<boolean> {
+    const stored = await this.lifecycle.jobs.get(jobId);
+    const record = stored?.record;
+    if (!stored || stored.archived || stored.revision !== fresh.revision || !record) {
+      this.#fresh.delete(jobId);
+      return false;
+    }
+    // A batch job of a later wave is queued with its envelope held in `svc-batches` until the
+    // wave is released: no envelope yet is its normal state.
+    if (record.status !== 'queued' || record.batch_id != null) {
+      this.#fresh.delete(jobId);
+      return false;
+    }
+    const h = natsHeaders();
+    h.set(Headers.enqueueProbe, '1');
+    const ack = await this.js.publish(Subjects.jobs(record.spec.context), new Uint8Array(), {
+      msgID: jobId,
+      headers: h,
+    });
+    this.#fresh.delete(jobId);
+    if (ack.duplicate) return false;
+    const ended = await this.lifecycle.fail(
+      jobId,
+      'queued',
+      new SvcError(
+        ErrorCode.NOT_ENQUEUED,
+        'the job was recorded but its message never reached the queue; it did not run',
+      ),
+    );
+    if (!ended) return false;
+    this.log.warn({ job_id: jobId }, 'failed a job whose message never reached the queue');
+    await this.onFailed(ended);
+    return true;
+  }
+}

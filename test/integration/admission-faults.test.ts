@@ -1,0 +1,185 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { startDevice } from '@svc/test/support';
+import { Buckets, connectNats } from '@svc/proto';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  type HttpAnswer,
+} from '../harness/mod.js';
+
+/** Sends until the answer is not a 503 (a client retrying a refused request, as SPEC asks). */
+async function untilAccepted(send: () => Promise<HttpAnswer>): Promise<HttpAnswer> {
+  for (;;) {
+    const a = await send();
+    if (a.status !== 503) return a;
+    assert.ok(a.headers['retry-after'], 'a 503 carries Retry-After');
+  }
+}
+
+test('when an idempotency key points at a job that has no record (a refused attempt left it), then the retry is admitted as a new job that runs', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // A short admission bound: the retry may take the key over once the attempt that left it
+  // can no longer write its record.
+  const stack = await startInProcessStack(nats.url, { env: { STORE_TIMEOUT: '1' } });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = (key: string, command: string) =>
+    http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      headers: { 'x-idempotency-key': key },
+      body: { host: '127.0.0.1', port: device.port, commands: [command] },
+    });
+  // A first job with the key: the only key in svc-idem is the one this caller's header maps to.
+  const key = `k-${randomUUID()}`;
+  const first = await submit(key, 'show version');
+  assert.equal(first.status, 202, first.text);
+  assert.equal((await waitForJob(stack.url, first.json.job_id, auth)).json.status, 'finished');
+  const idem = await new Kvm(jetstream(nc)).open(Buckets.idempotency);
+  const keys: string[] = [];
+  for await (const k of await idem.keys()) keys.push(k);
+  assert.equal(keys.length, 1);
+  // What an attempt refused after it claimed the key leaves: the key, and no record of its job.
+  const ghost = randomUUID();
+  await idem.put(keys[0]!, new TextEncoder().encode(ghost));
+
+  const retry = await untilAccepted(() => submit(key, 'show version'));
+  assert.equal(retry.status, 202, retry.text);
+  assert.notEqual(retry.json.job_id, ghost, 'never a 202 for a job that has no record');
+  assert.equal(retry.json.idempotent, false, 'the retry ran the whole admission');
+  const done = await waitForJob(stack.url, retry.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  // The key now names the job that ran: a second retry is an idempotent repeat of it.
+  const again = await submit(key, 'show version');
+  assert.equal(again.status, 202, again.text);
+  assert.equal(again.json.job_id, retry.json.job_id);
+  assert.equal(again.json.idempotent, true);
+});
+
+test('when the NATS server is frozen (SIGSTOP), then submissions and reads get 503 with Retry-After within STORE_TIMEOUT, not the client timeout', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  const stack = await startInProcessStack(nats.url, { env: { STORE_TIMEOUT: '2' } });
+  let frozen = false;
+  t.after(async () => {
+    if (frozen) process.kill(nats.pid!, 'SIGCONT');
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  const body = { host: '127.0.0.1', port: device.port, commands: ['show version'] };
+  const first = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body });
+  assert.equal(first.status, 202, first.text);
+  await waitForJob(stack.url, first.json.job_id, auth);
+
+  process.kill(nats.pid!, 'SIGSTOP');
+  frozen = true;
+  // A client that gives up after 10 s, as the ones that found this did: the answer comes first.
+  const client = { ...auth, timeoutMs: 10_000 };
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...client,
+    headers: { 'x-idempotency-key': `k-${randomUUID()}` },
+    body,
+  });
+  assert.equal(submitted.status, 503, submitted.text);
+  assert.equal(submitted.headers['retry-after'], '10');
+  assert.equal(typeof submitted.json.message, 'string');
+  const read = await http('GET', `${stack.url}/v2/send-command/${first.json.job_id}`, client);
+  assert.equal(read.status, 503, read.text);
+  assert.equal(read.headers['retry-after'], '10');
+
+  process.kill(nats.pid!, 'SIGCONT');
+  frozen = false;
+  const after = await untilAccepted(() =>
+    http('POST', `${stack.url}/v2/send-command`, { ...auth, body }),
+  );
+  assert.equal(after.status, 202, after.text);
+  assert.equal((await waitForJob(stack.url, after.json.job_id, auth)).json.status, 'finished');
+});
+
+test('when the jobs stream holds messages no consumer waits on, then health, metrics and contexts report the jobs waiting, not the message count', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  const stack = await startInProcessStack(nats.url, { env: { MAX_QUEUE_DEPTH: '1' } });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  // Messages that no dispatcher will ever take (a context no longer served): the stream
+  // counts them, like a replica that kept messages its leader had removed; nobody waits on them.
+  for (let i = 0; i < 3; i++) {
+    await jetstream(nc).publish('svc.jobs.retired', new TextEncoder().encode('{}'));
+  }
+  const health = await http('GET', `${stack.url}/healthcheck`);
+  assert.equal(health.json.components.queue.depth, 0, health.text);
+  const metrics = await http('GET', `${stack.url}/metrics`);
+  assert.match(metrics.text, /^svc_queue_depth 0$/m);
+  const contexts = await http('GET', `${stack.url}/v2/contexts`, auth);
+  assert.equal(contexts.status, 200, contexts.text);
+  assert.equal(contexts.json.contexts[0].queue_depth, 0, contexts.text);
+  // Admission under MAX_QUEUE_DEPTH=1 sees the same empty queue.
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(a.status, 202, a.text);
+  assert.equal((await waitForJob(stack.url, a.json.job_id, auth)).json.status, 'finished');
+});
+
+test('when a queued record has no message (a gateway died between the two writes), then the reaper fails it with NOT_ENQUEUED and leaves queued jobs that have one', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  // No actor host: a job that has its message stays queued.
+  const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const waiting = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(waiting.status, 202, waiting.text);
+  // The record a gateway writes first, without the envelope it would have published next.
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  const model = await kv.get(waiting.json.job_id);
+  const ghost = randomUUID();
+  const record = {
+    ...(JSON.parse(new TextDecoder().decode(model!.value)) as Record<string, unknown>),
+    job_id: ghost,
+    enqueued_at: new Date().toISOString(),
+  };
+  await kv.create(ghost, new TextEncoder().encode(JSON.stringify(record)));
+
+  const ended = await waitForJob(stack.url, ghost, auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  // The job with a message, older than the ghost, was looked at by the same sweeps: untouched.
+  const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
+  assert.equal(still.json.status, 'queued', still.text);
+});
