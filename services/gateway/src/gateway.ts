@@ -15,6 +15,7 @@ import {
   deviceNetworkPolicy,
   ensureTopology,
   loadDriverDir,
+  renamedLogger,
   webhookNetworkPolicy,
   topologyFrom,
   type Logger,
@@ -287,14 +288,15 @@ export async function startGateway(
 
   const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log);
   const servers: FastifyInstance[] = [];
-  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT });
+  const accessLog = renamedLogger(log, 'svc.access');
+  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT, accessLog });
   await register(https);
   servers.push(https);
   await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND || '0.0.0.0' });
   const httpsUrl = urlOf(https, 'https');
   let httpUrl: string | null = null;
   if (config.SVC_HTTP_PORT >= 0) {
-    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT });
+    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT, accessLog });
     await register(http);
     servers.push(http);
     // Plain HTTP carries credentials in clear: loopback only unless SVC_BIND says otherwise.
