@@ -108,6 +108,7 @@ export type { ConfigCheck } from './config-loader.js';
 export { SharedSettings, topologyFrom } from './shared-config.js';
 export {
   connectNats,
+  publicNatsUrl,
   compareVersions,
   natsAuthOptions,
   MIN_SERVER_VERSION,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '@svc/proto';
 import type { TlsMaterial } from './tls.js';
 
@@ -44,7 +44,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // two lines per request: the access line below is written instead.
   const common = {
     ...(options.accessLog ? { loggerInstance: options.accessLog } : { logger: false }),
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     return503OnClosing: true,
   };

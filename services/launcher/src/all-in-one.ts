@@ -139,7 +139,7 @@ async function startParts(
     connectNats(natsUrl, 'svc-reaper', reaperConfig),
     connectNats(natsUrl, 'svc-dispatcher', dispatcherConfig),
     connectNats(natsUrl, 'svc-device-actor', actorConfig),
-    connectNats(natsUrl, 'svc-gateway', gatewayConfig),
+    connectNats(natsUrl, 'svc-gateway', gatewayConfig, options.log('launcher')),
   ]);
   started.push({
     stop: () => Promise.all(connections.map((nc) => nc.drain().catch(() => undefined))).then(),
