@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
@@ -42,6 +43,8 @@ export interface AllInOne {
    * nats-server; null when NATS_URL named a server.
    */
   natsCredentialsFile: string | null;
+  /** The file with the generated admin secret; null when SVC_ADMIN_SECRET was given. */
+  adminSecretFile: string | null;
   stop(): Promise<void>;
 }
 
@@ -120,6 +123,13 @@ async function startParts(
     }
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);
+  // Key management works from the first start: the `svc` CLI and svc-mcp read the secret from
+  // the data dir for a loopback service URL (docs/cli.md).
+  let adminSecretFile: string | null = null;
+  if (!env['SVC_ADMIN_SECRET']) {
+    adminSecretFile = join(options.dataDir, ADMIN_SECRET_FILE);
+    env['SVC_ADMIN_SECRET'] = await localAdminSecret(adminSecretFile);
+  }
   const envOf = (service: ServiceName) => ({ ...env, ...natsAuth[service] });
 
   const gatewayConfig = loadGatewayConfig(envOf('gateway'));
@@ -176,6 +186,7 @@ async function startParts(
     httpUrl: gateway.httpUrl,
     natsUrl,
     natsCredentialsFile,
+    adminSecretFile,
     async stop() {
       // Newest first: gateway, actor, dispatcher, reaper, NATS connections, tracing, nats-server.
       for (const part of started.slice().reverse()) await part.stop();
@@ -215,6 +226,20 @@ function checkSettings(env: Readonly<Record<string, string | undefined>>): void 
     problems.add(`SVC_ENCRYPTION_KEY: ${err instanceof Error ? err.message : 'malformed'}`);
   }
   if (problems.size > 0) throw new ConfigError([...problems]);
+}
+
+/** The admin secret file in the data dir (`SVC_ADMIN_SECRET=…`, mode 0600). */
+export const ADMIN_SECRET_FILE = 'admin.env';
+
+async function localAdminSecret(file: string): Promise<string> {
+  if (existsSync(file)) {
+    const found = /^SVC_ADMIN_SECRET=(\S+)$/m.exec(await readFile(file, 'utf8'))?.[1];
+    if (found) return found;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await writeFile(file, `SVC_ADMIN_SECRET=${secret}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // whatever the umask, and for a file that was there
+  return secret;
 }
 
 async function localKey(dataDir: string): Promise<string> {

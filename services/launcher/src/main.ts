@@ -55,6 +55,12 @@ try {
       `svc NATS: ${svc.natsUrl} (credentials: ${svc.natsCredentialsFile}; events: user "events", subject "svc.events.>")\n`,
     );
   }
+  // The secret stays in the file: `svc keys` and svc-mcp read it there for a loopback URL.
+  if (svc.adminSecretFile && !stopping) {
+    process.stdout.write(
+      `svc admin secret: ${svc.adminSecretFile} (SVC_ADMIN_SECRET; read by \`svc keys\` on this machine)\n`,
+    );
+  }
 } catch (err) {
   if (!stopping) exitOnStartFailure(process, log, 'svc', err);
 }
