@@ -51,7 +51,26 @@ export function createLogger(
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     mixin: activeTraceIds,
   };
-  return destination ? pino(options, destination) : pino(options);
+  const log = destination ? pino(options, destination) : pino(options);
+  origins.set(log, { service, level, destination });
+  return log;
+}
+
+/** How each root logger was made, so that a logger of another name can share its output. */
+const origins = new WeakMap<
+  Logger,
+  { service: string; level: string; destination?: pino.DestinationStream }
+>();
+
+/**
+ * A logger like `log` (same service, level and destination) under another logger name, e.g.
+ * `svc.access` beside `svc.gateway`. A child logger cannot rename: pino would write the name
+ * twice. A logger not made by createLogger is returned as it is.
+ */
+export function renamedLogger(log: Logger, loggerName: string): Logger {
+  const origin = origins.get(log);
+  if (!origin) return log;
+  return createLogger(origin.service, origin.level, origin.destination, loggerName);
 }
 
 export type { Logger };

@@ -101,13 +101,14 @@ export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } fro
 export type { StoredRecord } from './job-store.js';
 export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';
 export type { StoredResults } from './job-results.js';
-export { createLogger, REDACT_PATHS } from './logging.js';
+export { createLogger, renamedLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';
 export { loadConfig, ConfigError } from './config-loader.js';
 export type { ConfigCheck } from './config-loader.js';
 export { SharedSettings, topologyFrom } from './shared-config.js';
 export {
   connectNats,
+  publicNatsUrl,
   compareVersions,
   natsAuthOptions,
   MIN_SERVER_VERSION,

@@ -6,6 +6,11 @@ import {
   type NatsConnection,
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
+import type { Logger } from './logging.js';
+
+/** How often a wait for NATS is reported again (the first report comes after WAIT_FIRST_MS). */
+export const WAIT_REPEAT_SECONDS = 15;
+const WAIT_FIRST_MS = 1000;
 
 /** Oldest nats-server the service runs on (Debian bookworm ships 2.9.10). */
 export const MIN_SERVER_VERSION = '2.9.0';
@@ -18,26 +23,63 @@ export async function connectNats(
   url: string,
   name: string,
   credentials: NatsCredentials = {},
+  log?: Logger,
 ): Promise<NatsConnection> {
-  const nc = await connect({
-    ...natsAuthOptions(credentials),
-    servers: url.split(',').map((s) => s.trim()),
-    name,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 250,
-    // Without this the first connect fails at once when the server is still starting.
-    waitOnFirstConnect: true,
-    timeout: 10_000,
-    // Async traces build an Error (with a stack) for every request in case it fails: measured
-    // at about 1 ms of CPU per job on an actor host. Errors still carry their message and code.
-    noAsyncTraces: true,
-  });
+  // A first connect that takes long says so, and again until it ends: a silent wait looks like
+  // a hang. The URL is logged without the credentials a URL may carry.
+  const natsUrl = publicNatsUrl(url);
+  const started = Date.now();
+  let waited = false;
+  const report = () => {
+    waited = true;
+    log?.warn(
+      {
+        nats_url: natsUrl,
+        waited_seconds: Math.round((Date.now() - started) / 1000),
+        repeat_seconds: WAIT_REPEAT_SECONDS,
+      },
+      `waiting for NATS at ${natsUrl}`,
+    );
+  };
+  let repeat: NodeJS.Timeout | undefined;
+  const first = setTimeout(() => {
+    report();
+    repeat = setInterval(report, WAIT_REPEAT_SECONDS * 1000);
+  }, WAIT_FIRST_MS);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      ...natsAuthOptions(credentials),
+      servers: url.split(',').map((s) => s.trim()),
+      name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      // Without this the first connect fails at once when the server is still starting.
+      waitOnFirstConnect: true,
+      timeout: 10_000,
+      // Async traces build an Error (with a stack) for every request in case it fails: measured
+      // at about 1 ms of CPU per job on an actor host. Errors still carry their message and code.
+      noAsyncTraces: true,
+    });
+  } finally {
+    clearTimeout(first);
+    clearInterval(repeat);
+  }
+  if (waited) log?.info({ nats_url: natsUrl }, `connected to NATS at ${natsUrl}`);
   const version = nc.info?.version ?? '0.0.0';
   if (compareVersions(version, MIN_SERVER_VERSION) < 0) {
     await nc.close();
     throw new Error(`nats-server ${version} is older than the required ${MIN_SERVER_VERSION}`);
   }
   return nc;
+}
+
+/** The server list of a NATS URL setting without user names, passwords or tokens in it. */
+export function publicNatsUrl(url: string): string {
+  return url
+    .split(',')
+    .map((s) => s.trim().replace(/^([a-z]+:\/\/)?[^@/]*@/i, '$1'))
+    .join(',');
 }
 
 export function compareVersions(a: string, b: string): number {

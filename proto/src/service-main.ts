@@ -47,6 +47,11 @@ export async function runServiceMain<
     service: string;
     loadConfig: (env: Readonly<Record<string, string | undefined>>) => C;
     needsSealer: boolean;
+    /**
+     * Runs before the NATS connection is attempted (the gateway opens its listeners to answer
+     * 503 meanwhile); its `ended` runs once NATS is up and gives the settings to start with.
+     */
+    whileWaiting?: (config: C, log: Logger) => Promise<{ ended(): Promise<C> }>;
     start: (config: C, deps: ServiceDeps) => Promise<{ stop(): Promise<void> }>;
   },
 ): Promise<void> {
@@ -65,8 +70,14 @@ export async function runServiceMain<
         log,
       );
     }
-    const nc = await connectNats(config.NATS_URL, `svc-${options.service}`, config);
-    const running = await options.start(config, { nc, log, sealer, metrics });
+    const waiting = await options.whileWaiting?.(config, log);
+    const nc = await connectNats(config.NATS_URL, `svc-${options.service}`, config, log);
+    const running = await options.start((await waiting?.ended()) ?? config, {
+      nc,
+      log,
+      sealer,
+      metrics,
+    });
     stopOnSignals(proc, log, async () => {
       await running.stop();
       await metricsServer?.stop();

@@ -47,6 +47,12 @@ export const HealthRecord = Type.Object(
       }),
       failed_jobs: Type.Integer(),
     }),
+    message: Type.Optional(
+      Type.String({
+        description:
+          'When degraded: what the gateway waits for, e.g. `waiting for NATS at nats://host:4222` (additive).',
+      }),
+    ),
   },
   { $id: 'HealthRecord' },
 );

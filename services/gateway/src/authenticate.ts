@@ -8,7 +8,7 @@ import {
   type Caller,
 } from './caller.js';
 import { HttpError } from './http-errors.js';
-import { requestIdOf } from './http-server.js';
+import { noteCaller, requestIdOf } from './http-server.js';
 import { endpointOf } from './http-tracing.js';
 
 export interface AuthenticatorDeps {
@@ -51,6 +51,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       misses.set(req, () =>
         limits.fail({ ...attempt, caller: caller.id, reason: 'job of another credential' }),
       );
+      noteCaller(req, caller.id);
       return caller;
     }
     const token = parseBearer(header);
@@ -58,7 +59,10 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       const attempt = attemptOf(req, null);
       await limits.check(attempt.source, null, attempt);
       const caller = await deps.resolveBearer(token);
-      if (caller) return caller;
+      if (caller) {
+        noteCaller(req, caller.id);
+        return caller;
+      }
       await limits.fail({ ...attempt, reason: 'invalid, expired or revoked API key' });
       throw new HttpError(401, 'invalid, expired or revoked API key', {
         'WWW-Authenticate': 'Bearer',

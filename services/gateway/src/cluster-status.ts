@@ -66,6 +66,7 @@ export class ClusterStatus {
           workers: { status: 'unhealthy', count: 0, active_jobs: 0 },
           failed_jobs: 0,
         },
+        message: 'NATS does not answer',
       };
     }
     const [workers, depth, failed] = await Promise.all([

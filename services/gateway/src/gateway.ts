@@ -15,6 +15,7 @@ import {
   deviceNetworkPolicy,
   ensureTopology,
   loadDriverDir,
+  renamedLogger,
   webhookNetworkPolicy,
   topologyFrom,
   type Logger,
@@ -54,7 +55,7 @@ import { ReplayRequest, registerReplayRoutes } from './routes/replay.js';
 import { registerStreamRoutes } from './routes/streams.js';
 import { SseStreams } from './sse.js';
 import { registerV1Routes } from './routes/v1.js';
-import { loadTls } from './tls.js';
+import { loadTls, type TlsMaterial } from './tls.js';
 
 export interface GatewayDeps {
   nc: NatsConnection;
@@ -66,6 +67,8 @@ export interface GatewayDeps {
    * among its services). Absent: a registry of the gateway's own, with the default metrics.
    */
   metrics?: MetricsRegistry;
+  /** The certificate to serve (the one the listeners waiting for NATS served); else loaded. */
+  tls?: TlsMaterial;
   /** Told of every route each HTTP server registers (tests compare them with the document). */
   onRoute?: (route: { method: string; url: string }) => void;
 }
@@ -286,17 +289,29 @@ export async function startGateway(
     });
   };
 
-  const tls = await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log);
+  const tls =
+    deps.tls ?? (await loadTls(config.SVC_TLS_CERT, config.SVC_TLS_KEY, config.SVC_DATA_DIR, log));
   const servers: FastifyInstance[] = [];
   const storeTimeoutMs = config.STORE_TIMEOUT * 1000;
-  const https = createHttpServer({ tls, bodyLimit: config.SVC_BODY_LIMIT, storeTimeoutMs });
+  const accessLog = renamedLogger(log, 'svc.access');
+  const https = createHttpServer({
+    tls,
+    bodyLimit: config.SVC_BODY_LIMIT,
+    storeTimeoutMs,
+    accessLog,
+  });
   await register(https);
   servers.push(https);
   await https.listen({ port: config.SVC_PORT, host: config.SVC_BIND || '0.0.0.0' });
   const httpsUrl = urlOf(https, 'https');
   let httpUrl: string | null = null;
   if (config.SVC_HTTP_PORT >= 0) {
-    const http = createHttpServer({ tls: null, bodyLimit: config.SVC_BODY_LIMIT, storeTimeoutMs });
+    const http = createHttpServer({
+      tls: null,
+      bodyLimit: config.SVC_BODY_LIMIT,
+      storeTimeoutMs,
+      accessLog,
+    });
     await register(http);
     servers.push(http);
     // Plain HTTP carries credentials in clear: loopback only unless SVC_BIND says otherwise.
@@ -320,7 +335,8 @@ export async function startGateway(
   };
 }
 
-function urlOf(app: FastifyInstance, scheme: string): string {
+/** The URL a local client reaches a listener at (a wildcard bind is reached on loopback). */
+export function urlOf(app: FastifyInstance, scheme: string): string {
   const addr = app.server.address();
   if (!addr || typeof addr === 'string') return `${scheme}://127.0.0.1`;
   const host = addr.address === '0.0.0.0' || addr.address === '::' ? '127.0.0.1' : addr.address;

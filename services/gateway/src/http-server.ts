@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
+import type { Logger } from '@svc/proto';
 import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
@@ -25,6 +26,16 @@ export function deadlineOf(req: FastifyRequest): number {
   return deadlines.get(req) ?? Number.POSITIVE_INFINITY;
 }
 
+const callers = new WeakMap<FastifyRequest, string>();
+
+/** Scrapes by probes and Prometheus: logged at debug, they would drown the rest at info. */
+const SCRAPES = new Set(['/healthcheck', '/v2/healthcheck', '/metrics']);
+
+/** Names the authenticated caller of a request in its access-log line (see `createHttpServer`). */
+export function noteCaller(req: FastifyRequest, callerId: string): void {
+  callers.set(req, callerId);
+}
+
 /** The correlation id of a request: its X-Request-ID when a UUID v4, else a fresh one. */
 export function requestIdOf(req: FastifyRequest): string {
   return requestIds.get(req) ?? 'unknown';
@@ -39,6 +50,11 @@ export interface HttpServerOptions {
    * replies) are not bounded. None when absent.
    */
   storeTimeoutMs?: number;
+  /**
+   * The access log (logger `svc.access`): one line per request once its answer is sent or the
+   * connection closes. Absent: no access log (the OpenAPI document builder).
+   */
+  accessLog?: Logger;
 }
 
 /**
@@ -51,18 +67,20 @@ export interface HttpServerOptions {
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Both variants share one shape once built; the cast only merges their generic types.
+  // Fastify's own request lines would log the request headers (Authorization among them) and
+  // two lines per request: the access line below is written instead.
+  const common = {
+    ...(options.accessLog ? { loggerInstance: options.accessLog } : { logger: false }),
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: options.bodyLimit,
+    return503OnClosing: true,
+  };
   const app = (options.tls
     ? Fastify({
-        logger: false,
-        bodyLimit: options.bodyLimit,
-        return503OnClosing: true,
+        ...common,
         https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' },
       })
-    : Fastify({
-        logger: false,
-        bodyLimit: options.bodyLimit,
-        return503OnClosing: true,
-      })) as unknown as FastifyInstance;
+    : Fastify(common)) as unknown as FastifyInstance;
   // Route schemas document the API (the OpenAPI document is generated from them); the routes
   // validate input themselves through the same proto schemas, to answer bad JSON and bad fields
   // with one 422 body, and answers are sent as built. So Fastify compiles nothing from them.
@@ -92,6 +110,28 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       }, bound);
       timer.unref();
       reply.raw.once('close', () => clearTimeout(timer));
+    }
+    const log = options.accessLog;
+    if (log) {
+      const started = performance.now();
+      // On the raw response's close: hijacked (SSE) and aborted answers are logged too.
+      reply.raw.once('close', () => {
+        const path = req.url.split('?')[0] ?? '';
+        const sentId = reply.raw.getHeader('X-Request-ID');
+        const fields = {
+          method: req.method,
+          // Without the query string: a client may put a secret there.
+          path,
+          status: reply.raw.statusCode,
+          duration_ms: Math.round((performance.now() - started) * 10) / 10,
+          request_id: typeof sentId === 'string' ? sentId : id,
+          caller: callers.get(req) ?? null,
+          source_ip: req.ip,
+          ...(reply.raw.writableFinished ? {} : { aborted: true }),
+        };
+        if (SCRAPES.has(path)) log.debug(fields, 'request');
+        else log.info(fields, 'request');
+      });
     }
     done();
   });

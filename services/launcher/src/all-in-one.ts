@@ -1,10 +1,18 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
-import { Sealer, connectNats, createMetricsRegistry, startTracing, type Logger } from '@svc/proto';
+import {
+  ConfigError,
+  Sealer,
+  connectNats,
+  createMetricsRegistry,
+  startTracing,
+  type Logger,
+} from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
 import {
   installAccounts,
@@ -19,6 +27,11 @@ export interface AllInOneOptions {
   /** Where the local nats-server and the generated encryption key live. */
   dataDir: string;
   log: (service: string) => Logger;
+  /**
+   * Told of the local nats-server as soon as it runs: the caller stops it on the exit paths
+   * this function cannot see (a signal while starting, a crash).
+   */
+  onNatsServer?: (server: NatsServerProcess) => void;
 }
 
 export interface AllInOne {
@@ -30,6 +43,8 @@ export interface AllInOne {
    * nats-server; null when NATS_URL named a server.
    */
   natsCredentialsFile: string | null;
+  /** The file with the generated admin secret; null when SVC_ADMIN_SECRET was given. */
+  adminSecretFile: string | null;
   stop(): Promise<void>;
 }
 
@@ -50,11 +65,33 @@ type ServiceName = keyof typeof SERVICE_USERS;
  * generated passwords (kept in the data dir, mode 0600): a program on the same machine gets no
  * further without them than the `events` user allows. With NATS_URL the given server and the
  * NATS_* credential settings are used as they are.
+ *
+ * Every setting is checked before anything is spawned, and a start that fails stops what it
+ * had started, the nats-server included: a failed start leaves no process behind.
  */
 export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const env: Record<string, string | undefined> = { ...options.env };
+  // The laptop demo talks to the simulator on loopback (README), which the production default
+  // refuses: allow loopback here, and any other address as by default.
+  env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
+  env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
+  checkSettings(env);
   await mkdir(options.dataDir, { recursive: true });
-  let nats: NatsServerProcess | null = null;
+  // What is running so far, stopped newest first when a later part fails.
+  const started: { stop(): Promise<void> }[] = [];
+  try {
+    return await startParts(options, env, started);
+  } catch (err) {
+    for (const part of started.reverse()) await part.stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function startParts(
+  options: AllInOneOptions,
+  env: Record<string, string | undefined>,
+  started: { stop(): Promise<void> }[],
+): Promise<AllInOne> {
   let natsCredentialsFile: string | null = null;
   // Each service's own NATS user on the local server; nothing added for a given NATS_URL.
   const natsAuth: Partial<Record<ServiceName, Record<string, string>>> = {};
@@ -63,7 +100,7 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     const natsDir = join(options.dataDir, 'nats');
     const users = await localNatsUsers(options.dataDir);
     natsCredentialsFile = users.file;
-    nats = await NatsServerProcess.start({
+    const nats = await NatsServerProcess.start({
       bin,
       dataDir: natsDir,
       extraConfig: await installAccounts(natsDir),
@@ -71,6 +108,8 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
         Object.entries(users.passwords).map(([u, p]) => [passwordVariable(u as LocalNatsUser), p]),
       ),
     });
+    started.push(nats);
+    options.onNatsServer?.(nats);
     env['NATS_URL'] = nats.url;
     for (const [service, user] of Object.entries(SERVICE_USERS) as [ServiceName, LocalNatsUser][]) {
       // Only user and password: any other NATS_* method in the shell would contradict them.
@@ -84,10 +123,13 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     }
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);
-  // The laptop demo talks to the simulator on loopback (README), which the production default
-  // refuses: allow loopback here, and any other address as by default.
-  env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
-  env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
+  // Key management works from the first start: the `svc` CLI and svc-mcp read the secret from
+  // the data dir for a loopback service URL (docs/cli.md).
+  let adminSecretFile: string | null = null;
+  if (!env['SVC_ADMIN_SECRET']) {
+    adminSecretFile = join(options.dataDir, ADMIN_SECRET_FILE);
+    env['SVC_ADMIN_SECRET'] = await localAdminSecret(adminSecretFile);
+  }
   const envOf = (service: ServiceName) => ({ ...env, ...natsAuth[service] });
 
   const gatewayConfig = loadGatewayConfig(envOf('gateway'));
@@ -96,6 +138,7 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const reaperConfig = loadReaperConfig(envOf('reaper'));
   // One SDK per process: every service in it shares the gateway's OTEL_* settings.
   const tracing = await startTracing(gatewayConfig, 'all-in-one');
+  started.push(tracing);
   // One registry too, served by the gateway's /metrics: the services' collectors have distinct
   // names, and the process metrics are this one process's.
   const metrics = createMetricsRegistry('all-in-one', gatewayConfig.SVC_BUILD_COMMIT);
@@ -106,46 +149,97 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     connectNats(natsUrl, 'svc-reaper', reaperConfig),
     connectNats(natsUrl, 'svc-dispatcher', dispatcherConfig),
     connectNats(natsUrl, 'svc-device-actor', actorConfig),
-    connectNats(natsUrl, 'svc-gateway', gatewayConfig),
+    connectNats(natsUrl, 'svc-gateway', gatewayConfig, options.log('launcher')),
   ]);
+  started.push({
+    stop: () => Promise.all(connections.map((nc) => nc.drain().catch(() => undefined))).then(),
+  });
   const [ncReaper, ncDispatcher, ncActor, ncGateway] = connections;
   const reaper = await startReaper(reaperConfig, {
     nc: ncReaper,
     log: options.log('reaper'),
     metrics,
   });
+  started.push(reaper);
   const dispatcher = await startDispatcher(dispatcherConfig, {
     nc: ncDispatcher,
     log: options.log('dispatcher'),
     metrics,
   });
+  started.push(dispatcher);
   const actor = await startDeviceActorService(actorConfig, {
     nc: ncActor,
     log: options.log('device-actor'),
     sealer,
     metrics,
   });
+  started.push(actor);
   const gateway = await startGateway(gatewayConfig, {
     nc: ncGateway,
     sealer,
     log: options.log('gateway'),
     metrics,
   });
+  started.push(gateway);
   return {
     httpsUrl: gateway.httpsUrl,
     httpUrl: gateway.httpUrl,
     natsUrl,
     natsCredentialsFile,
+    adminSecretFile,
     async stop() {
-      await gateway.stop();
-      await actor.stop();
-      await dispatcher.stop();
-      await reaper.stop();
-      await Promise.all(connections.map((nc) => nc.drain().catch(() => undefined)));
-      await nats?.stop();
-      await tracing.stop();
+      // Newest first: gateway, actor, dispatcher, reaper, NATS connections, tracing, nats-server.
+      for (const part of started.slice().reverse()) await part.stop();
     },
   };
+}
+
+/**
+ * Reads every service's settings as the start will, with stand-ins for what the launcher
+ * generates (the local NATS URL, the encryption key): one ConfigError lists every problem.
+ */
+function checkSettings(env: Readonly<Record<string, string | undefined>>): void {
+  const probe = {
+    ...env,
+    NATS_URL: env['NATS_URL'] || 'nats://127.0.0.1:4222',
+    SVC_ENCRYPTION_KEY: env['SVC_ENCRYPTION_KEY'] || Sealer.generateKey(),
+  };
+  const problems = new Set<string>();
+  const loaders: ((e: typeof probe) => unknown)[] = [
+    loadGatewayConfig,
+    loadDispatcherConfig,
+    loadDeviceActorConfig,
+    loadReaperConfig,
+  ];
+  for (const load of loaders) {
+    try {
+      load(probe);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      for (const problem of err.problems) problems.add(problem);
+    }
+  }
+  try {
+    Sealer.fromSetting(probe.SVC_ENCRYPTION_KEY);
+  } catch (err) {
+    // The keyring's messages describe its shape, never the key.
+    problems.add(`SVC_ENCRYPTION_KEY: ${err instanceof Error ? err.message : 'malformed'}`);
+  }
+  if (problems.size > 0) throw new ConfigError([...problems]);
+}
+
+/** The admin secret file in the data dir (`SVC_ADMIN_SECRET=…`, mode 0600). */
+export const ADMIN_SECRET_FILE = 'admin.env';
+
+async function localAdminSecret(file: string): Promise<string> {
+  if (existsSync(file)) {
+    const found = /^SVC_ADMIN_SECRET=(\S+)$/m.exec(await readFile(file, 'utf8'))?.[1];
+    if (found) return found;
+  }
+  const secret = randomBytes(32).toString('base64url');
+  await writeFile(file, `SVC_ADMIN_SECRET=${secret}\n`, { mode: 0o600 });
+  await chmod(file, 0o600); // whatever the umask, and for a file that was there
+  return secret;
 }
 
 async function localKey(dataDir: string): Promise<string> {

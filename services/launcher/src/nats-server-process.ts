@@ -180,6 +180,16 @@ export class NatsServerProcess {
     if (this.ownsDir) await rm(this.dataDir, { recursive: true, force: true });
   }
 
+  /**
+   * Sends SIGTERM without waiting: for a parent that is exiting and cannot wait any more (its
+   * `exit` event), so that the server does not outlive it.
+   */
+  terminateNow(): void {
+    if (this.#child.exitCode === null && this.#child.signalCode === null) {
+      this.#child.kill('SIGTERM');
+    }
+  }
+
   /** Kills the process at once, as a crash would; keeps the data dir. */
   async kill(): Promise<void> {
     this.#child.kill('SIGKILL');

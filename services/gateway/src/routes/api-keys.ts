@@ -6,6 +6,7 @@ import { attemptOf } from '../authenticate.js';
 import { Role, hasRole, mayUseContext, parseBasic, parseBearer, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
+import { noteCaller } from '../http-server.js';
 import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
 import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
@@ -305,7 +306,10 @@ export async function authorizeAdmin(
   if (basic) {
     const attempt = attemptOf(req, basic.username);
     await limits.check(attempt.source, basic.username, attempt, true);
-    if (keys.isAdminSecret(basic.username, basic.password)) return { kind: 'secret' };
+    if (keys.isAdminSecret(basic.username, basic.password)) {
+      noteCaller(req, 'admin');
+      return { kind: 'secret' };
+    }
     await limits.fail({ ...attempt, reason: 'wrong admin secret' });
     throw new HttpError(401, 'invalid admin credentials', {
       'WWW-Authenticate': 'Basic realm="svc"',
@@ -322,6 +326,7 @@ export async function authorizeAdmin(
         'WWW-Authenticate': 'Bearer',
       });
     }
+    noteCaller(req, caller.id);
     if (caller.role !== Role.admin)
       throw new HttpError(403, `role ${caller.role} may not manage keys`);
     return { kind: 'key', caller };

@@ -1,0 +1,185 @@
+// No orphans (issue 24, finding 4): `npm start` stops the nats-server it spawned on every exit
+// path, checks its settings before spawning one, and `npm run start:*` pass signals to the
+// service. Real processes, real nats-server, real signals.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { NatsServerProcess, ServiceProcess, testEnv } from '../harness/mod.js';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+function userEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    NATS_URL: '',
+    SVC_ENCRYPTION_KEY: '',
+    NATS_USER: '',
+    NATS_PASSWORD: '',
+    SVC_DATA_DIR: dataDir,
+    SVC_PORT: '0',
+    SVC_HTTP_PORT: '0',
+    LOG_LEVEL: 'ERROR',
+    PATH: `${process.env['PATH'] ?? ''}:/usr/sbin`,
+    ...extra,
+  };
+}
+
+/** Pids of the live processes whose command line contains `needle`. */
+async function processesWith(needle: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    const state = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // A zombie has exited already (its parent has not reaped it yet).
+    if (cmdline.includes(needle) && !/^\d+ \(.*\) Z /.test(state)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+/** Children of a process (by their parent pid in /proc). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const out: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[1]) === pid) out.push(Number(entry));
+  }
+  return out;
+}
+
+/** Resolves once the process is gone (signal 0 fails); rejects after a generous deadline. */
+async function gone(pid: number): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    try {
+      process.kill(pid, 0);
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      if (/^\d+ \(.*\) Z /.test(stat)) return;
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`process ${pid} is still running`);
+}
+
+async function exited(p: ServiceProcess): Promise<number | null> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return p.child.exitCode;
+  return new Promise((resolve) => p.child.once('exit', (code) => resolve(code)));
+}
+
+test('when npm start is given a bad setting, then it exits 1 naming it without ever starting a nats-server', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const launcher = ServiceProcess.start('launcher', userEnv(dataDir, { JOB_TIMEOUT: 'soon' }));
+  assert.equal(await exited(launcher), 1);
+  assert.ok(
+    launcher.output.some((l) => l.includes('JOB_TIMEOUT')),
+    launcher.output.join('\n'),
+  );
+  assert.deepEqual(await processesWith(dataDir), [], 'no nats-server left running');
+  assert.equal(
+    (await readdir(join(dataDir, 'nats')).catch(() => [])).length,
+    0,
+    'no nats-server was configured',
+  );
+});
+
+test('when a service of npm start fails to start after nats-server is up, then the launcher stops nats-server and exits 1', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+  // A taken port: a setting that is valid but fails at listen time.
+  const taken = createServer();
+  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+  const port = (taken.address() as { port: number }).port;
+  t.after(async () => {
+    taken.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const launcher = ServiceProcess.start(
+    'launcher',
+    userEnv(dataDir, { SVC_PORT: String(port), SVC_BIND: '127.0.0.1' }),
+  );
+  assert.equal(await exited(launcher), 1);
+  assert.ok(launcher.output.some((l) => /EADDRINUSE|failed to start/.test(l)));
+  for (const pid of await processesWith(dataDir)) await gone(pid);
+  assert.deepEqual(await processesWith(dataDir), [], 'no nats-server left running');
+});
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  test(`when npm start gets ${signal} while it is starting, then its nats-server stops too`, async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+    const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
+    t.after(async () => {
+      await launcher.kill('SIGKILL');
+      for (const pid of await processesWith(dataDir)) process.kill(pid, 'SIGKILL');
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    // The nats-server is running: from here on the launcher owns a child.
+    let nats: number[] = [];
+    for (let i = 0; i < 400 && nats.length === 0; i++) {
+      nats = await processesWith(join(dataDir, 'nats'));
+      if (nats.length === 0) await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.equal(nats.length, 1, launcher.output.join('\n'));
+    launcher.child.kill(signal);
+    await exited(launcher);
+    for (const pid of nats) await gone(pid);
+    assert.deepEqual(await processesWith(join(dataDir, 'nats')), []);
+  });
+}
+
+test('when npm start is stopped with SIGTERM once ready, then it exits 0 and its nats-server is gone', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+  const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
+  t.after(async () => {
+    await launcher.kill('SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  await launcher.waitFor(/^svc ready: /);
+  const nats = await processesWith(join(dataDir, 'nats'));
+  assert.equal(nats.length, 1);
+  launcher.child.kill('SIGTERM');
+  assert.equal(await exited(launcher), 0);
+  for (const pid of nats) await gone(pid);
+});
+
+test('when npm run start:gateway gets SIGTERM, then the gateway process gets it and stops (no node child left serving)', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const npm = spawn('npm', ['run', '--silent', 'start:gateway'], {
+    cwd: ROOT,
+    env: { ...process.env, ...testEnv(nats.url, { LOG_LEVEL: 'INFO' }) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const keep = (d: Buffer) => output.push(...d.toString().split('\n').filter(Boolean));
+  npm.stdout.on('data', keep);
+  npm.stderr.on('data', keep);
+  const npmExit = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
+  t.after(async () => {
+    if (npm.exitCode === null) npm.kill('SIGKILL');
+    await nats.stop();
+  });
+  for (let i = 0; !output.some((l) => l.includes('gateway listening')); i++) {
+    if (npm.exitCode !== null || i > 1200) throw new Error(output.join('\n'));
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  // Every node process under npm (through a shell or not).
+  const tree = async (pid: number): Promise<number[]> => {
+    const kids = await childrenOf(pid);
+    return [...kids, ...(await Promise.all(kids.map(tree))).flat()];
+  };
+  const below = await tree(npm.pid!);
+  assert.ok(below.length > 0);
+  npm.kill('SIGTERM');
+  assert.equal(await npmExit, 0);
+  for (const pid of below) await gone(pid);
+  assert.ok(
+    output.some((l) => l.includes('"signal":"SIGTERM"')),
+    `the gateway saw the signal:\n${output.join('\n')}`,
+  );
+});
