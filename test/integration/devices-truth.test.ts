@@ -364,3 +364,26 @@ test('cisco_ios: when a command is rejected and a later one times out, then COMM
     ['show ip interface brief', 'not_run'],
   ]);
 });
+
+test('huawei with a name> prompt: when sysname renames the device, then the learned prompt follows and the warm session serves the next job', async (t) => {
+  const { run } = pooled(t);
+  const dev = await device(t, {
+    platform: 'huawei',
+    hostname: 'HW1',
+    prompts: { user: '{hostname}>', enable: '{hostname}>' },
+  });
+  const cfg = await run(
+    jobFor(dev, {
+      readTimeoutMs: 2000,
+      kind: 'config',
+      commands: ['sysname AGG-7', 'interface GigabitEthernet0/0/1', 'description x'],
+      saveConfig: true,
+    }),
+  );
+  assert.equal(dev.hostname, 'AGG-7');
+  assert.equal(dev.stats.saves, 1);
+  assert.ok('save' in cfg.results);
+  const next = await run(jobFor(dev, { readTimeoutMs: 2000, commands: ['display version'] }));
+  assert.equal(next.pooled, true);
+  assert.equal(next.results['display version'], expectedOutput(dev, 'display version'));
+});

@@ -99,6 +99,9 @@ const ECHO_WINDOW = 4096;
 /** How far into the text bare prompts and blank lines before an echo are looked for. */
 const STALE_WINDOW = 4096;
 
+/** Any prompt of a learned shape, whatever the device's name (see learnedPromptPattern). */
+const LEARNED_SHAPE = /^(?:\* )?[<[]?[~*]*[^\n]{1,255}?[>#$%\]]\s*$/;
+
 /** How any prompt ends, whatever the platform: a mode mark, maybe a space after it. */
 const ANY_PROMPT_END = /\S\s*[>#$%\]]\s?$/;
 
@@ -114,7 +117,7 @@ export class CliSession {
   /** The base prompt learned last (`R1` of `R1(config)#`); null before the first prompt. */
   private base: string | null = null;
   /** Any prompt of the platform's shape, whatever the device's name. */
-  private readonly shapeRe: RegExp;
+  private shapeRe: RegExp;
   private prepared = false;
   /** While the device reads free text (a banner): what ends it. */
   private textEnd: string | null = null;
@@ -241,13 +244,15 @@ export class CliSession {
     // Any prompt of the known base (another mode, a shortened name): nothing new to learn.
     if (this.base !== null && this.promptRe.test(this.prompt)) return;
     let base = this.driver.basePrompt(this.prompt);
-    if (base === this.base || (this.base !== null && isShortened(base, this.base))) return;
+    if (this.base !== null && isShortened(base, this.base)) return;
     let re = this.driver.promptPattern(shortenablePattern(base));
-    if (!re.test(this.prompt)) {
+    if (this.shapeRe === LEARNED_SHAPE || !re.test(this.prompt)) {
       // The platform's shape is a hint, not a condition: a device showing another shape
-      // (`name>` on VRP, Comware or EXOS) is recognised by the base learned from what it shows.
+      // (`name>` on VRP, Comware or EXOS) is recognised by the base learned from what it shows,
+      // for the rest of the session (a rename included).
       base = learnedBase(this.prompt);
       re = learnedPromptPattern(base);
+      this.shapeRe = LEARNED_SHAPE;
     }
     this.base = base;
     this.promptRe = re;
