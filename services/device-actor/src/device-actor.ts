@@ -20,6 +20,7 @@ import {
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import { CommandsRejected, transportSecretsOf, type DeviceJob } from './device-job.js';
+import type { Admitted } from './device-admission.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 import { TranscriptRecorder } from './transcript.js';
@@ -182,6 +183,8 @@ export class DeviceActor {
     // all use this one address.
     const address = envelope.address ?? (await resolveHost(spec.host));
     let reached = false;
+    let jumpsPassed = 0;
+    let admitted: Admitted | null = null;
     // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
     const recorder = new TranscriptRecorder(config.TRANSCRIPT_MAX_BYTES, [
       secrets.password,
@@ -220,6 +223,9 @@ export class DeviceActor {
       onReached: () => {
         reached = true;
       },
+      onJumpPassed: (index) => {
+        jumpsPassed = index + 1;
+      },
       recorder,
     };
     if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
@@ -227,7 +233,7 @@ export class DeviceActor {
     // resolve the name at submission, as it nearly always can).
     const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
     try {
-      const admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
+      admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
       const outcome = await withSpan(
         'device session',
         {
@@ -239,7 +245,7 @@ export class DeviceActor {
         },
         () => ctx.runner(job),
       );
-      await ctx.admission.succeeded(admitted, deviceKey);
+      await ctx.admission.succeeded(admitted);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const parsed =
         spec.kind === 'structured' && ctx.parseOutputs
@@ -276,7 +282,9 @@ export class DeviceActor {
         controller.signal.aborted ? (controller.signal.reason ?? err) : err,
       );
       const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
-      await ctx.admission.failed(safe.code, reached, started.username, deviceKey);
+      // A job refused by the guards themselves connected to nothing: nothing to charge.
+      if (admitted !== null)
+        await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted);
       if (safe.code === ErrorCode.CANCELLED) {
         await keepTranscript(false);
         return null; // the gateway already wrote `cancelled`

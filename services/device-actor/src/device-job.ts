@@ -49,6 +49,8 @@ export interface DeviceJob {
    * after that do not say the device is unreachable and must not trip its breaker.
    */
   onReached?: () => void;
+  /** Called when jump host `index` logged in and forwarded to the next hop. */
+  onJumpPassed?: (index: number) => void;
   /** The host-key check of this job's context (absent: any key is accepted). */
   verifyHostKey?: VerifyHostKey;
   /** Private key for public-key login to the device (tried before the password). */
@@ -73,6 +75,7 @@ export function sessionOptionsOf(job: DeviceJob): SshSessionOptions & { readTime
     connTimeoutMs: job.connTimeoutMs,
     readTimeoutMs: job.readTimeoutMs,
     ...(job.onReached ? { onHandshake: job.onReached } : {}),
+    ...(job.onJumpPassed ? { onJumpPassed: job.onJumpPassed } : {}),
     ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
     ...(job.privateKey != null ? { privateKey: job.privateKey } : {}),
     ...(job.passphrase != null ? { passphrase: job.passphrase } : {}),
