@@ -3,6 +3,8 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** Methods that change state: they need `Content-Type: application/json`, body or not. */
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 const requestIds = new WeakMap<FastifyRequest, string>();
 
 /** The correlation id of a request: its X-Request-ID when a UUID v4, else a fresh one. */
@@ -18,10 +20,11 @@ export interface HttpServerOptions {
 /**
  * A Fastify instance with the service's conventions: bodies arrive as text (routes parse JSON
  * themselves so that bad JSON gets the same 422 as any bad input), `{message}` error bodies,
- * TLS 1.2 or newer, `X-Request-ID` on every response. Only `application/json` bodies are
- * accepted (415 otherwise): an HTML form on another site can send `text/plain`, form or
- * multipart bodies with a browser's cached Basic credentials, but not JSON without a CORS
- * preflight, which this service never grants.
+ * TLS 1.2 or newer, `X-Request-ID` on every response. Every POST, PUT and PATCH must say
+ * `Content-Type: application/json`, with or without a body (415 otherwise): a page on another
+ * site can send a bodiless POST, `text/plain`, form or multipart bodies with a browser's cached
+ * Basic credentials, but not that header without a CORS preflight, which this service never
+ * grants.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Both variants share one shape once built; the cast only merges their generic types.
@@ -55,6 +58,20 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     reply.raw.setHeader('X-Request-ID', id);
     done();
   });
+  // In preParsing, after the routes' own onRequest hooks (v1's deprecation headers), before
+  // any handler: nothing a refused request asks for is done. Unknown routes stay 404.
+  app.addHook('preParsing', (req, reply, _payload, done) => {
+    if (WRITES.has(req.method) && req.routeOptions.url !== undefined) {
+      const type = req.headers['content-type'];
+      if (!isJson(type)) {
+        void reply.code(415).send({
+          message: `Unsupported Media Type: ${type === undefined || type === '' ? 'none' : type.split(';')[0]!.trim()}; ${req.method} requests need Content-Type: application/json`,
+        });
+        return;
+      }
+    }
+    done();
+  });
   app.setNotFoundHandler((req, reply) =>
     reply.code(404).send({ message: `no route ${req.method} ${req.url.split('?')[0] ?? ''}` }),
   );
@@ -66,4 +83,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       .send({ message: status < 500 ? (err.message ?? 'bad request') : 'internal error' });
   });
   return app;
+}
+
+/** `application/json`, parameters (`charset`) allowed, case-insensitive. */
+function isJson(type: string | undefined): boolean {
+  return type !== undefined && type.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }
