@@ -19,7 +19,12 @@ import {
   type StoredRecord,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
-import { CommandsRejected, transportSecretsOf, type DeviceJob } from './device-job.js';
+import {
+  CommandsRejected,
+  shownWholeOf,
+  transportSecretsOf,
+  type DeviceJob,
+} from './device-job.js';
 import type { Admitted } from './device-admission.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
@@ -192,11 +197,14 @@ export class DeviceActor {
       secrets.webhook_secret,
     ]);
     const wantsTranscript = spec.transcript === true || ctx.transcriptWanted(spec.context);
-    /** Stored before the job's end is written, so a reader told "failed" finds it. */
-    const keepTranscript = async (failed: boolean): Promise<void> => {
+    /**
+     * Stored before the job's end is written, so a reader told "failed" finds it. Redacted by
+     * the syntax of `platform` (the detected one once known; autodetect: every family's).
+     */
+    const keepTranscript = async (failed: boolean, platform = spec.platform): Promise<void> => {
       if (recorder.isEmpty || !(failed || wantsTranscript)) return;
       await ctx.transcripts
-        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job))))
+        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job), platform)))
         .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
     };
     const job: DeviceJob = {
@@ -255,7 +263,7 @@ export class DeviceActor {
           : outcome.results;
       // Inline, or in the object store with a pointer (a record is one NATS message).
       const stored = await ctx.results.keep(jobId, parsed);
-      await keepTranscript(false);
+      await keepTranscript(false, platform);
       const endedAt = new Date().toISOString();
       // Written on the revision this actor started it with: no read unless a cancel came between.
       const finished = await ctx.jobs.transition(
@@ -281,7 +289,10 @@ export class DeviceActor {
       const failure = SvcError.from(
         controller.signal.aborted ? (controller.signal.reason ?? err) : err,
       );
-      const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
+      const safe = new SvcError(
+        failure.code,
+        redactSecrets(failure.message, secrets, shownWholeOf(job)),
+      );
       // A job refused by the guards themselves connected to nothing: nothing to charge.
       if (admitted !== null)
         await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted);

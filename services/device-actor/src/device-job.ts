@@ -2,6 +2,7 @@ import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/prot
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
+import type { ShownWhole } from './redaction.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -142,3 +143,20 @@ export class CommandsRejected extends SvcError {
  * Error texts never contain the password or enable secret.
  */
 export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
+
+/** What a job's error texts name: shown whole whatever its secrets are. */
+export function shownWholeOf(job: DeviceJob): ShownWhole {
+  return {
+    host: job.host,
+    address: job.address,
+    port: job.port,
+    username: job.username,
+    commands: job.commands,
+    more: (job.jumpHosts ?? []).flatMap((h) => [
+      `${h.host}:${h.port}`,
+      h.host,
+      ...(h.address !== undefined ? [h.address] : []),
+      h.username,
+    ]),
+  };
+}
