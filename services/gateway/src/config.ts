@@ -113,6 +113,12 @@ export const GatewayConfig = Type.Object({
     description:
       'Concurrent SSE streams per gateway process (job and batch streams); more get 429.',
   }),
+  SSE_MAX_CONNECTIONS_PER_CALLER: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description:
+      'Concurrent SSE streams of one caller per gateway process; more get 429 (that caller only). 0: a quarter of SSE_MAX_CONNECTIONS, at least 1.',
+  }),
   SSE_RETRY: Type.Number({
     default: 3,
     minimum: 0.1,

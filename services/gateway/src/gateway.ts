@@ -249,6 +249,9 @@ export async function startGateway(
     authLimits,
     sse: new SseStreams({
       maxConnections: config.SSE_MAX_CONNECTIONS,
+      maxPerCaller:
+        config.SSE_MAX_CONNECTIONS_PER_CALLER ||
+        Math.max(1, Math.floor(config.SSE_MAX_CONNECTIONS / 4)),
       timeoutSeconds: config.SSE_TIMEOUT,
       retrySeconds: config.SSE_RETRY,
     }),
