@@ -261,7 +261,8 @@ test('when SSE_MAX_CONNECTIONS streams are open, then one more gets 429 and a cl
 
 test('when one caller holds its share of the streams (a quarter of SSE_MAX_CONNECTIONS by default), then it gets 429 and another caller still streams', async () => {
   const nc = await connectNats(nats.url, 'gateway-shares');
-  const { SSE_MAX_CONNECTIONS_PER_CALLER: _unset, ...env } = ENV;
+  const env: Record<string, string> = { ...ENV };
+  delete env['SSE_MAX_CONNECTIONS_PER_CALLER']; // the default share is under test
   const shares = await startGateway(
     loadGatewayConfig(testEnv(nats.url, { ...env, SSE_MAX_CONNECTIONS: '8' })),
     { nc, sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY), log: silentLogger('gateway') },

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
-import { Sealer, connectNats, createMetricsRegistry, startTracing, type Logger } from '@svc/proto';
+import {
+  ConfigError,
+  Sealer,
+  canonicalIp,
+  connectNats,
+  createMetricsRegistry,
+  deviceNetworkPolicy,
+  startTracing,
+  type Logger,
+} from '@svc/proto';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
 import {
   installAccounts,
@@ -53,6 +62,14 @@ type ServiceName = keyof typeof SERVICE_USERS;
  */
 export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const env: Record<string, string | undefined> = { ...options.env };
+  // The laptop demo talks to the simulator on loopback (README), which the production default
+  // refuses: allow loopback here, and any other address as by default. Whoever reaches the
+  // gateway could then reach this machine's loopback services through it: it listens on
+  // loopback too, unless SVC_BIND says otherwise (and that is refused while loopback is allowed).
+  env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
+  env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
+  env['SVC_BIND'] ||= '127.0.0.1';
+  refuseExposedLoopback(env);
   await mkdir(options.dataDir, { recursive: true });
   let nats: NatsServerProcess | null = null;
   let natsCredentialsFile: string | null = null;
@@ -84,10 +101,6 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
     }
   }
   if (!env['SVC_ENCRYPTION_KEY']) env['SVC_ENCRYPTION_KEY'] = await localKey(options.dataDir);
-  // The laptop demo talks to the simulator on loopback (README), which the production default
-  // refuses: allow loopback here, and any other address as by default.
-  env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
-  env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
   const envOf = (service: ServiceName) => ({ ...env, ...natsAuth[service] });
 
   const gatewayConfig = loadGatewayConfig(envOf('gateway'));
@@ -146,6 +159,41 @@ export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
       await tracing.stop();
     },
   };
+}
+
+/**
+ * A gateway listening beyond loopback while jobs may target loopback lets anyone who reaches
+ * it scan this machine's loopback services: refused at start unless
+ * SVC_BIND_ALLOW_LOOPBACK_TARGETS=true says the operator means it.
+ */
+function refuseExposedLoopback(env: Record<string, string | undefined>): void {
+  const bind = env['SVC_BIND'] ?? '';
+  const literal = canonicalIp(bind);
+  if (literal !== null && (literal.startsWith('127.') || literal === '::1')) return;
+  if (/^localhost$/i.test(bind)) return;
+  if (/^(?:true|1|yes)$/i.test(env['SVC_BIND_ALLOW_LOOPBACK_TARGETS'] ?? '')) return;
+  const list = (name: string) =>
+    (env[name] ?? '')
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '');
+  const allow = list('DEVICE_NETWORKS_ALLOW');
+  const policy = deviceNetworkPolicy(
+    { DEVICE_NETWORKS_ALLOW: allow, DEVICE_NETWORKS_DENY: list('DEVICE_NETWORKS_DENY') },
+    { interfaces: null },
+  );
+  const contexts = new Set([
+    ...list('SVC_CONTEXTS'),
+    'default',
+    ...allow.flatMap((e) => /^([A-Za-z0-9_-]+)=/.exec(e)?.[1] ?? []),
+  ]);
+  const open = [...contexts].filter((c) =>
+    ['127.0.0.1', '::1'].some((a) => policy.check(c, a, a).allowed),
+  );
+  if (open.length === 0) return;
+  throw new ConfigError([
+    `SVC_BIND ${bind} listens beyond loopback while jobs may target loopback addresses (DEVICE_NETWORKS_ALLOW, context ${open.join(', ')}): anyone who reaches the gateway could scan this machine's loopback services through it. Bind 127.0.0.1 (the default of npm start), remove loopback from DEVICE_NETWORKS_ALLOW, or set SVC_BIND_ALLOW_LOOPBACK_TARGETS=true.`,
+  ]);
 }
 
 async function localKey(dataDir: string): Promise<string> {
