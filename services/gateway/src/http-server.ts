@@ -3,6 +3,24 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/**
+ * TLS 1.2 suites: forward secrecy (ECDHE) with an AEAD (AES-GCM, ChaCha20-Poly1305) only, no
+ * CBC or SHA-1; the TLS 1.3 suites are all AEAD.
+ */
+const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+/** One year, as HSTS preload lists expect. */
+const HSTS = 'max-age=31536000';
+
 /** Methods that change state: they need `Content-Type: application/json`, body or not. */
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 const requestIds = new WeakMap<FastifyRequest, string>();
@@ -33,7 +51,13 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         logger: false,
         bodyLimit: options.bodyLimit,
         return503OnClosing: true,
-        https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' },
+        https: {
+          key: options.tls.key,
+          cert: options.tls.cert,
+          minVersion: 'TLSv1.2',
+          ciphers: TLS_CIPHERS,
+          honorCipherOrder: true,
+        },
       })
     : Fastify({
         logger: false,
@@ -56,6 +80,8 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     // On the raw response so that hijacked (SSE) answers carry it too; a route's own
     // X-Request-ID (the job id of a submission) takes precedence.
     reply.raw.setHeader('X-Request-ID', id);
+    // A browser that once reached the service over HTTPS never falls back to plain HTTP.
+    if (options.tls) reply.raw.setHeader('Strict-Transport-Security', HSTS);
     done();
   });
   // In preParsing, after the routes' own onRequest hooks (v1's deprecation headers), before
