@@ -12,6 +12,7 @@ import {
   JobStore,
   KvMirror,
   LockoutLedger,
+  commandPolicy,
   deviceNetworkPolicy,
   ensureTopology,
   loadDriverDir,
@@ -193,6 +194,7 @@ export async function startGateway(
       ratePerMinute: config.RATE_LIMIT_PER_MINUTE,
       deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,
       devicePolicy: deviceNetworkPolicy(config),
+      commandPolicy: commandPolicy(config),
       webhookPolicy: webhookNetworkPolicy(config),
     },
     new LockoutLedger(
