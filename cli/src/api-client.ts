@@ -79,8 +79,11 @@ export class ApiClient {
     let payload: string | undefined;
     if (options.body !== undefined) {
       payload = JSON.stringify(options.body);
-      headers['content-type'] = 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
+    }
+    // The gateway refuses a write that does not say JSON, even without a body (415).
+    if (payload !== undefined || ['POST', 'PUT', 'PATCH'].includes(method)) {
+      headers['content-type'] = 'application/json';
     }
     const https = url.protocol === 'https:';
     const requester = https ? httpsRequest : httpRequest;

@@ -132,6 +132,8 @@ export {
   WEBHOOK_REFUSED_RANGES,
 } from './network-policy.js';
 export type { Reachability } from './network-policy.js';
+export { CommandPolicySettings, askedCommandMode, commandPolicy } from './command-policy.js';
+export type { CommandMode, CommandPolicy } from './command-policy.js';
 export {
   HostKeySettings,
   HostKeyStore,

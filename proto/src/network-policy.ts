@@ -1,3 +1,4 @@
+import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { Type } from 'typebox';
 import { canonicalHost, canonicalIp } from './device-address.js';
@@ -119,6 +120,29 @@ function within(inner: Cidr, outer: Cidr): boolean {
 
 export type Reachability = { allowed: true } | { allowed: false; reason: string };
 
+/** What `os.networkInterfaces()` returns, as far as the policy reads it. */
+export type InterfaceReader = () => Record<
+  string,
+  readonly { address: string; internal: boolean }[] | undefined
+>;
+
+/**
+ * The addresses of this host's interfaces, loopback excluded (loopback is its own refused
+ * range, which an allow entry may lift for a laptop demo or tests). Read at every check: the
+ * call is cheap, and an address added later (DHCP, a new interface) is refused at once.
+ */
+function hostAddresses(read: InterfaceReader): Set<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(read())) {
+    for (const i of list ?? []) {
+      if (i.internal) continue;
+      const canonical = canonicalIp(i.address.split('%')[0]!);
+      if (canonical !== null) out.add(canonical);
+    }
+  }
+  return out;
+}
+
 export interface AddressPolicyOptions {
   allow: readonly string[];
   deny?: readonly string[];
@@ -127,6 +151,11 @@ export interface AddressPolicyOptions {
   strict: boolean;
   allowSetting: string;
   denySetting?: string;
+  /**
+   * This host's interfaces (default `os.networkInterfaces`): their addresses are refused unless
+   * an allow entry names the address itself; null: none are refused (tests of other rules).
+   */
+  interfaces?: InterfaceReader | null;
 }
 
 /**
@@ -170,6 +199,22 @@ export class AddressPolicy {
       };
     }
     const allow = this.allow.filter(forContext);
+    // The service's own host: a port scan of it through a job would tell open ports from
+    // closed ones. Only an entry naming the address itself lifts this (not `*`, not a network).
+    const read =
+      this.options.interfaces === undefined ? networkInterfaces : this.options.interfaces;
+    if (read !== null && hostAddresses(read).has(literal)) {
+      const full = addr.kind() === 'ipv4' ? 32 : 128;
+      const named = allow.some(
+        (e) => e.cidr !== null && e.cidr[1] === full && inCidr(addr, e.cidr),
+      );
+      if (!named) {
+        return {
+          allowed: false,
+          reason: `${shown} is an address of this host, refused unless ${this.options.allowSetting} lists that address`,
+        };
+      }
+    }
     const special = this.options.refused.find((r) => inCidr(addr, r.cidr));
     if (special) {
       const lifted = allow.some(
@@ -193,10 +238,13 @@ export class AddressPolicy {
 }
 
 /** The device networks policy from the settings. Throws ConfigError listing every bad entry. */
-export function deviceNetworkPolicy(config: {
-  DEVICE_NETWORKS_ALLOW: readonly string[];
-  DEVICE_NETWORKS_DENY: readonly string[];
-}): AddressPolicy {
+export function deviceNetworkPolicy(
+  config: {
+    DEVICE_NETWORKS_ALLOW: readonly string[];
+    DEVICE_NETWORKS_DENY: readonly string[];
+  },
+  host: Pick<AddressPolicyOptions, 'interfaces'> = {},
+): AddressPolicy {
   return new AddressPolicy({
     allow: config.DEVICE_NETWORKS_ALLOW,
     deny: config.DEVICE_NETWORKS_DENY,
@@ -204,17 +252,20 @@ export function deviceNetworkPolicy(config: {
     strict: true,
     allowSetting: 'DEVICE_NETWORKS_ALLOW',
     denySetting: 'DEVICE_NETWORKS_DENY',
+    ...host,
   });
 }
 
 /** The webhook target policy from the settings. */
-export function webhookNetworkPolicy(config: {
-  WEBHOOK_ALLOW_NETWORKS: readonly string[];
-}): AddressPolicy {
+export function webhookNetworkPolicy(
+  config: { WEBHOOK_ALLOW_NETWORKS: readonly string[] },
+  host: Pick<AddressPolicyOptions, 'interfaces'> = {},
+): AddressPolicy {
   return new AddressPolicy({
     allow: config.WEBHOOK_ALLOW_NETWORKS,
     refused: WEBHOOK_REFUSED_RANGES,
     strict: false,
     allowSetting: 'WEBHOOK_ALLOW_NETWORKS',
+    ...host,
   });
 }

@@ -39,6 +39,8 @@ export async function http(
     payload = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
+  // As a client of this API: every write says JSON, with or without a body.
+  if (['POST', 'PUT', 'PATCH'].includes(method)) headers['content-type'] ??= 'application/json';
   const u = new URL(url);
   const requester = u.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {

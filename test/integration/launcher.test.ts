@@ -6,6 +6,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect as netConnect } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startDevice } from '@svc/test/support';
 import { NatsServerProcess, ServiceProcess, http, waitForJob } from '../harness/mod.js';
@@ -142,4 +143,66 @@ test('when NATS_URL is given, then npm start uses that server as it is and gener
   });
   assert.equal(a.status, 202, a.text);
   assert.equal((await waitForJob(httpUrl, a.json.job_id, auth)).json.status, 'finished');
+});
+
+/** Whether something accepts TCP connections at `host`:`port`. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = netConnect({ host, port }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+/** Resolves with the exit code once the process ended. */
+function exited(p: ServiceProcess): Promise<number | null> {
+  if (p.child.exitCode !== null) return Promise.resolve(p.child.exitCode);
+  return new Promise((resolve) => p.child.once('exit', (code) => resolve(code)));
+}
+
+test('when npm start runs with loopback targets allowed, then it listens on 127.0.0.1 only and refuses a wider bind unless told', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-launcher-'));
+  const nats = await NatsServerProcess.start();
+  const started: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of started) await p.kill('SIGTERM');
+    await nats.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  // By default: HTTPS on 127.0.0.1, not on another loopback address (as it would on 0.0.0.0).
+  const local = ServiceProcess.start('launcher', userEnv(dataDir, { NATS_URL: nats.url }));
+  started.push(local);
+  const ready = await local.waitFor(/^svc ready: /);
+  const port = Number(new URL(/^svc ready: (\S+)/.exec(ready)![1]!).port);
+  assert.equal(await accepts('127.0.0.1', port), true);
+  assert.equal(await accepts('127.0.0.2', port), false);
+  await local.kill('SIGTERM');
+
+  // All interfaces while the laptop default allows loopback targets: refused, saying why.
+  const wide = ServiceProcess.start(
+    'launcher',
+    userEnv(dataDir, { NATS_URL: nats.url, SVC_BIND: '0.0.0.0', LOG_LEVEL: 'ERROR' }),
+  );
+  started.push(wide);
+  assert.notEqual(await exited(wide), 0);
+  const why = wide.output.join('\n');
+  assert.match(why, /SVC_BIND 0\.0\.0\.0/);
+  assert.match(why, /loopback/);
+  assert.match(why, /SVC_BIND_ALLOW_LOOPBACK_TARGETS/);
+
+  // The explicit setting lets it start.
+  const told = ServiceProcess.start(
+    'launcher',
+    userEnv(dataDir, {
+      NATS_URL: nats.url,
+      SVC_BIND: '0.0.0.0',
+      SVC_BIND_ALLOW_LOOPBACK_TARGETS: 'true',
+    }),
+  );
+  started.push(told);
+  const toldReady = await told.waitFor(/^svc ready: /);
+  const toldPort = Number(new URL(/^svc ready: (\S+)/.exec(toldReady)![1]!).port);
+  assert.equal(await accepts('127.0.0.2', toldPort), true);
 });

@@ -225,6 +225,47 @@ test('when a request has no session or a foreign Host, then the listener refuses
   assert.equal(foreignOrigin.status, 403);
 });
 
+test('when the listener binds an address not spelled as a loopback name, then Host and Origin are still checked; allowed names are configurable', async () => {
+  const other = await startAdapter({
+    SVC_MCP_API_KEY: keys.operator ?? 'not-a-key',
+    SVC_MCP_HTTP_HOST: '127.0.0.2',
+    SVC_MCP_HTTP_ALLOWED_HOSTS: 'mcp.lab.example',
+  });
+  const init = (headers: Record<string, string>) =>
+    http('POST', other.url, {
+      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      headers: { accept: 'application/json, text/event-stream', ...headers },
+    });
+  assert.equal((await init({ host: 'evil.example' })).status, 403);
+  assert.equal((await init({ origin: 'https://evil.example' })).status, 403);
+  // The bound address and the configured name pass the check (then: no session yet, 400).
+  assert.equal((await init({})).status, 400);
+  assert.equal((await init({ host: 'mcp.lab.example:3000' })).status, 400);
+  assert.equal((await init({ origin: 'https://mcp.lab.example' })).status, 400);
+});
+
+test('when the listener binds beyond loopback without SVC_MCP_HTTP_AUTH_TOKEN, then the adapter refuses to start', async () => {
+  await assert.rejects(
+    startAdapter({ SVC_MCP_API_KEY: keys.operator ?? 'not-a-key', SVC_MCP_HTTP_HOST: '0.0.0.0' }),
+    /SVC_MCP_HTTP_AUTH_TOKEN/,
+  );
+  const tokened = await startAdapter({
+    SVC_MCP_API_KEY: keys.operator ?? 'not-a-key',
+    SVC_MCP_HTTP_HOST: '0.0.0.0',
+    SVC_MCP_HTTP_AUTH_TOKEN: HTTP_TOKEN,
+  });
+  const port = new URL(tokened.url).port;
+  const rebound = await http('POST', `http://127.0.0.1:${port}/mcp`, {
+    body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    headers: {
+      host: 'evil.example',
+      authorization: `Bearer ${HTTP_TOKEN}`,
+      accept: 'application/json, text/event-stream',
+    },
+  });
+  assert.equal(rebound.status, 403);
+});
+
 test('when SVC_MCP_HTTP_AUTH_TOKEN is set, then only clients sending it get in', async () => {
   const guarded = await startAdapter({
     SVC_MCP_API_KEY: keys.operator ?? 'not-a-key',

@@ -25,6 +25,8 @@ const ENV = {
   SVC_CONTEXTS: 'default,idle',
   WORKER_CONTEXTS: 'default',
   SSE_MAX_CONNECTIONS: '3',
+  // One caller may hold every stream here: the cap itself is under test.
+  SSE_MAX_CONNECTIONS_PER_CALLER: '3',
   SSE_TIMEOUT: '30',
   // Short reconnect delay so "no reconnect within a few retry periods" is seen in seconds.
   SSE_RETRY: '0.4',
@@ -255,6 +257,45 @@ test('when SSE_MAX_CONNECTIONS streams are open, then one more gets 429 and a cl
   }
   assert.ok(again, 'a slot was freed');
   for (const s of [...open.slice(1), again]) s.close();
+});
+
+test('when one caller holds its share of the streams (a quarter of SSE_MAX_CONNECTIONS by default), then it gets 429 and another caller still streams', async () => {
+  const nc = await connectNats(nats.url, 'gateway-shares');
+  const env: Record<string, string> = { ...ENV };
+  delete env['SSE_MAX_CONNECTIONS_PER_CALLER']; // the default share is under test
+  const shares = await startGateway(
+    loadGatewayConfig(testEnv(nats.url, { ...env, SSE_MAX_CONNECTIONS: '8' })),
+    { nc, sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY), log: silentLogger('gateway') },
+  );
+  const open: SseStream[] = [];
+  try {
+    const jobId = await submit({ context: 'idle' });
+    const url = `${shares.httpUrl!}/v2/jobs/${jobId}/stream`;
+    for (let i = 0; i < 2; i++) {
+      const s = await openStream(url, auth.basic);
+      assert.equal(s.status, 200);
+      await s.waitFor('status');
+      open.push(s);
+    }
+    const third = await http('GET', url, auth);
+    assert.equal(third.status, 429, third.text);
+    assert.match(third.json.message, /SSE_MAX_CONNECTIONS_PER_CALLER=2/);
+    // Another caller (another Basic credential) streams its own job.
+    const other = { username: 'someone-else', password: 'another-password' };
+    const a = await http('POST', `${shares.httpUrl!}/v2/send-command`, {
+      basic: other,
+      body: { host: '127.0.0.1', port: device.port, commands: ['show version'], context: 'idle' },
+    });
+    assert.equal(a.status, 202, a.text);
+    const theirs = await openStream(`${shares.httpUrl!}/v2/jobs/${a.json.job_id}/stream`, other);
+    open.push(theirs);
+    assert.equal(theirs.status, 200);
+    await theirs.waitFor('status');
+  } finally {
+    for (const s of open) s.close();
+    await shares.stop();
+    await nc.close();
+  }
 });
 
 test('when SSE_TIMEOUT passes, then a timeout event ends the stream', async () => {

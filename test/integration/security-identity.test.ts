@@ -275,6 +275,73 @@ test('text/plain and form bodies get 415, on v2 and v1; nothing is queued', asyn
   assert.equal(ok.status, 202, ok.text);
 });
 
+/** A request exactly as given: no body and no Content-Type unless `headers` has one. */
+function bare(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: { message?: string } | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(new URL(path, G), { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let json: { message?: string } | undefined;
+        try {
+          json = JSON.parse(text) as { message?: string };
+        } catch {
+          json = undefined;
+        }
+        resolve({ status: res.statusCode ?? 0, json });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('a POST, PUT or PATCH without Content-Type: application/json gets 415 even without a body; nothing is rotated or replayed', async () => {
+  const adminHeader = {
+    authorization: 'Basic ' + Buffer.from(`admin:${ADMIN_SECRET}`).toString('base64'),
+  };
+  const operator = await createKey('operator');
+  const failedId = await submit(basic(device.password), {
+    commands: ['show clock'],
+    read_timeout: 1,
+  });
+  assert.equal((await waitForJob(G, failedId, basic(device.password))).json.status, 'failed');
+  const basicHeader = {
+    authorization:
+      'Basic ' + Buffer.from(`${device.username}:${device.password}`).toString('base64'),
+  };
+  for (const [method, path, headers] of [
+    ['POST', `/v2/api-keys/${operator.key_id}/rotate`, adminHeader],
+    ['POST', `/v2/api-keys`, adminHeader],
+    ['POST', `/v2/jobs/${failedId}/replay`, basicHeader],
+    ['POST', `/v1/jobs/${failedId}/replay`, basicHeader],
+    ['PUT', `/v2/host-keys/default/127.0.0.1/${device.port}`, adminHeader],
+  ] as const) {
+    for (const extra of [{}, { 'content-type': 'text/plain' }] as Record<string, string>[]) {
+      const answer = await bare(method, path, { ...headers, ...extra });
+      assert.equal(answer.status, 415, `${method} ${path} ${JSON.stringify(extra)}`);
+      assert.match(answer.json?.message ?? '', /application\/json/);
+    }
+  }
+  // Nothing happened: the key still works, the failed job was not replayed.
+  assert.equal((await http('GET', `${G}/v2/jobs`, { bearer: operator.token })).status, 200);
+  const replayed = () =>
+    auditLines.filter((l) => l['event_type'] === 'job.replayed' && l['replay_of'] === failedId);
+  assert.equal(replayed().length, 0, 'no replay was queued');
+  // With the header and no body, a replay runs.
+  const replay = await bare('POST', `/v2/jobs/${failedId}/replay`, {
+    ...basicHeader,
+    'content-type': 'application/json',
+  });
+  assert.equal(replay.status, 202, JSON.stringify(replay.json));
+  assert.equal(replayed().length, 1);
+});
+
 test('a cancel appears in the audit log with the key id, source address, job id and context', async () => {
   const operator = await createKey('operator', { contexts: ['lab'] });
   // No actor serves lab: the job stays queued until cancelled.

@@ -683,6 +683,45 @@ test('when a client offers only TLS 1.1, then the HTTPS listener refuses; TLS 1.
   assert.equal(await attempt('TLSv1.2', 'TLSv1.2'), 'TLSv1.2');
 });
 
+test('when a TLS 1.2 client offers only CBC or SHA-1 suites, then the handshake fails; ECDHE with AES-GCM or ChaCha20 works, and answers carry HSTS', async () => {
+  const port = Number(new URL(stack.gateway.httpsUrl).port);
+  const offer = (ciphers: string) =>
+    new Promise<string>((resolve) => {
+      const socket = tlsConnect({
+        host: '127.0.0.1',
+        port,
+        minVersion: 'TLSv1.2',
+        maxVersion: 'TLSv1.2',
+        rejectUnauthorized: false,
+        ciphers: `${ciphers}@SECLEVEL=0`,
+      });
+      socket.once('secureConnect', () => {
+        const name = socket.getCipher().name;
+        socket.destroy();
+        resolve(name);
+      });
+      socket.once('error', (err: NodeJS.ErrnoException) =>
+        resolve(`error:${err.code ?? err.message}`),
+      );
+    });
+  for (const weak of [
+    'ECDHE-ECDSA-AES128-SHA',
+    'ECDHE-ECDSA-AES256-SHA',
+    'ECDHE-ECDSA-AES128-SHA256',
+    'ECDHE-ECDSA-AES256-SHA384',
+    'ECDHE-RSA-AES128-SHA',
+    'AES128-GCM-SHA256',
+    'AES128-SHA',
+  ]) {
+    assert.match(await offer(weak), /^error:/, `${weak} must be refused`);
+  }
+  assert.equal(await offer('ECDHE-ECDSA-AES128-GCM-SHA256'), 'ECDHE-ECDSA-AES128-GCM-SHA256');
+  assert.equal(await offer('ECDHE-ECDSA-AES256-GCM-SHA384'), 'ECDHE-ECDSA-AES256-GCM-SHA384');
+  assert.equal(await offer('ECDHE-ECDSA-CHACHA20-POLY1305'), 'ECDHE-ECDSA-CHACHA20-POLY1305');
+  const answer = await http('GET', `${stack.gateway.httpsUrl}/healthcheck`);
+  assert.match(String(answer.headers['strict-transport-security']), /^max-age=\d+/);
+});
+
 async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

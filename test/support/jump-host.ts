@@ -23,6 +23,8 @@ export interface StartJumpHostOptions {
   port?: number;
   /** Host key (OpenSSH private key); absent: a fresh one. */
   hostKey?: string;
+  /** Refuse every forwarding request (a bastion that allows logins but no `-J`). */
+  refuseForwarding?: boolean;
 }
 
 export interface JumpHostStats {
@@ -94,6 +96,10 @@ export async function startJumpHost(options: StartJumpHostOptions = {}): Promise
       stats.handshakes++;
       conn.on('tcpip', (accept, reject, info) => {
         stats.forwards.push({ host: info.destIP, port: info.destPort });
+        if (options.refuseForwarding === true) {
+          reject?.();
+          return;
+        }
         const sock = connect(info.destPort, info.destIP);
         sockets.add(sock);
         sock.once('close', () => sockets.delete(sock));

@@ -19,7 +19,13 @@ import {
   type StoredRecord,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
-import { DeviceJobFailure, transportSecretsOf, type DeviceJob } from './device-job.js';
+import {
+  DeviceJobFailure,
+  shownWholeOf,
+  transportSecretsOf,
+  type DeviceJob,
+} from './device-job.js';
+import type { Admitted } from './device-admission.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 import { TranscriptRecorder } from './transcript.js';
@@ -182,6 +188,8 @@ export class DeviceActor {
     // all use this one address.
     const address = envelope.address ?? (await resolveHost(spec.host));
     let reached = false;
+    let jumpsPassed = 0;
+    let admitted: Admitted | null = null;
     // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
     const recorder = new TranscriptRecorder(config.TRANSCRIPT_MAX_BYTES, [
       secrets.password,
@@ -189,11 +197,14 @@ export class DeviceActor {
       secrets.webhook_secret,
     ]);
     const wantsTranscript = spec.transcript === true || ctx.transcriptWanted(spec.context);
-    /** Stored before the job's end is written, so a reader told "failed" finds it. */
-    const keepTranscript = async (failed: boolean): Promise<void> => {
+    /**
+     * Stored before the job's end is written, so a reader told "failed" finds it. Redacted by
+     * the syntax of `platform` (the detected one once known; autodetect: every family's).
+     */
+    const keepTranscript = async (failed: boolean, platform = spec.platform): Promise<void> => {
       if (recorder.isEmpty || !(failed || wantsTranscript)) return;
       await ctx.transcripts
-        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job))))
+        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job), platform)))
         .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
     };
     const job: DeviceJob = {
@@ -220,6 +231,9 @@ export class DeviceActor {
       onReached: () => {
         reached = true;
       },
+      onJumpPassed: (index) => {
+        jumpsPassed = index + 1;
+      },
       recorder,
     };
     if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
@@ -227,7 +241,7 @@ export class DeviceActor {
     // resolve the name at submission, as it nearly always can).
     const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
     try {
-      const admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
+      admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
       const outcome = await withSpan(
         'device session',
         {
@@ -239,7 +253,7 @@ export class DeviceActor {
         },
         () => ctx.runner(job),
       );
-      await ctx.admission.succeeded(admitted, deviceKey);
+      await ctx.admission.succeeded(admitted);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const parsed =
         spec.kind === 'structured' && ctx.parseOutputs
@@ -249,7 +263,7 @@ export class DeviceActor {
           : outcome.results;
       // Inline, or in the object store with a pointer (a record is one NATS message).
       const stored = await ctx.results.keep(jobId, parsed);
-      await keepTranscript(false);
+      await keepTranscript(false, platform);
       const endedAt = new Date().toISOString();
       // Written on the revision this actor started it with: no read unless a cancel came between.
       const finished = await ctx.jobs.transition(
@@ -278,8 +292,13 @@ export class DeviceActor {
           ? (controller.signal.reason ?? err)
           : err,
       );
-      const safe = new SvcError(failure.code, redactSecrets(failure.message, secrets));
-      await ctx.admission.failed(safe.code, reached, started.username, deviceKey);
+      const safe = new SvcError(
+        failure.code,
+        redactSecrets(failure.message, secrets, shownWholeOf(job)),
+      );
+      // A job refused by the guards themselves connected to nothing: nothing to charge.
+      if (admitted !== null)
+        await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted);
       if (safe.code === ErrorCode.CANCELLED) {
         await keepTranscript(false);
         // The gateway already wrote `cancelled`; the outputs the device gave before are added.

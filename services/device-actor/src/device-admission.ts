@@ -7,6 +7,7 @@ import {
   LockoutLedger,
   SvcError,
   algorithmsFor,
+  deviceKeyOf,
   deviceNetworkPolicy,
   hostKeyModes,
   resolveHost,
@@ -22,8 +23,31 @@ import type { DeviceJob } from './device-job.js';
 import { hostKeyVerifier } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop } from './ssh-session.js';
 
-/** What the breaker said about a job that was let through. */
-export type Admitted = Extract<BreakerVerdict, { allowed: true }>;
+/**
+ * One party of a job's route, as its guards know it: a jump host or the device, each keyed
+ * like a device (context, resolved address, port) with the user name that logs in to it.
+ */
+export interface RouteParty {
+  key: string;
+  username: string;
+  /** `jump host host:port` or `host:port` (error texts). */
+  label: string;
+}
+
+/** A job the guards let through: its route's parties and what each breaker said. */
+export interface Admitted {
+  /** The jump hosts in order. */
+  jumps: readonly RouteParty[];
+  device: RouteParty;
+  /** Keys whose breaker had failures on record: a success writes them back clean. */
+  unclean: readonly string[];
+}
+
+/** How far a failed job got: whether the device was reached, how many jump hosts it passed. */
+export interface Progress {
+  reached: boolean;
+  jumpsPassed: number;
+}
 
 /**
  * The guards between a started job and its device, shared by every actor of a host: the
@@ -88,7 +112,8 @@ export class DeviceAdmission {
 
   /**
    * Every check before the session opens, in order; completes `job` with the SSH profile, key
-   * and jump hosts. Throws the job's failure (a SvcError) when a guard refuses it.
+   * and jump hosts. Throws the job's failure (a SvcError) when a guard refuses it. Each jump
+   * host has its own lockout and breaker, checked like the device's.
    */
   async admit(
     job: DeviceJob,
@@ -121,43 +146,62 @@ export class DeviceAdmission {
     if (spec.ssh !== undefined && spec.ssh.jump_hosts.length > 0) {
       job.jumpHosts = await this.jumpHostsOf(spec, secrets, log);
     }
-    // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
-    const lockedOut = record.owner.startsWith('key:')
-      ? false
-      : await this.lockout.isLockedOut(record.username, deviceKey).catch(() => false);
-    if (lockedOut) {
-      throw new SvcError(
-        ErrorCode.DEVICE_LOCKED_OUT,
-        `user ${record.username} is locked out of ${spec.host} after repeated failed logins`,
-      );
+    const jumps = (job.jumpHosts ?? []).map((hop): RouteParty => ({
+      key: deviceKeyOf(spec.context, hop.address ?? hop.host, hop.port),
+      username: hop.username,
+      label: `jump host ${hop.host}:${hop.port}`,
+    }));
+    const device: RouteParty = {
+      key: deviceKey,
+      username: record.username,
+      label: `${spec.host}:${spec.port}`,
+    };
+    const unclean: string[] = [];
+    for (const party of [...jumps, device]) {
+      // Bearer callers are exempt from device-account lockout (SPEC, authentication rule 5).
+      const lockedOut = record.owner.startsWith('key:')
+        ? false
+        : await this.lockout.isLockedOut(party.username, party.key).catch(() => false);
+      if (lockedOut) {
+        throw new SvcError(
+          ErrorCode.DEVICE_LOCKED_OUT,
+          `user ${party.username} is locked out of ${party === device ? spec.host : party.label} after repeated failed logins`,
+        );
+      }
+      const breakerVerdict = await this.breaker
+        .admit(party.key, job.jobId)
+        .catch((): BreakerVerdict => ({ allowed: true, probe: false, clean: true }));
+      if (!breakerVerdict.allowed) {
+        throw new SvcError(
+          ErrorCode.CIRCUIT_OPEN,
+          `circuit breaker open for ${party.label} until ${new Date(breakerVerdict.retryAtMs).toISOString()}`,
+        );
+      }
+      if (!breakerVerdict.clean) unclean.push(party.key);
     }
-    const breakerVerdict = await this.breaker
-      .admit(deviceKey, job.jobId)
-      .catch((): BreakerVerdict => ({ allowed: true, probe: false, clean: true }));
-    if (!breakerVerdict.allowed) {
-      throw new SvcError(
-        ErrorCode.CIRCUIT_OPEN,
-        `circuit breaker open for ${spec.host}:${spec.port} until ${new Date(breakerVerdict.retryAtMs).toISOString()}`,
-      );
-    }
-    return breakerVerdict;
+    return { jumps, device, unclean };
   }
 
-  /** A session ran: a device whose breaker was not clean is healthy again. */
-  async succeeded(admitted: Admitted, deviceKey: string): Promise<void> {
-    if (!admitted.clean) await this.breaker.recordSuccess(deviceKey);
+  /** A session ran: every party whose breaker was not clean is healthy again. */
+  async succeeded(admitted: Admitted): Promise<void> {
+    for (const key of admitted.unclean) await this.breaker.recordSuccess(key);
   }
 
   /**
-   * A job failed with `code`. Only a device that could not be reached counts towards its
-   * breaker: a session the device ended after the handshake (a `logout` job) says nothing
-   * about its health. A refused login costs the account one attempt.
+   * A job failed with `code` after the guards let it through. The failure is charged to the
+   * party that caused it: the jump host being logged in to or forwarding, else (before the
+   * device's handshake, on a route through jump hosts) the last jump host, which alone can say
+   * what happened behind it; only failures of the device's own hop count against the device.
+   * Only an unreachable party counts towards its breaker: a session the device ended after the
+   * handshake (a `logout` job) says nothing about its health. A refused login costs the
+   * account that was refused one attempt.
    */
-  async failed(code: string, reached: boolean, username: string, deviceKey: string): Promise<void> {
-    if (!reached && isConnectionFailure(code))
-      await this.breaker.recordFailure(deviceKey).catch(() => false);
+  async failed(code: string, progress: Progress, admitted: Admitted): Promise<void> {
+    const party = chargedParty(admitted, progress);
+    if (!progress.reached && isConnectionFailure(code))
+      await this.breaker.recordFailure(party.key).catch(() => false);
     if (code === ErrorCode.AUTH_FAILED) {
-      await this.lockout.recordFailure(username, deviceKey).catch(() => undefined);
+      await this.lockout.recordFailure(party.username, party.key).catch(() => undefined);
     }
   }
 
@@ -207,6 +251,16 @@ export class DeviceAdmission {
     }
     return hops;
   }
+}
+
+/** The party a failure is charged to (see `DeviceAdmission.failed`). */
+export function chargedParty(admitted: Admitted, progress: Progress): RouteParty {
+  const { jumps, device } = admitted;
+  // A warm session reached the device without passing any hop this time.
+  if (progress.reached) return device;
+  if (progress.jumpsPassed < jumps.length) return jumps[progress.jumpsPassed]!;
+  if (jumps.length > 0) return jumps[jumps.length - 1]!;
+  return device;
 }
 
 /** Failures that say the device is unreachable: they count towards its breaker. */

@@ -2,6 +2,7 @@ import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/prot
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
+import type { ShownWhole } from './redaction.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -49,6 +50,8 @@ export interface DeviceJob {
    * after that do not say the device is unreachable and must not trip its breaker.
    */
   onReached?: () => void;
+  /** Called when jump host `index` logged in and forwarded to the next hop. */
+  onJumpPassed?: (index: number) => void;
   /** The host-key check of this job's context (absent: any key is accepted). */
   verifyHostKey?: VerifyHostKey;
   /** Private key for public-key login to the device (tried before the password). */
@@ -73,6 +76,7 @@ export function sessionOptionsOf(job: DeviceJob): SshSessionOptions & { readTime
     connTimeoutMs: job.connTimeoutMs,
     readTimeoutMs: job.readTimeoutMs,
     ...(job.onReached ? { onHandshake: job.onReached } : {}),
+    ...(job.onJumpPassed ? { onJumpPassed: job.onJumpPassed } : {}),
     ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
     ...(job.privateKey != null ? { privateKey: job.privateKey } : {}),
     ...(job.passphrase != null ? { passphrase: job.passphrase } : {}),
@@ -168,3 +172,20 @@ export class CommandsRejected extends DeviceJobFailure {
  * Error texts never contain the password or enable secret.
  */
 export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
+
+/** What a job's error texts name: shown whole whatever its secrets are. */
+export function shownWholeOf(job: DeviceJob): ShownWhole {
+  return {
+    host: job.host,
+    address: job.address,
+    port: job.port,
+    username: job.username,
+    commands: job.commands,
+    more: (job.jumpHosts ?? []).flatMap((h) => [
+      `${h.host}:${h.port}`,
+      h.host,
+      ...(h.address !== undefined ? [h.address] : []),
+      h.username,
+    ]),
+  };
+}

@@ -9,13 +9,14 @@ import {
   type CommandStatus,
 } from '@svc/proto';
 import type { Confirmation } from './drivers/driver.js';
-import { redactValues } from './redaction.js';
+import { keptOf, redactValues, type ShownWhole } from './redaction.js';
 import {
   CommandsRejected,
   DeviceJobFailure,
   sessionOptionsOf,
   transportRouteOf,
   transportSecretsOf,
+  shownWholeOf,
   type DeviceJob,
   type DeviceOutcome,
   type RunDeviceJob,
@@ -216,10 +217,11 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
             ? abortError(job.signal)
             : SvcError.from(err);
       const secrets = [job.password, job.enable, ...transportSecretsOf(job)];
+      const parts = shownWholeOf(job);
       if (failure instanceof DeviceJobFailure) {
-        throw failure.with(redactValues(failure.message, secrets), failure.results);
+        throw failure.with(redactValues(failure.message, secrets, keptOf(parts)), failure.results);
       }
-      throw redactError(failure, secrets);
+      throw redactError(failure, secrets, parts);
     }
   };
 }
@@ -289,11 +291,16 @@ export function answersOf(job: Pick<DeviceJob, 'answers'>): AnswersFor {
 }
 
 /**
- * The same error with the secrets removed from its text. The cause is dropped: it may hold
- * device output or library state we cannot vouch for.
+ * The same error with the secrets removed from its text, the parts it names (`parts`: host,
+ * port, user, commands) shown whole. The cause is dropped: it may hold device output or
+ * library state we cannot vouch for.
  */
-export function redactError(err: SvcError, secrets: readonly (string | null)[]): SvcError {
-  return new SvcError(err.code, redactValues(err.message, secrets));
+export function redactError(
+  err: SvcError,
+  secrets: readonly (string | null)[],
+  parts?: ShownWhole,
+): SvcError {
+  return new SvcError(err.code, redactValues(err.message, secrets, keptOf(parts)));
 }
 
 /**

@@ -49,6 +49,11 @@ export interface SshSessionOptions extends SshHop {
    * device) through a `direct-tcpip` channel of the one before (ssh2's `forwardOut` + `sock`).
    */
   jumpHosts?: readonly SshHop[];
+  /**
+   * Called when jump host `index` logged in and opened the channel to the next hop: a failure
+   * after that is no longer that jump host's (the guards charge each failure to its party).
+   */
+  onJumpPassed?: (index: number) => void;
 }
 
 /** Matches one complete escape sequence at the current position (sticky). */
@@ -431,8 +436,10 @@ export class SshSession {
           stop.signal,
         );
         const next = hops[i + 1];
-        if (next !== undefined)
+        if (next !== undefined) {
           sock = await untilStopped(forward(client, label, next), stop.signal);
+          options.onJumpPassed?.(i);
+        }
       }
       const device = clients[clients.length - 1]!;
       const channel = await untilStopped(

@@ -1,5 +1,6 @@
 import type { Transcript, TranscriptEntry } from '@svc/proto';
 import { redactValues } from './redaction.js';
+import { maskSecretSyntax } from './secret-syntax.js';
 
 /** Where a session's bytes are reported as they pass (set on the SSH session of one job). */
 export interface SessionTap {
@@ -15,13 +16,6 @@ export interface SessionTap {
 const CONTROL =
   // eslint-disable-next-line no-control-regex
   /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/g;
-
-/**
- * Values after a keyword that configuration and show output use for secrets
- * (`enable secret 5 $1$…`, `username x password 0 y`, `snmp-server community c`, `key-string k`).
- */
-const SECRET_WORDS =
-  /\b(password|secret|passphrase|pre-shared-key|key-string|community|authentication-key|auth-key|md5|sha)(\s+(?:\d{1,2}\s+)?)(\S+)/gi;
 
 interface Entry {
   at: string;
@@ -102,15 +96,20 @@ export class TranscriptRecorder implements SessionTap {
 
   /**
    * The transcript as stored: redacted (the secrets given at construction and `more`, such as
-   * key passphrases and jump-host credentials known only later), in order, with what the cap
+   * key passphrases and jump-host credentials known only later, and every secret the syntax of
+   * `platform`'s family shows; unknown or absent: every family's), in order, with what the cap
    * dropped.
    */
-  toTranscript(jobId: string, more: readonly string[] = []): Transcript {
+  toTranscript(
+    jobId: string,
+    more: readonly string[] = [],
+    platform: string | null = null,
+  ): Transcript {
     const secrets = [...this.secrets, ...more];
     const redact = (e: Entry): TranscriptEntry => ({
       at: e.at,
       dir: e.dir,
-      data: redactValues(e.data, secrets).replace(SECRET_WORDS, '$1$2***'),
+      data: maskSecretSyntax(redactValues(e.data, secrets), platform),
     });
     const entries = [...this.head, ...this.tail].map(redact);
     return {

@@ -1,10 +1,12 @@
 import { Type, type Static } from 'typebox';
 import {
+  CommandPolicySettings,
   DEFAULT_DEVICE_INPUT_LIMITS,
   DriverSettings,
   loadDriverDir,
   ReachabilitySettings,
   SharedSettings,
+  commandPolicy,
   deviceNetworkPolicy,
   loadConfig,
   webhookNetworkPolicy,
@@ -14,6 +16,7 @@ import {
 export const GatewayConfig = Type.Object({
   ...SharedSettings,
   ...ReachabilitySettings,
+  ...CommandPolicySettings,
   ...DriverSettings,
   SVC_PORT: Type.Integer({ default: 8443, minimum: 0, maximum: 65535, description: 'HTTPS port.' }),
   SVC_HTTP_PORT: Type.Integer({
@@ -120,6 +123,12 @@ export const GatewayConfig = Type.Object({
     description:
       'Concurrent SSE streams per gateway process (job and batch streams); more get 429.',
   }),
+  SSE_MAX_CONNECTIONS_PER_CALLER: Type.Integer({
+    default: 0,
+    minimum: 0,
+    description:
+      'Concurrent SSE streams of one caller per gateway process; more get 429 (that caller only). 0: a quarter of SSE_MAX_CONNECTIONS, at least 1.',
+  }),
   SSE_RETRY: Type.Number({
     default: 3,
     minimum: 0.1,
@@ -176,6 +185,12 @@ export function loadGatewayConfig(
     },
     (c) => {
       webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
+    },
+    (c) => {
+      commandPolicy({
+        COMMAND_POLICY: c.COMMAND_POLICY ?? [],
+        COMMAND_DENY_PATTERNS: c.COMMAND_DENY_PATTERNS ?? [],
+      });
     },
     (c) => loadDriverDir(c.SVC_DRIVERS_DIR ?? '').problems,
   ]);

@@ -12,6 +12,7 @@ import {
   JobStore,
   KvMirror,
   LockoutLedger,
+  commandPolicy,
   deviceNetworkPolicy,
   ensureTopology,
   loadDriverDir,
@@ -196,6 +197,7 @@ export async function startGateway(
       ratePerMinute: config.RATE_LIMIT_PER_MINUTE,
       deviceRatePerMinute: config.RATE_LIMIT_DEVICE_PER_MINUTE,
       devicePolicy: deviceNetworkPolicy(config),
+      commandPolicy: commandPolicy(config),
       webhookPolicy: webhookNetworkPolicy(config),
       storeTimeoutMs: config.STORE_TIMEOUT * 1000,
     },
@@ -253,6 +255,9 @@ export async function startGateway(
     authLimits,
     sse: new SseStreams({
       maxConnections: config.SSE_MAX_CONNECTIONS,
+      maxPerCaller:
+        config.SSE_MAX_CONNECTIONS_PER_CALLER ||
+        Math.max(1, Math.floor(config.SSE_MAX_CONNECTIONS / 4)),
       timeoutSeconds: config.SSE_TIMEOUT,
       retrySeconds: config.SSE_RETRY,
     }),

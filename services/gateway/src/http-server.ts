@@ -4,6 +4,26 @@ import type { Logger } from '@svc/proto';
 import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/**
+ * TLS 1.2 suites: forward secrecy (ECDHE) with an AEAD (AES-GCM, ChaCha20-Poly1305) only, no
+ * CBC or SHA-1; the TLS 1.3 suites are all AEAD.
+ */
+const TLS_CIPHERS = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+].join(':');
+/** One year, as HSTS preload lists expect. */
+const HSTS = 'max-age=31536000';
+
+/** Methods that change state: they need `Content-Type: application/json`, body or not. */
+const WRITES = new Set(['POST', 'PUT', 'PATCH']);
 const requestIds = new WeakMap<FastifyRequest, string>();
 const deadlines = new WeakMap<FastifyRequest, number>();
 /**
@@ -60,10 +80,11 @@ export interface HttpServerOptions {
 /**
  * A Fastify instance with the service's conventions: bodies arrive as text (routes parse JSON
  * themselves so that bad JSON gets the same 422 as any bad input), `{message}` error bodies,
- * TLS 1.2 or newer, `X-Request-ID` on every response. Only `application/json` bodies are
- * accepted (415 otherwise): an HTML form on another site can send `text/plain`, form or
- * multipart bodies with a browser's cached Basic credentials, but not JSON without a CORS
- * preflight, which this service never grants.
+ * TLS 1.2 or newer, `X-Request-ID` on every response. Every POST, PUT and PATCH must say
+ * `Content-Type: application/json`, with or without a body (415 otherwise): a page on another
+ * site can send a bodiless POST, `text/plain`, form or multipart bodies with a browser's cached
+ * Basic credentials, but not that header without a CORS preflight, which this service never
+ * grants.
  */
 export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   // Both variants share one shape once built; the cast only merges their generic types.
@@ -78,7 +99,13 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   const app = (options.tls
     ? Fastify({
         ...common,
-        https: { key: options.tls.key, cert: options.tls.cert, minVersion: 'TLSv1.2' },
+        https: {
+          key: options.tls.key,
+          cert: options.tls.cert,
+          minVersion: 'TLSv1.2',
+          ciphers: TLS_CIPHERS,
+          honorCipherOrder: true,
+        },
       })
     : Fastify(common)) as unknown as FastifyInstance;
   // Route schemas document the API (the OpenAPI document is generated from them); the routes
@@ -133,6 +160,22 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         else log.info(fields, 'request');
       });
     }
+    // A browser that once reached the service over HTTPS never falls back to plain HTTP.
+    if (options.tls) reply.raw.setHeader('Strict-Transport-Security', HSTS);
+    done();
+  });
+  // In preParsing, after the routes' own onRequest hooks (v1's deprecation headers), before
+  // any handler: nothing a refused request asks for is done. Unknown routes stay 404.
+  app.addHook('preParsing', (req, reply, _payload, done) => {
+    if (WRITES.has(req.method) && req.routeOptions.url !== undefined) {
+      const type = req.headers['content-type'];
+      if (!isJson(type)) {
+        void reply.code(415).send({
+          message: `Unsupported Media Type: ${type === undefined || type === '' ? 'none' : type.split(';')[0]!.trim()}; ${req.method} requests need Content-Type: application/json`,
+        });
+        return;
+      }
+    }
     done();
   });
   app.setNotFoundHandler((req, reply) =>
@@ -146,4 +189,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       .send({ message: status < 500 ? (err.message ?? 'bad request') : 'internal error' });
   });
   return app;
+}
+
+/** `application/json`, parameters (`charset`) allowed, case-insensitive. */
+function isJson(type: string | undefined): boolean {
+  return type !== undefined && type.split(';')[0]!.trim().toLowerCase() === 'application/json';
 }

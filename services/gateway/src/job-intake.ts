@@ -7,6 +7,7 @@ import {
   SendCommandStructuredRequest,
   SendConfigRequest,
   Subjects,
+  askedCommandMode,
   check,
   deviceKeyOf,
   encodeJson,
@@ -17,6 +18,7 @@ import {
   resolveHost,
   type AddressPolicy,
   type AuditLog,
+  type CommandPolicy,
   type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
@@ -86,6 +88,8 @@ export interface IntakeOptions {
   deviceRatePerMinute?: number;
   /** DEVICE_NETWORKS_*: device addresses given as IP literals are checked at submission. */
   devicePolicy?: AddressPolicy;
+  /** COMMAND_POLICY and COMMAND_DENY_PATTERNS; absent: any command. */
+  commandPolicy?: CommandPolicy;
   /** WEBHOOK_ALLOW_NETWORKS: webhook targets given as IP literals are checked at submission. */
   webhookPolicy?: AddressPolicy;
   /**
@@ -122,6 +126,8 @@ export interface SubmitRequest {
   source?: string;
   /** When the request is answered 503 at the latest (ms since the epoch): no write starts after. */
   deadline?: number;
+  /** `X-Svc-Command-Policy` as sent: a request may ask for read-only for itself. */
+  commandPolicy?: string;
 }
 
 /** A submission that passed every check that takes nothing (see `JobIntake.prepare`). */
@@ -217,7 +223,13 @@ export class JobIntake {
   async submit(req: SubmitRequest): Promise<EnqueueResponse> {
     JobIntake.mustSubmit(req.caller);
     const jobId = JobIntake.jobIdFrom(req.requestId);
-    const prepared = await this.prepare(req.kind, parseJsonBody(req.body), req.caller, req.schema);
+    const prepared = await this.prepare(
+      req.kind,
+      parseJsonBody(req.body),
+      req.caller,
+      req.schema,
+      req.commandPolicy,
+    );
     return this.admit(prepared, jobId, req);
   }
 
@@ -236,8 +248,19 @@ export class JobIntake {
     parsed: unknown,
     caller: Caller,
     schema?: TSchema,
+    askedPolicy?: string,
   ): Promise<PreparedJob> {
     JobIntake.mustSubmit(caller);
+    const asked = askedCommandMode(askedPolicy);
+    if (asked === undefined) {
+      throw HttpError.validation([
+        {
+          loc: ['header', 'X-Svc-Command-Policy'],
+          msg: 'value is not read-only or any',
+          type: 'enum',
+        },
+      ]);
+    }
     const checked = check<SendConfigRequest & SendCommandStructuredRequest>(
       schema ?? SCHEMAS[kind],
       parsed,
@@ -278,6 +301,23 @@ export class JobIntake {
           msg: jumpVerdict.reason,
           type: 'address_not_allowed',
         });
+      }
+    }
+    // Read-only (the context's mode, or asked for by the request): each refused command is
+    // named at its index, nothing is queued.
+    if (
+      (kind === 'command' || kind === 'structured') &&
+      this.options.commandPolicy?.modeFor(spec.context, asked) === 'read-only'
+    ) {
+      for (const [i, command] of spec.commands.entries()) {
+        const why = this.options.commandPolicy.readOnlyRefusal(command, spec.platform);
+        if (why !== null) {
+          refused.push({
+            loc: ['body', 'commands', i],
+            msg: `command "${command}" is refused: context ${spec.context} runs read-only commands here and ${why}`,
+            type: 'command_not_allowed',
+          });
+        }
       }
     }
     if (refused.length > 0) throw HttpError.validation(refused);

@@ -7,6 +7,8 @@ const KEEPALIVE_MS = 15_000;
 export interface SseSettings {
   /** SSE_MAX_CONNECTIONS: open streams per gateway process. */
   maxConnections: number;
+  /** SSE_MAX_CONNECTIONS_PER_CALLER (resolved): open streams of one caller per process. */
+  maxPerCaller: number;
   /** SSE_TIMEOUT, seconds. */
   timeoutSeconds: number;
   /** SSE_RETRY, seconds: the reconnect delay told to clients in the `retry:` line. */
@@ -42,6 +44,8 @@ export interface SseSlot {
  */
 export class SseStreams {
   #open = 0;
+  /** Open streams per caller id (entries removed at zero: the map holds only live callers). */
+  readonly #byCaller = new Map<string, number>();
   readonly #live = new Set<() => void>();
 
   constructor(private readonly settings: SseSettings) {}
@@ -51,20 +55,35 @@ export class SseStreams {
     return this.#open;
   }
 
-  /** Takes a slot or throws 429; take it before any work so a refused client costs nothing. */
-  reserve(): SseSlot {
-    const { maxConnections } = this.settings;
+  /**
+   * Takes a slot for `caller` or throws 429; take it before any work so a refused client costs
+   * nothing. A caller holding its share is refused alone: the others keep the rest.
+   */
+  reserve(caller: string): SseSlot {
+    const { maxConnections, maxPerCaller } = this.settings;
+    const own = this.#byCaller.get(caller) ?? 0;
+    if (own >= maxPerCaller) {
+      throw new HttpError(
+        429,
+        `too many open streams of this caller (SSE_MAX_CONNECTIONS_PER_CALLER=${maxPerCaller})`,
+        { 'Retry-After': '5' },
+      );
+    }
     if (this.#open >= maxConnections) {
       throw new HttpError(429, `too many open streams (SSE_MAX_CONNECTIONS=${maxConnections})`, {
         'Retry-After': '5',
       });
     }
     this.#open++;
+    this.#byCaller.set(caller, own + 1);
     let held = true;
     const release = () => {
       if (!held) return;
       held = false;
       this.#open--;
+      const left = (this.#byCaller.get(caller) ?? 1) - 1;
+      if (left > 0) this.#byCaller.set(caller, left);
+      else this.#byCaller.delete(caller);
     };
     return { release, start: (reply, timeoutEvent) => this.#start(reply, release, timeoutEvent) };
   }

@@ -8,8 +8,10 @@ import { loadGatewayConfig, startGateway } from '@svc/gateway';
 import {
   ConfigError,
   Sealer,
+  canonicalIp,
   connectNats,
   createMetricsRegistry,
+  deviceNetworkPolicy,
   startTracing,
   type Logger,
 } from '@svc/proto';
@@ -72,9 +74,13 @@ type ServiceName = keyof typeof SERVICE_USERS;
 export async function startAll(options: AllInOneOptions): Promise<AllInOne> {
   const env: Record<string, string | undefined> = { ...options.env };
   // The laptop demo talks to the simulator on loopback (README), which the production default
-  // refuses: allow loopback here, and any other address as by default.
+  // refuses: allow loopback here, and any other address as by default. Whoever reaches the
+  // gateway could then reach this machine's loopback services through it: it listens on
+  // loopback too, unless SVC_BIND says otherwise (and that is refused while loopback is allowed).
   env['DEVICE_NETWORKS_ALLOW'] ||= '127.0.0.0/8,::1/128,*';
   env['WEBHOOK_ALLOW_NETWORKS'] ||= '127.0.0.0/8,::1/128';
+  env['SVC_BIND'] ||= '127.0.0.1';
+  refuseExposedLoopback(env);
   checkSettings(env);
   await mkdir(options.dataDir, { recursive: true });
   // What is running so far, stopped newest first when a later part fails.
@@ -240,6 +246,41 @@ async function localAdminSecret(file: string): Promise<string> {
   await writeFile(file, `SVC_ADMIN_SECRET=${secret}\n`, { mode: 0o600 });
   await chmod(file, 0o600); // whatever the umask, and for a file that was there
   return secret;
+}
+
+/**
+ * A gateway listening beyond loopback while jobs may target loopback lets anyone who reaches
+ * it scan this machine's loopback services: refused at start unless
+ * SVC_BIND_ALLOW_LOOPBACK_TARGETS=true says the operator means it.
+ */
+function refuseExposedLoopback(env: Record<string, string | undefined>): void {
+  const bind = env['SVC_BIND'] ?? '';
+  const literal = canonicalIp(bind);
+  if (literal !== null && (literal.startsWith('127.') || literal === '::1')) return;
+  if (/^localhost$/i.test(bind)) return;
+  if (/^(?:true|1|yes)$/i.test(env['SVC_BIND_ALLOW_LOOPBACK_TARGETS'] ?? '')) return;
+  const list = (name: string) =>
+    (env[name] ?? '')
+      .split(',')
+      .map((e) => e.trim())
+      .filter((e) => e !== '');
+  const allow = list('DEVICE_NETWORKS_ALLOW');
+  const policy = deviceNetworkPolicy(
+    { DEVICE_NETWORKS_ALLOW: allow, DEVICE_NETWORKS_DENY: list('DEVICE_NETWORKS_DENY') },
+    { interfaces: null },
+  );
+  const contexts = new Set([
+    ...list('SVC_CONTEXTS'),
+    'default',
+    ...allow.flatMap((e) => /^([A-Za-z0-9_-]+)=/.exec(e)?.[1] ?? []),
+  ]);
+  const open = [...contexts].filter((c) =>
+    ['127.0.0.1', '::1'].some((a) => policy.check(c, a, a).allowed),
+  );
+  if (open.length === 0) return;
+  throw new ConfigError([
+    `SVC_BIND ${bind} listens beyond loopback while jobs may target loopback addresses (DEVICE_NETWORKS_ALLOW, context ${open.join(', ')}): anyone who reaches the gateway could scan this machine's loopback services through it. Bind 127.0.0.1 (the default of npm start), remove loopback from DEVICE_NETWORKS_ALLOW, or set SVC_BIND_ALLOW_LOOPBACK_TARGETS=true.`,
+  ]);
 }
 
 async function localKey(dataDir: string): Promise<string> {

@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { rootCertificates } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import type { Logger } from '@svc/proto';
+import { ConfigError, type Logger } from '@svc/proto';
 import { ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
-import { startHttpTransport } from './http-transport.js';
+import { isLoopbackBind, startHttpTransport } from './http-transport.js';
 import { ADAPTER_NAME, ADAPTER_VERSION, createMcpServer } from './server.js';
 
 export interface McpAdapterDeps {
@@ -67,22 +67,20 @@ export async function startMcpAdapter(
   }
 
   if (config.SVC_MCP_TRANSPORT === 'http') {
+    // Whoever reaches the listener acts with the adapter's API key.
+    if (!config.SVC_MCP_HTTP_AUTH_TOKEN && !isLoopbackBind(config.SVC_MCP_HTTP_HOST)) {
+      throw new ConfigError([
+        `SVC_MCP_HTTP_HOST ${config.SVC_MCP_HTTP_HOST} is not loopback and SVC_MCP_HTTP_AUTH_TOKEN is empty: anyone who reaches the listener would act with the adapter's API key. Set SVC_MCP_HTTP_AUTH_TOKEN or bind 127.0.0.1.`,
+      ]);
+    }
     const http = await startHttpTransport({
       host: config.SVC_MCP_HTTP_HOST,
       port: config.SVC_MCP_HTTP_PORT,
       authToken: config.SVC_MCP_HTTP_AUTH_TOKEN,
+      allowedHosts: config.SVC_MCP_HTTP_ALLOWED_HOSTS,
       createServer: newServer,
       log,
     });
-    if (
-      !config.SVC_MCP_HTTP_AUTH_TOKEN &&
-      !['127.0.0.1', 'localhost', '::1'].includes(config.SVC_MCP_HTTP_HOST)
-    ) {
-      log.warn(
-        { host: config.SVC_MCP_HTTP_HOST },
-        'mcp http listener is not loopback and has no SVC_MCP_HTTP_AUTH_TOKEN',
-      );
-    }
     log.info({ url: http.url, api: api.baseUrl }, 'mcp http listening');
     return { url: http.url, stop: () => http.stop() };
   }

@@ -63,9 +63,10 @@ export class ApiClient {
       authorization: `Bearer ${this.options.apiKey}`,
       'user-agent': this.options.userAgent ?? 'svc-mcp',
     };
-    if (payload !== undefined) {
+    if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
+    // The gateway refuses a write that does not say JSON, even without a body (415).
+    if (payload !== undefined || ['POST', 'PUT', 'PATCH'].includes(method)) {
       headers['content-type'] = 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(payload));
     }
     const {
       status,

@@ -51,7 +51,12 @@ export const McpAdapterConfig = Type.Object({
   SVC_MCP_HTTP_AUTH_TOKEN: Type.String({
     default: '',
     description:
-      'When set, streamable-HTTP clients must send Authorization: Bearer <this token>. Strongly advised when SVC_MCP_HTTP_HOST is not loopback.',
+      'When set, streamable-HTTP clients must send Authorization: Bearer <this token>. Required when SVC_MCP_HTTP_HOST is not loopback (the adapter refuses to start without it).',
+  }),
+  SVC_MCP_HTTP_ALLOWED_HOSTS: Type.Array(Type.String(), {
+    default: [],
+    description:
+      'Host names, comma-separated, that Host and Origin headers may carry besides loopback names and SVC_MCP_HTTP_HOST (the names clients use to reach the listener); anything else is 403, whatever the bound address.',
   }),
   SVC_MCP_INSECURE_TLS: Type.Boolean({
     default: false,

@@ -11,6 +11,8 @@ export interface HttpTransportOptions {
   port: number;
   /** When non-empty, clients must send `Authorization: Bearer <authToken>`. */
   authToken: string;
+  /** Host names (besides loopback and the bound address) accepted in Host and Origin. */
+  allowedHosts?: readonly string[];
   /** A fresh MCP server per session: sessions share nothing but the API client. */
   createServer: () => McpServer;
   log: Logger;
@@ -41,24 +43,30 @@ interface Session {
 
 /**
  * Streamable HTTP (MCP 2025-03-26 and later) on node:http at `/mcp`, stateful: the initialize
- * POST creates a session (`Mcp-Session-Id`), later POST/GET/DELETE carry it. Bound to loopback,
- * the listener also rejects foreign Host and Origin headers (DNS rebinding: a web page must not
- * drive the adapter's API key through the user's browser).
+ * POST creates a session (`Mcp-Session-Id`), later POST/GET/DELETE carry it. Whatever the bound
+ * address, the listener rejects Host and Origin headers naming anything but loopback, the bound
+ * address and the allowed names (DNS rebinding: a web page must not drive the adapter's API key
+ * through the user's browser).
  */
 export async function startHttpTransport(
   options: HttpTransportOptions,
 ): Promise<RunningHttpTransport> {
   const { log } = options;
   const sessions = new Map<string, Session>();
-  const loopbackOnly = LOOPBACK_NAMES.has(options.host);
+  const allowed = allowedNames(options.host, options.allowedHosts ?? []);
   const expectedAuth = options.authToken ? Buffer.from(`Bearer ${options.authToken}`) : null;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
     if (url.pathname !== MCP_PATH)
       return sendJson(res, 404, { error: `no route ${url.pathname}; use ${MCP_PATH}` });
-    if (loopbackOnly && !isLoopbackRequest(req)) {
-      return sendRpcError(res, 403, -32000, 'forbidden Host or Origin for a loopback listener');
+    if (!isAllowedRequest(req, allowed)) {
+      return sendRpcError(
+        res,
+        403,
+        -32000,
+        'forbidden Host or Origin (SVC_MCP_HTTP_ALLOWED_HOSTS)',
+      );
     }
     if (expectedAuth && !sameSecret(req.headers.authorization, expectedAuth)) {
       res.setHeader('WWW-Authenticate', 'Bearer');
@@ -152,16 +160,31 @@ function hostnameOf(hostHeader: string): string {
   }
 }
 
-function isLoopbackRequest(req: IncomingMessage): boolean {
+/** The names Host and Origin may carry: loopback, the bound address (unless a wildcard), more. */
+function allowedNames(bind: string, more: readonly string[]): Set<string> {
+  const names = new Set(LOOPBACK_NAMES);
+  const b = bind.toLowerCase();
+  if (b !== '' && b !== '0.0.0.0' && b !== '::') names.add(b.includes(':') ? `[${b}]` : b);
+  for (const name of more) if (name.trim() !== '') names.add(name.trim().toLowerCase());
+  return names;
+}
+
+function isAllowedRequest(req: IncomingMessage, allowed: ReadonlySet<string>): boolean {
   const host = req.headers.host;
-  if (host !== undefined && !LOOPBACK_NAMES.has(hostnameOf(host))) return false;
+  if (host !== undefined && !allowed.has(hostnameOf(host))) return false;
   const origin = header(req, 'origin');
   if (origin === undefined || origin === 'null') return origin === undefined;
   try {
-    return LOOPBACK_NAMES.has(new URL(origin).hostname);
+    return allowed.has(new URL(origin).hostname);
   } catch {
     return false;
   }
+}
+
+/** Whether the listener's address is loopback (a name spelled otherwise included). */
+export function isLoopbackBind(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127\./.test(h) || /^::ffff:127\./.test(h);
 }
 
 function sameSecret(given: string | undefined, expected: Buffer): boolean {

@@ -263,7 +263,7 @@ export function registerApiKeyRoutes(
           headers: ['Cache-Control'],
         },
       },
-      errors: [403, 404, 409],
+      errors: [403, 404, 409, 415],
     }),
     guarded<FastifyRequest<KeyParams>>(async (req, reply) => {
       const actor = await authorize(req);

@@ -206,7 +206,7 @@ export function registerBatchRoutes(
     }),
     guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
-      const slot = ctx.sse.reserve();
+      const slot = ctx.sse.reserve(caller.id);
       try {
         return await serve(req, reply, await batches.summary(caller, req.params.batch_id), slot);
       } catch (err) {

@@ -112,6 +112,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           caller,
           requestId: header(req, 'x-request-id'),
           idempotencyKey: header(req, 'x-idempotency-key'),
+          commandPolicy: header(req, 'x-svc-command-policy'),
           source: req.ip,
           deadline: deadlineOf(req),
           ...(typeof traceparent === 'string' ? { traceparent } : {}),

@@ -82,7 +82,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'Role, context or ownership not permitted, or the device is locked out.',
   404: 'Not found.',
   409: 'Conflict with the current state.',
-  415: 'The body is not `application/json`.',
+  415: 'A POST, PUT or PATCH without `Content-Type: application/json` (with or without a body).',
   422: 'Validation failure: every problem at once, with where (`loc`), what (`msg`) and `type`.',
   429: 'A rate limit, the brute-force limit, or the SSE connection limit was reached.',
   503: 'The queue is full or the store (NATS) is unavailable.',

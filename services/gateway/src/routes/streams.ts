@@ -46,7 +46,7 @@ function seenId(req: FastifyRequest): number | null {
 export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const stream = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
     const caller = await ctx.authenticate(req);
-    const slot = ctx.sse.reserve();
+    const slot = ctx.sse.reserve(caller.id);
     try {
       const record = await ctx.control.read(caller, req.params.job_id);
       return await serve(reply, record, seenId(req), slot);

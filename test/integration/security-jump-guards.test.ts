@@ -1,0 +1,134 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  startDevice,
+  startJumpHost,
+  type JumpHost,
+  type SimulatedDevice,
+  type StartJumpHostOptions,
+} from '@svc/test/support';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  type InProcessStack,
+} from '../harness/mod.js';
+
+/**
+ * Breakers and lockouts count what each party did: a failure at a jump host (it refuses the
+ * connection, refuses to forward, rejects its own credentials) is charged to that jump host,
+ * never to the device behind it, so that nobody can take a device offline for its owner by
+ * routing made-up jobs through a broken bastion.
+ */
+
+const JUMP_PASSWORD = 'Jump-Pa55word-77c1d0';
+let nats: NatsServerProcess;
+let stack: InProcessStack;
+const started: { stop(): Promise<void> }[] = [];
+
+before(async () => {
+  nats = await NatsServerProcess.start();
+  stack = await startInProcessStack(nats.url, {
+    env: {
+      BREAKER_THRESHOLD: '3',
+      BREAKER_OPEN_SECONDS: '120',
+      LOCKOUT_THRESHOLD: '3',
+      LOCKOUT_WINDOW: '600',
+      JOB_DEDUP_ENABLED: 'false',
+      CONNECTION_POOL_ENABLED: 'false',
+    },
+  });
+  await waitHealthy(stack.url);
+});
+
+after(async () => {
+  await stack?.stop();
+  for (const s of started) await s.stop();
+  await nats?.stop();
+});
+
+async function device(): Promise<SimulatedDevice> {
+  const d = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  started.push(d);
+  return d;
+}
+
+async function jumpHost(options: StartJumpHostOptions = {}): Promise<JumpHost> {
+  const j = await startJumpHost({ password: JUMP_PASSWORD, ...options });
+  started.push(j);
+  return j;
+}
+
+type Auth = { basic: { username: string; password: string } };
+const ownerOf = (d: SimulatedDevice): Auth => ({
+  basic: { username: d.username, password: d.password },
+});
+/** A stranger: made-up Basic credentials are enough to submit. */
+const stranger: Auth = { basic: { username: 'mallory', password: 'made-up-password' } };
+
+async function run(d: SimulatedDevice, auth: Auth, extra: Record<string, unknown> = {}) {
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: d.port, commands: ['show version'], ...extra },
+  });
+  assert.equal(a.status, 202, a.text);
+  return (await waitForJob(stack.url, a.json.job_id, auth)).json;
+}
+
+const via = (host: string, port: number, password = JUMP_PASSWORD) => ({
+  ssh: { jump_hosts: [{ host, port, username: 'jump', password }] },
+});
+
+test("when jobs go through a jump host that refuses the connection, then the jump host's breaker opens, not the device's, and the owner's direct job works", async () => {
+  const d = await device();
+  const gone = await startJumpHost();
+  const port = gone.port;
+  await gone.stop(); // nothing listens there any more: every connection is refused
+  for (let i = 0; i < 3; i++) {
+    const r = await run(d, stranger, via('127.0.0.1', port));
+    assert.equal(r.error_code, 'CONNECTION_REFUSED', r.error);
+    assert.match(r.error, new RegExp(`jump host 127\\.0\\.0\\.1:${port}`));
+  }
+  // The jump host has a breaker of its own, keyed like a device.
+  const fourth = await run(d, stranger, via('127.0.0.1', port));
+  assert.equal(fourth.error_code, 'CIRCUIT_OPEN', fourth.error);
+  assert.match(fourth.error, new RegExp(`jump host 127\\.0\\.0\\.1:${port}`));
+  const direct = await run(d, ownerOf(d));
+  assert.equal(direct.status, 'finished', `${direct.error_code}: ${direct.error}`);
+  assert.equal(d.stats.authFailures, 0);
+});
+
+test("when jobs go through a bastion that refuses forwarding, then the device's breaker stays closed", async () => {
+  const d = await device();
+  const bastion = await jumpHost({ refuseForwarding: true });
+  for (let i = 0; i < 3; i++) {
+    const r = await run(d, stranger, via(bastion.host, bastion.port));
+    assert.equal(r.status, 'failed');
+    assert.match(r.error, /could not reach/);
+  }
+  assert.equal(bastion.stats.forwards.length, 3);
+  const direct = await run(d, ownerOf(d));
+  assert.equal(direct.status, 'finished', `${direct.error_code}: ${direct.error}`);
+  assert.equal(d.stats.handshakes, 1, 'only the direct job reached the device');
+});
+
+test("when a jump host rejects its own credentials, then the device's user is not locked out", async () => {
+  const d = await device();
+  const bastion = await jumpHost();
+  for (let i = 0; i < 3; i++) {
+    const r = await run(d, ownerOf(d), via(bastion.host, bastion.port, 'wrong-jump-password'));
+    assert.equal(r.error_code, 'AUTH_FAILED', r.error);
+    assert.match(r.error, /on jump host/);
+  }
+  assert.equal(bastion.stats.authFailures, 3);
+  // The device's own account saw nothing; its owner is not locked out by the bastion's refusals.
+  const direct = await run(d, ownerOf(d));
+  assert.equal(direct.status, 'finished', `${direct.error_code}: ${direct.error}`);
+  // The jump host's account has a lockout of its own: the fourth attempt is not sent to it.
+  const locked = await run(d, ownerOf(d), via(bastion.host, bastion.port, 'wrong-jump-password'));
+  assert.equal(locked.error_code, 'DEVICE_LOCKED_OUT', locked.error);
+  assert.match(locked.error, /jump host/);
+  assert.equal(bastion.stats.authFailures, 3);
+});
