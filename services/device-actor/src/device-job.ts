@@ -2,7 +2,7 @@ import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/prot
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
-import type { ShownWhole } from './redaction.js';
+import { holdsSecret, type ShownWhole } from './redaction.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -173,14 +173,18 @@ export class CommandsRejected extends DeviceJobFailure {
  */
 export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
 
-/** What a job's error texts name: shown whole whatever its secrets are. */
+/**
+ * What a job's error texts name: shown whole whatever its secrets are, except a command that
+ * holds a secret itself (`show secret <password>`), which is masked like any other text.
+ */
 export function shownWholeOf(job: DeviceJob): ShownWhole {
+  const secrets = [job.password, job.enable, ...transportSecretsOf(job)];
   return {
     host: job.host,
     address: job.address,
     port: job.port,
     username: job.username,
-    commands: job.commands,
+    commands: job.commands.filter((command) => !holdsSecret(command, secrets)),
     more: (job.jumpHosts ?? []).flatMap((h) => [
       `${h.host}:${h.port}`,
       h.host,

@@ -23,14 +23,33 @@ function joins(text: string, i: number): boolean {
   return JOINER.has(c) && WORD.test(text[i - 1] ?? '') && WORD.test(text[i + 1] ?? '');
 }
 
+/** Where `secret` stands in `text` as a whole token (see `redactValues`). */
+function tokenSpans(text: string, secret: string): [number, number][] {
+  const spans: [number, number][] = [];
+  for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + 1)) {
+    const end = at + secret.length;
+    // A boundary is needed only on a side where the secret itself ends in a word character.
+    const leftOk = !WORD.test(secret[0]!) || !joins(text, at - 1);
+    const rightOk = !WORD.test(secret[secret.length - 1]!) || !joins(text, end);
+    if (leftOk && rightOk) spans.push([at, end]);
+  }
+  return spans;
+}
+
+/** Whether any of `secrets` stands in `text` as a whole token: such a text is no part to show whole. */
+export function holdsSecret(
+  text: string,
+  secrets: readonly (string | null | undefined)[],
+): boolean {
+  return secrets.some((s) => !!s && tokenSpans(text, s).length > 0);
+}
+
 /** The spans of `text` covered by any of `kept` (shown whole). */
 function keptSpans(text: string, kept: readonly string[]): [number, number][] {
   const spans: [number, number][] = [];
   for (const k of kept) {
-    if (k === '') continue;
-    for (let at = text.indexOf(k); at !== -1; at = text.indexOf(k, at + 1)) {
-      spans.push([at, at + k.length]);
-    }
+    // As whole tokens too: user `svc` does not shield the `svc` of a password `svc-demo`.
+    if (k !== '') spans.push(...tokenSpans(text, k));
   }
   return spans;
 }
@@ -55,13 +74,7 @@ export function redactValues(
   const free = (from: number, to: number): boolean =>
     !spans.some(([a, b]) => from < b && to > a) && !masked.some(([a, b]) => from < b && to > a);
   for (const s of wanted) {
-    for (let at = text.indexOf(s); at !== -1; at = text.indexOf(s, at + 1)) {
-      const end = at + s.length;
-      // A boundary is needed only on a side where the secret itself ends in a word character.
-      const leftOk = !WORD.test(s[0]!) || !joins(text, at - 1);
-      const rightOk = !WORD.test(s[s.length - 1]!) || !joins(text, end);
-      if (leftOk && rightOk && free(at, end)) masked.push([at, end]);
-    }
+    for (const [at, end] of tokenSpans(text, s)) if (free(at, end)) masked.push([at, end]);
   }
   if (masked.length === 0) return text;
   masked.sort((a, b) => a[0] - b[0]);

@@ -54,3 +54,11 @@ test('when an error names the host, port, user and command, then they are shown 
   );
   assert.equal(auth.message, 'authentication failed for user admin on 127.0.0.1:22');
 });
+
+test('when a shown part is a piece of a secret, then it shields nothing of the secret', () => {
+  // User `svc`, password `svc-demo`: the user is shown whole only where it is a token itself.
+  assert.equal(
+    redactValues('user svc: command "show secret svc-demo" rejected', ['svc-demo'], ['svc']),
+    'user svc: command "show secret ***" rejected',
+  );
+});
