@@ -144,19 +144,20 @@ export class CommandsRejected extends SvcError {
  */
 export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
 
-/** What a job's error texts name: shown whole whatever its secrets are. */
+/**
+ * Where a job's error texts say it connected: host, address and port of the device and of each
+ * jump host, shown whole whatever its secrets are. Commands and user names are not kept: a
+ * secret typed as a whole token of a command is masked there too.
+ */
 export function shownWholeOf(job: DeviceJob): ShownWhole {
   return {
     host: job.host,
     address: job.address,
     port: job.port,
-    username: job.username,
-    commands: job.commands,
     more: (job.jumpHosts ?? []).flatMap((h) => [
       `${h.host}:${h.port}`,
       h.host,
       ...(h.address !== undefined ? [h.address] : []),
-      h.username,
     ]),
   };
 }
