@@ -11,7 +11,10 @@ import type { ParseRequest } from './parse-request.js';
 export interface ParserPoolOptions {
   /** Worker threads, started on demand. Default: `min(4, availableParallelism())`. */
   size?: number;
-  /** Budget of one parse in milliseconds, queueing excluded. Default: 5000. */
+  /**
+   * Budget of one parse in milliseconds, time waiting for a worker included (worker start-up
+   * excluded). Default: 5000.
+   */
   timeoutMs?: number;
 }
 
@@ -24,6 +27,13 @@ export type WorkerReply =
 interface Job {
   id: number;
   request: ParseRequest;
+  /** Who asked (the job's owner): no caller holds more than half the workers while others wait. */
+  caller: string;
+  enqueuedAt: number;
+  /** Rejects the job when its budget runs out while it waits for a worker. */
+  waitTimer: NodeJS.Timeout | undefined;
+  /** What is left of the budget once a worker takes it. */
+  budgetMs: number;
   resolve: (value: unknown) => void;
   reject: (reason: Error) => void;
 }
@@ -58,15 +68,39 @@ export class ParserPool {
     this.timeoutMs = timeoutMs;
   }
 
-  /** Runs a request in a worker. Rejects with a PARSE_TIMEOUT {@link TemplateError} on overrun. */
-  run(request: ParseRequest): Promise<unknown> {
+  /**
+   * Runs a request in a worker for `caller`. Rejects with a PARSE_TIMEOUT {@link TemplateError}
+   * when waiting plus parsing overruns the budget.
+   */
+  run(request: ParseRequest, caller = ''): Promise<unknown> {
     if (this.#closed) {
       return Promise.reject(
         new TemplateError('Parser pool is closed.', { code: ParserErrorCode.WorkerFailed }),
       );
     }
     return new Promise((resolve, reject) => {
-      this.#queue.push({ id: this.#nextId++, request, resolve, reject });
+      const job: Job = {
+        id: this.#nextId++,
+        request,
+        caller,
+        enqueuedAt: Date.now(),
+        waitTimer: undefined,
+        budgetMs: this.timeoutMs,
+        resolve,
+        reject,
+      };
+      job.waitTimer = setTimeout(() => {
+        const i = this.#queue.indexOf(job);
+        if (i < 0) return;
+        this.#queue.splice(i, 1);
+        reject(
+          new TemplateError(
+            `Parse waited ${this.timeoutMs} ms for a parser worker (its whole budget); the host's parsers are busy.`,
+            { code: ParserErrorCode.Timeout },
+          ),
+        );
+      }, this.timeoutMs);
+      this.#queue.push(job);
       this.#dispatch();
     });
   }
@@ -75,7 +109,10 @@ export class ParserPool {
   async close(): Promise<void> {
     this.#closed = true;
     const closed = new TemplateError('Parser pool closed.', { code: ParserErrorCode.WorkerFailed });
-    for (const job of this.#queue.splice(0)) job.reject(closed);
+    for (const job of this.#queue.splice(0)) {
+      clearTimeout(job.waitTimer);
+      job.reject(closed);
+    }
     const slots = this.#slots.splice(0);
     for (const slot of slots) {
       clearTimeout(slot.timer);
@@ -92,12 +129,32 @@ export class ParserPool {
         if (this.#slots.length >= this.size) return;
         slot = this.#spawn();
       }
-      const job = this.#queue.shift() as Job;
+      const job = this.#queue.splice(this.#next(), 1)[0] as Job;
       this.#start(slot, job);
     }
   }
 
+  /**
+   * The queue index to run next: the first job whose caller holds less than half the workers,
+   * or whose caller is the only one waiting; else the job of the caller holding the fewest.
+   */
+  #next(): number {
+    const half = Math.max(1, Math.floor(this.size / 2));
+    const held = (caller: string) => this.#slots.filter((s) => s.job?.caller === caller).length;
+    const fair = this.#queue.findIndex(
+      (j) => held(j.caller) < half || this.#queue.every((o) => o.caller === j.caller),
+    );
+    if (fair >= 0) return fair;
+    let best = 0;
+    for (let i = 1; i < this.#queue.length; i++) {
+      if (held(this.#queue[i]!.caller) < held(this.#queue[best]!.caller)) best = i;
+    }
+    return best;
+  }
+
   #start(slot: Slot, job: Job): void {
+    clearTimeout(job.waitTimer);
+    job.budgetMs = Math.max(1, this.timeoutMs - (Date.now() - job.enqueuedAt));
     slot.job = job;
     // The worker queues the message until it has booted; the budget is the parse's own.
     slot.worker.postMessage({ id: job.id, request: job.request });
@@ -109,13 +166,13 @@ export class ParserPool {
       this.#replace(slot);
       job.reject(
         new TemplateError(
-          `Parse exceeded its ${this.timeoutMs} ms budget; the template may backtrack catastrophically on this input.`,
+          `Parse exceeded its ${this.timeoutMs} ms budget (time waiting for a worker included); the template may backtrack catastrophically on this input.`,
           {
             code: ParserErrorCode.Timeout,
           },
         ),
       );
-    }, this.timeoutMs);
+    }, job.budgetMs);
   }
 
   #spawn(): Slot {

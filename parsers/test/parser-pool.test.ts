@@ -90,3 +90,49 @@ test('when options are invalid, then the constructor rejects them', () => {
   assert.throws(() => new ParserPool({ size: 0 }), RangeError);
   assert.throws(() => new ParserPool({ timeoutMs: -1 }), RangeError);
 });
+
+test('when a parse waits for a worker longer than its budget, then it fails with a timeout instead of running late', async (t) => {
+  const pool = new ParserPool({ size: 1, timeoutMs: 400 });
+  t.after(() => pool.close());
+  const slow = pool.run({ kind: 'textfsm', template: EVIL, input: 'a'.repeat(40) + 'c' });
+  const waiting = pool.run({ kind: 'textfsm', template: EVIL, input: 'aab' });
+  const order: string[] = [];
+  const settled = (name: string, p: Promise<unknown>) =>
+    p.then(
+      () => order.push(`${name} ok`),
+      (err: unknown) => order.push(`${name} ${err instanceof TemplateError ? err.code : 'error'}`),
+    );
+  await Promise.all([settled('slow', slow), settled('waiting', waiting)]);
+  // The waiting parse's budget ran out in the queue, before the slow one's ran out running.
+  assert.deepEqual(order, [
+    `waiting ${ParserErrorCode.Timeout}`,
+    `slow ${ParserErrorCode.Timeout}`,
+  ]);
+});
+
+test('when one caller holds half of the workers and another caller waits, then the next free worker goes to the other caller', async (t) => {
+  const pool = new ParserPool({ size: 2, timeoutMs: 3000 });
+  t.after(() => pool.close());
+  const tpl = 'Value A (\\d+)\n\nStart\n  ^${A} -> Record\n';
+  const order: string[] = [];
+  const track = (name: string, p: Promise<unknown>) =>
+    p.then(
+      () => order.push(name),
+      () => order.push(`${name} failed`),
+    );
+  // Caller x takes both workers while nobody waits: one long parse, one quick one.
+  const x1 = track(
+    'x1',
+    pool.run({ kind: 'textfsm', template: EVIL, input: 'a'.repeat(40) + 'c' }, 'x'),
+  );
+  const x2 = track('x2', pool.run({ kind: 'textfsm', template: tpl, input: '1\n' }, 'x'));
+  // Then x queues another long parse before y queues a quick one.
+  const x3 = track(
+    'x3',
+    pool.run({ kind: 'textfsm', template: EVIL, input: 'a'.repeat(40) + 'c' }, 'x'),
+  );
+  const y1 = track('y1', pool.run({ kind: 'textfsm', template: tpl, input: '2\n' }, 'y'));
+  await Promise.all([x1, x2, x3, y1]);
+  // When x2 ends, x holds one worker of two (half): the freed worker serves y before x3.
+  assert.ok(order.indexOf('y1') < order.indexOf('x1 failed'), order.join(', '));
+});

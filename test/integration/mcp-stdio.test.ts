@@ -81,7 +81,11 @@ before(async () => {
     }
   }
   // Without a working key the adapter still starts: listing needs no API call.
-  operator = await connectAdapter({ SVC_MCP_API_KEY: keys.operator ?? 'not-a-key' });
+  // The operator turned the read-only command policy off: the tools run what they are given.
+  operator = await connectAdapter({
+    SVC_MCP_API_KEY: keys.operator ?? 'not-a-key',
+    SVC_MCP_COMMAND_POLICY: 'any',
+  });
 });
 
 after(async () => {
@@ -515,6 +519,27 @@ test('when a viewer key calls send_command, then it is a FORBIDDEN tool error an
   assert.equal(out.job_id, null);
   assert.equal(typeof out.error, 'string');
   assert.equal(device.stats.commands.length, commandsBefore);
+});
+
+test('when the adapter runs with its default read-only command policy, then the annotations say so and a reload is refused before anything runs', async (t) => {
+  if (!needKeys(t)) return;
+  const guarded = await connectAdapter({ SVC_MCP_API_KEY: keys.operator! });
+  const { tools } = await guarded.listTools();
+  for (const name of ['send_command', 'send_command_structured']) {
+    const tool = tools.find((x) => x.name === name)!;
+    assert.match(tool.title ?? '', /read-only policy/, name);
+    assert.match(tool.description ?? '', /read-only policy in force/i, name);
+    assert.equal(tool.annotations?.destructiveHint, false, name);
+  }
+  const commandsBefore = device.stats.commands.length;
+  const { isError, out } = await call(guarded, 'send_command', deviceArgs(device, ['reload']));
+  assert.equal(isError, true);
+  assert.equal(out.http_status, 422);
+  assert.match(out.error, /reload/);
+  assert.equal(out.job_id, null);
+  assert.equal(device.stats.commands.length, commandsBefore);
+  const shown = await call(guarded, 'send_command', deviceArgs(device, ['show version']));
+  assert.equal(shown.isError, false, JSON.stringify(shown.out));
 });
 
 test('when a job outlives the wait, then a JOB_WAIT_TIMEOUT error carries its id, and cancel_job cancels it', async (t) => {

@@ -2,7 +2,7 @@ import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/prot
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
-import { holdsSecret, type ShownWhole } from './redaction.js';
+import type { ShownWhole } from './redaction.js';
 
 /**
  * One job as the device layer sees it: where to connect, with what, and what to run.
@@ -174,22 +174,19 @@ export class CommandsRejected extends DeviceJobFailure {
 export type RunDeviceJob = (job: DeviceJob) => Promise<DeviceOutcome>;
 
 /**
- * What a job's error texts name: shown whole whatever its secrets are, except a command that
- * holds a secret itself (`show secret <password>`), which is masked like any other text.
+ * Where a job's error texts say it connected: host, address and port of the device and of each
+ * jump host, shown whole whatever its secrets are. Commands and user names are not kept: a
+ * secret typed as a whole token of a command is masked there too.
  */
 export function shownWholeOf(job: DeviceJob): ShownWhole {
-  const secrets = [job.password, job.enable, ...transportSecretsOf(job)];
   return {
     host: job.host,
     address: job.address,
     port: job.port,
-    username: job.username,
-    commands: job.commands.filter((command) => !holdsSecret(command, secrets)),
     more: (job.jumpHosts ?? []).flatMap((h) => [
       `${h.host}:${h.port}`,
       h.host,
       ...(h.address !== undefined ? [h.address] : []),
-      h.username,
     ]),
   };
 }

@@ -67,7 +67,8 @@ export function createStructuredParser(options: StructuredParserOptions) {
       request = { kind: 'textfsm', templatePaths: names.map((n) => join(dir, n)), input: text };
     }
     try {
-      const result = await getPool().run(request);
+      // Per owner: one caller's costly templates cannot hold every worker of the host.
+      const result = await getPool().run(request, record.owner);
       // TTP answers per template, per input: one template, one input here.
       if (request.kind === 'ttp' && Array.isArray(result) && Array.isArray(result[0])) {
         const perInput = result[0] as unknown[];

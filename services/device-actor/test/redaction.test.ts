@@ -23,36 +23,33 @@ test('when a secret stands as a whole token, then it is masked wherever it stand
   assert.equal(redactValues('x!pa ss', ['!pa ss']), 'x***');
 });
 
-test('when an error names the host, port, user and command, then they are shown whole whatever the password', () => {
-  const parts = {
-    host: '127.0.0.1',
-    address: '127.0.0.1',
-    port: 22,
-    username: 'admin',
-    commands: ['show 1'],
-  };
+test('when an error names the host and port, then they are shown whole whatever the password; a command shows whole unless the secret is one of its tokens', () => {
+  const parts = { host: '127.0.0.1', address: '127.0.0.1', port: 22 };
   const refused = redactError(
     new SvcError(ErrorCode.CONNECTION_REFUSED, 'connection refused by 127.0.0.1:22'),
-    ['1', '22'],
+    ['1', '22', '127.0.0.1'],
     parts,
   );
   assert.equal(refused.message, 'connection refused by 127.0.0.1:22');
   const rejected = redactError(
     new SvcError(
       ErrorCode.COMMAND_ERROR,
-      'command "show 1" rejected by the device: % Invalid input 1',
+      'command "show ip route 10.1.1.1" rejected by the device: % Invalid input 1',
     ),
     ['1'],
     parts,
   );
-  // The command is shown whole; the device's own words are masked.
-  assert.equal(rejected.message, 'command "show 1" rejected by the device: % Invalid input ***');
-  const auth = redactError(
-    new SvcError(ErrorCode.AUTH_FAILED, 'authentication failed for user admin on 127.0.0.1:22'),
-    ['admin'],
+  assert.equal(
+    rejected.message,
+    'command "show ip route 10.1.1.1" rejected by the device: % Invalid input ***',
+  );
+  // A secret typed as a token of a command is still a secret.
+  const typed = redactError(
+    new SvcError(ErrorCode.COMMAND_ERROR, 'command "show secret hunter2" rejected'),
+    ['hunter2'],
     parts,
   );
-  assert.equal(auth.message, 'authentication failed for user admin on 127.0.0.1:22');
+  assert.equal(typed.message, 'command "show secret ***" rejected');
 });
 
 test('when a shown part is a piece of a secret, then it shields nothing of the secret', () => {

@@ -24,6 +24,8 @@ export interface ApiRequest {
   /** Statuses, beyond 2xx, whose body is returned instead of thrown (e.g. 503 of /healthcheck). */
   accept?: readonly number[];
   signal?: AbortSignal;
+  /** More request headers (the command policy asked for). */
+  headers?: Record<string, string>;
 }
 
 export interface ApiResponse {
@@ -62,6 +64,7 @@ export class ApiClient {
       accept: 'application/json',
       authorization: `Bearer ${this.options.apiKey}`,
       'user-agent': this.options.userAgent ?? 'svc-mcp',
+      ...req.headers,
     };
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     // The gateway refuses a write that does not say JSON, even without a body (415).

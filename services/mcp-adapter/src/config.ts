@@ -58,6 +58,11 @@ export const McpAdapterConfig = Type.Object({
     description:
       'Host names, comma-separated, that Host and Origin headers may carry besides loopback names and SVC_MCP_HTTP_HOST (the names clients use to reach the listener); anything else is 403, whatever the bound address.',
   }),
+  SVC_MCP_COMMAND_POLICY: Type.Union([Type.Literal('read-only'), Type.Literal('any')], {
+    default: 'read-only',
+    description:
+      "Commands send_command and send_command_structured may run: read-only (default) asks the service to refuse configuration entry, reload, write/erase/copy/delete, clear and the like (X-Svc-Command-Policy); any runs what the context allows. The tools' annotations say which is in force.",
+  }),
   SVC_MCP_INSECURE_TLS: Type.Boolean({
     default: false,
     description:

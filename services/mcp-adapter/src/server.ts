@@ -18,7 +18,8 @@ export interface McpServerDeps {
   log: Logger;
 }
 
-type ServerConfig = Pick<McpAdapterConfig, 'SVC_MCP_JOB_POLL_INTERVAL' | 'SVC_MCP_JOB_TIMEOUT'>;
+type ServerConfig = Pick<McpAdapterConfig, 'SVC_MCP_JOB_POLL_INTERVAL' | 'SVC_MCP_JOB_TIMEOUT'> &
+  Partial<Pick<McpAdapterConfig, 'SVC_MCP_COMMAND_POLICY'>>;
 
 /** What an MCP request handler receives beside its arguments, narrowed to what tools use. */
 interface ToolExtra {
@@ -49,6 +50,13 @@ const RUNS_DEVICE_COMMANDS = {
   idempotentHint: false,
   openWorldHint: true,
 } as const;
+
+/**
+ * The same tools under the read-only command policy (SVC_MCP_COMMAND_POLICY, the default): the
+ * service refuses commands that change or restart the device, so they are not destructive. Not
+ * read-only either: they still reach a device, and a deny list is no proof.
+ */
+const RUNS_READ_ONLY_COMMANDS = { ...RUNS_DEVICE_COMMANDS, destructiveHint: false } as const;
 
 const INSTRUCTIONS =
   'Tools of the svc network device command service. send_command, send_config and ' +
@@ -97,6 +105,11 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     { name: ADAPTER_NAME, version: ADAPTER_VERSION },
     { instructions: INSTRUCTIONS },
   );
+  // SVC_MCP_COMMAND_POLICY: what the command tools ask the service for, and say they do.
+  const readOnly = config.SVC_MCP_COMMAND_POLICY !== 'any';
+  const commandPolicyHeader: Record<string, string> = readOnly
+    ? { 'x-svc-command-policy': 'read-only' }
+    : {};
   const waitOptions = {
     pollIntervalMs: config.SVC_MCP_JOB_POLL_INTERVAL * 1000,
     jobTimeoutMs: config.SVC_MCP_JOB_TIMEOUT * 1000,
@@ -149,7 +162,9 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     extra: ToolExtra,
   ): Promise<CallToolResult> => {
     const route = JOB_KINDS[kind];
-    const accepted = (await api.post(route.submit, body, { signal: extra.signal })).body;
+    const policy = kind === 'config' ? {} : commandPolicyHeader;
+    const accepted = (await api.post(route.submit, body, { signal: extra.signal, headers: policy }))
+      .body;
     if (!isRecord(accepted) || typeof accepted['job_id'] !== 'string') {
       throw AdapterError.of(
         AdapterErrorCode.BAD_RESPONSE,
@@ -197,16 +212,19 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
   server.registerTool(
     'send_command',
     {
-      title: 'Run commands',
+      title: readOnly ? 'Run commands (read-only policy)' : 'Run commands',
       description:
         'Run commands (meant for show commands) on a network device over SSH and wait for the ' +
-        'result. The service runs whatever it is given, so a command can change or reload the ' +
-        'device: use send_config for configuration. ' +
+        'result. ' +
+        (readOnly
+          ? 'Read-only policy in force: the service refuses commands that enter configuration, ' +
+            'reload, write, erase, copy, delete, format or clear (a 422 naming the command). '
+          : 'The service runs whatever it is given, so a command can change or reload the ' +
+            'device: use send_config for configuration. ') +
         'Returns job_id, status, results (command to output), error, error_code, error_retryable.',
       inputSchema: connectionShape,
       outputSchema: JobToolOutput,
-      // Not read-only: the service does not refuse state-changing commands (`reload` runs).
-      annotations: RUNS_DEVICE_COMMANDS,
+      annotations: readOnly ? RUNS_READ_ONLY_COMMANDS : RUNS_DEVICE_COMMANDS,
     },
     (args, extra) =>
       guarded('send_command', () =>
@@ -263,15 +281,19 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
   server.registerTool(
     'send_command_structured',
     {
-      title: 'Run commands with parsed output',
+      title: readOnly
+        ? 'Run commands with parsed output (read-only policy)'
+        : 'Run commands with parsed output',
       description:
-        'Run commands (meant for show commands; the service runs whatever it is given) and parse ' +
+        (readOnly
+          ? 'Run commands (read-only policy in force: the service refuses commands that change or restart the device) and parse '
+          : 'Run commands (meant for show commands; the service runs whatever it is given) and parse ') +
         'each output into structured records with the community TextFSM template for the ' +
         'platform and command. A results entry is a list of objects when a template matched, ' +
         'otherwise the raw text.',
       inputSchema: connectionShape,
       outputSchema: JobToolOutput,
-      annotations: RUNS_DEVICE_COMMANDS,
+      annotations: readOnly ? RUNS_READ_ONLY_COMMANDS : RUNS_DEVICE_COMMANDS,
     },
     (args, extra) =>
       guarded('send_command_structured', () =>
