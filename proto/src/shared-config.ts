@@ -51,6 +51,12 @@ export const SharedSettings = {
     description: 'Replicas of streams and buckets (3 on a 3-node cluster).',
   }),
   LOG_LEVEL: Type.String({ default: 'INFO', description: 'DEBUG, INFO, WARNING or ERROR.' }),
+  LOG_FORMAT: Type.String({
+    default: '',
+    pattern: '^(|json|pretty)$',
+    description:
+      'json or pretty (human-readable, by pino-pretty). Empty: pretty when stdout is a terminal, else JSON.',
+  }),
   SVC_ENCRYPTION_KEY: Type.String({
     default: '',
     description:
