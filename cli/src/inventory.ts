@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { extname } from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import { CliError, ExitCode } from './exit-codes.js';
 
@@ -117,40 +118,6 @@ function device(
   return out;
 }
 
-/** Splits one CSV line (RFC 4180 quoting; a quoted field may not span lines here). */
-function csvFields(line: string, source: string, lineNo: number): string[] {
-  const out: string[] = [];
-  let i = 0;
-  for (;;) {
-    let field = '';
-    if (line[i] === '"') {
-      i++;
-      for (;;) {
-        if (i >= line.length) throw bad(source, `line ${lineNo}: unterminated quote`);
-        if (line[i] === '"') {
-          if (line[i + 1] === '"') {
-            field += '"';
-            i += 2;
-            continue;
-          }
-          i++;
-          break;
-        }
-        field += line[i++];
-      }
-      if (i < line.length && line[i] !== ',')
-        throw bad(source, `line ${lineNo}: text after a quote`);
-    } else {
-      const end = line.indexOf(',', i);
-      field = end === -1 ? line.slice(i) : line.slice(i, end);
-      i = end === -1 ? line.length : end;
-    }
-    out.push(field.trim());
-    if (i >= line.length) return out;
-    i++; // the comma
-  }
-}
-
 const CSV_COLUMNS: Record<string, keyof InventoryDevice> = {
   host: 'host',
   hostname: 'host',
@@ -170,13 +137,31 @@ const CSV_COLUMNS: Record<string, keyof InventoryDevice> = {
  * of that name (empty cells are left out). Blank lines and lines starting with `#` are skipped.
  */
 export function parseCsvInventory(text: string, source: string): InventoryDevice[] {
-  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+  let records: { record: string[]; info: { lines: number } }[];
+  try {
+    records = parseCsv(text, {
+      bom: true,
+      comment: '#',
+      comment_no_infix: true,
+      skip_empty_lines: true,
+      trim: true,
+      relax_column_count: true,
+      // Files edited on several systems mix line ends.
+      record_delimiter: ['\r\n', '\n', '\r'],
+      info: true,
+    }) as unknown as { record: string[]; info: { lines: number } }[];
+  } catch (err) {
+    const e = err as { code?: string; lines?: number; message: string };
+    if (e.code === 'CSV_QUOTE_NOT_CLOSED') {
+      throw bad(source, `line ${e.lines ?? '?'}: unterminated quote`);
+    }
+    throw bad(source, e.message);
+  }
   let header: string[] | null = null;
   const devices: InventoryDevice[] = [];
-  for (const [idx, raw] of lines.entries()) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const cells = csvFields(line, source, idx + 1);
+  for (const { record: cells, info } of records) {
+    // The line the record ends on (a quoted cell may span lines).
+    const lineNo = info.lines;
     if (!header) {
       header = cells.map((c) => c.toLowerCase());
       if (!header.some((h) => CSV_COLUMNS[h] === 'host')) {
@@ -195,13 +180,13 @@ export function parseCsvInventory(text: string, source: string): InventoryDevice
         if (!TAG_RE.test(name) || !TAG_RE.test(value)) {
           throw bad(
             source,
-            `line ${idx + 1}: tag ${name}=${value} (letters, digits, - _ :, up to 64)`,
+            `line ${lineNo}: tag ${name}=${value} (letters, digits, - _ :, up to 64)`,
           );
         }
         tags[name] = value;
       }
     }
-    devices.push(device({ ...fields, tags }, source, `line ${idx + 1}`));
+    devices.push(device({ ...fields, tags }, source, `line ${lineNo}`));
   }
   return devices;
 }
@@ -226,10 +211,92 @@ function ansibleDevice(name: string, vars: Vars, source: string): InventoryDevic
   );
 }
 
+/** Ansible's groups as `ansible-inventory` builds them: hosts, vars and children by name. */
+class AnsibleGroups {
+  readonly groups = new Map<string, { hosts: string[]; vars: Vars; children: Set<string> }>();
+  /** Host variables, and the order hosts were first seen in. */
+  readonly hostVars = new Map<string, Vars>();
+
+  constructor(private readonly source: string) {
+    this.group('all');
+    this.group('ungrouped');
+  }
+
+  group(name: string) {
+    let g = this.groups.get(name);
+    if (!g) {
+      g = { hosts: [], vars: {}, children: new Set() };
+      this.groups.set(name, g);
+      if (name !== 'all') this.groups.get('all')?.children.add(name);
+    }
+    return g;
+  }
+
+  addHost(group: string, host: string, vars: Vars): void {
+    const g = this.group(group);
+    if (!g.hosts.includes(host)) g.hosts.push(host);
+    this.hostVars.set(host, { ...(this.hostVars.get(host) ?? {}), ...vars });
+  }
+
+  addChild(parent: string, child: string): void {
+    this.group(child);
+    this.group(parent).children.add(child);
+  }
+
+  /** Each group's depth below `all` (the longest path, as Ansible counts it). */
+  #depths(): Map<string, number> {
+    const depth = new Map<string, number>([['all', 0]]);
+    const visit = (name: string, d: number, path: Set<string>) => {
+      if (path.has(name)) throw bad(this.source, `group ${name} is its own descendant`);
+      if ((depth.get(name) ?? -1) >= d && name !== 'all') return;
+      depth.set(name, d);
+      const next = new Set(path).add(name);
+      for (const c of this.groups.get(name)?.children ?? []) visit(c, d + 1, next);
+    };
+    visit('all', 0, new Set());
+    return depth;
+  }
+
+  /**
+   * The devices, hosts in the order first seen. A host's variables: its groups' and their
+   * ancestors' vars, shallower groups first and by name within a depth (so a child group wins
+   * over its parent), then its own. `only`: the hosts of that group and its descendants.
+   */
+  devices(only?: string): InventoryDevice[] {
+    if (only !== undefined && !this.groups.has(only)) throw bad(this.source, `no group ${only}`);
+    const depth = this.#depths();
+    const parents = new Map<string, string[]>();
+    for (const [name, g] of this.groups) {
+      for (const c of g.children) parents.set(c, [...(parents.get(c) ?? []), name]);
+    }
+    const ancestors = (name: string, out = new Set<string>()): Set<string> => {
+      if (out.has(name)) return out;
+      out.add(name);
+      for (const p of parents.get(name) ?? []) ancestors(p, out);
+      return out;
+    };
+    const out: InventoryDevice[] = [];
+    for (const [host, own] of this.hostVars) {
+      const direct = [...this.groups].filter(([, g]) => g.hosts.includes(host)).map(([n]) => n);
+      const all = new Set<string>();
+      for (const g of direct) ancestors(g, all);
+      all.add('all');
+      if (only !== undefined && !all.has(only)) continue;
+      const ordered = [...all].sort(
+        (a, b) => (depth.get(a) ?? 0) - (depth.get(b) ?? 0) || a.localeCompare(b),
+      );
+      const vars: Vars = {};
+      for (const g of ordered) Object.assign(vars, this.groups.get(g)?.vars);
+      out.push(ansibleDevice(host, { ...vars, ...own }, this.source));
+    }
+    return out;
+  }
+}
+
 /**
- * The Ansible YAML inventory: `all` (or top-level groups) with `hosts`, `vars` and `children`,
- * group variables inherited by their hosts, a host listed in several groups taken once.
- * `group` keeps the hosts under that group only.
+ * The Ansible YAML inventory: top-level groups (usually `all`) with `hosts`, `vars` and
+ * `children`; a group named in several places is one group (its hosts, vars and children
+ * merged), as `ansible-inventory --list` reads it. `group` keeps the hosts under that group.
  */
 export function parseAnsibleInventory(
   doc: unknown,
@@ -237,30 +304,106 @@ export function parseAnsibleInventory(
   group?: string,
 ): InventoryDevice[] {
   if (!isObject(doc)) throw bad(source, 'not a YAML mapping');
-  const hosts = new Map<string, Vars>();
-  let groupFound = group === undefined;
-  const walk = (name: string, node: unknown, inherited: Vars, selected: boolean, depth: number) => {
+  const model = new AnsibleGroups(source);
+  const walk = (name: string, node: unknown, depth: number) => {
     if (depth > 32) throw bad(source, 'groups nested too deep (a cycle?)');
+    const g = model.group(name);
     if (node === null || node === undefined) return;
     if (!isObject(node)) throw bad(source, `group ${name} is not a mapping`);
-    const vars = { ...inherited, ...(isObject(node['vars']) ? node['vars'] : {}) };
-    const inGroup = selected || name === group;
-    if (name === group) groupFound = true;
+    if (isObject(node['vars'])) Object.assign(g.vars, node['vars']);
     const groupHosts = node['hosts'];
-    if (isObject(groupHosts) && inGroup) {
+    if (isObject(groupHosts)) {
       for (const [host, hv] of Object.entries(groupHosts)) {
-        const prev = hosts.get(host) ?? {};
-        hosts.set(host, { ...vars, ...prev, ...(isObject(hv) ? hv : {}) });
+        model.addHost(name, host, isObject(hv) ? hv : {});
       }
     }
     const children = node['children'];
     if (isObject(children)) {
-      for (const [child, cn] of Object.entries(children)) walk(child, cn, vars, inGroup, depth + 1);
+      for (const [child, cn] of Object.entries(children)) {
+        model.addChild(name, child);
+        walk(child, cn, depth + 1);
+      }
     }
   };
-  for (const [name, node] of Object.entries(doc)) walk(name, node, {}, group === undefined, 0);
-  if (!groupFound) throw bad(source, `no group ${group ?? ''}`);
-  return [...hosts.entries()].map(([name, vars]) => ansibleDevice(name, vars, source));
+  for (const [name, node] of Object.entries(doc)) walk(name, node, 0);
+  return model.devices(group);
+}
+
+/** One `key=value` token list of an INI host line or vars line (quotes as shlex reads them). */
+function iniTokens(line: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quote: string | null = null;
+  let any = false;
+  for (const ch of line) {
+    if (quote) {
+      if (ch === quote) quote = null;
+      else cur += ch;
+    } else if (ch === '"' || ch === "'") {
+      quote = ch;
+      any = true;
+    } else if (ch === '#') {
+      break; // the rest is a comment
+    } else if (/\s/.test(ch)) {
+      if (cur !== '' || any) out.push(cur);
+      cur = '';
+      any = false;
+    } else cur += ch;
+  }
+  if (cur !== '' || any) out.push(cur);
+  return out;
+}
+
+/**
+ * Ansible's INI inventory (its default format): host lines `name key=value …` before any
+ * section (group `ungrouped`) or under `[group]`, `[group:vars]` with `key=value` lines,
+ * `[group:children]` with group names; `;` and `#` start comments. Read as
+ * `ansible-inventory --list` reads it (see AnsibleGroups). `group` keeps that group's hosts.
+ */
+export function parseAnsibleIniInventory(
+  text: string,
+  source: string,
+  group?: string,
+): InventoryDevice[] {
+  const model = new AnsibleGroups(source);
+  let section = 'ungrouped';
+  let kind: 'hosts' | 'vars' | 'children' = 'hosts';
+  for (const [idx, raw] of text
+    .replace(/^\uFEFF/, '')
+    .split(/\r?\n/)
+    .entries()) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = /^\[([^\]:]+)(?::(vars|children))?\]$/.exec(line);
+    if (header) {
+      section = header[1]!.trim();
+      kind = (header[2] as 'vars' | 'children' | undefined) ?? 'hosts';
+      model.group(section);
+      continue;
+    }
+    if (line.startsWith('[')) throw bad(source, `line ${idx + 1}: bad section ${line}`);
+    if (kind === 'children') {
+      model.addChild(section, line.split(/\s+/)[0]!);
+      continue;
+    }
+    if (kind === 'vars') {
+      const eq = line.indexOf('=');
+      if (eq <= 0) throw bad(source, `line ${idx + 1}: expected key=value`);
+      const value = iniTokens(line.slice(eq + 1).trim());
+      model.group(section).vars[line.slice(0, eq).trim()] = value.join(' ');
+      continue;
+    }
+    const [host, ...pairs] = iniTokens(line);
+    if (!host) continue;
+    const vars: Vars = {};
+    for (const pair of pairs) {
+      const eq = pair.indexOf('=');
+      if (eq <= 0) throw bad(source, `line ${idx + 1}: ${pair} is not key=value`);
+      vars[pair.slice(0, eq)] = pair.slice(eq + 1);
+    }
+    model.addHost(section, host, vars);
+  }
+  return model.devices(group);
 }
 
 /**
@@ -332,17 +475,27 @@ export function loadInventory(
     if (extname(path).toLowerCase() === '.csv') {
       if (options.group !== undefined) throw bad(path, '--group applies to YAML inventories');
       devices = parseCsvInventory(text, path);
+    } else if (extname(path).toLowerCase() === '.ini') {
+      devices = parseAnsibleIniInventory(text, path, options.group);
     } else {
       let doc: unknown;
+      let yamlError: Error | null = null;
       try {
         doc = parseYaml(text);
       } catch (err) {
-        throw bad(path, (err as Error).message);
+        yamlError = err as Error;
       }
-      if (!isObject(doc)) throw bad(path, 'not a YAML mapping (or a CSV file without .csv)');
-      devices = looksAnsible(doc)
-        ? parseAnsibleInventory(doc, path, options.group)
-        : parseNornirHosts(doc, path, options.group);
+      const yamlFile = ['.yml', '.yaml'].includes(extname(path).toLowerCase());
+      if (isObject(doc)) {
+        devices = looksAnsible(doc)
+          ? parseAnsibleInventory(doc, path, options.group)
+          : parseNornirHosts(doc, path, options.group);
+      } else if (!yamlFile) {
+        // Not a YAML mapping: Ansible's default INI format (files named `hosts`, `inventory`).
+        devices = parseAnsibleIniInventory(text, path, options.group);
+      } else {
+        throw bad(path, yamlError?.message ?? 'not a YAML mapping');
+      }
     }
   } else {
     devices = spec

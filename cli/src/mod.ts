@@ -4,6 +4,7 @@ export {
   loadInventory,
   normalizePlatform,
   parseAnsibleInventory,
+  parseAnsibleIniInventory,
   parseCsvInventory,
   parseHostPort,
   parseNornirHosts,

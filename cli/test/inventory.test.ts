@@ -1,8 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import {
+  loadInventory,
   normalizePlatform,
+  parseAnsibleIniInventory,
   CliError,
   ExitCode,
   parseAnsibleInventory,
@@ -120,4 +125,95 @@ test('when an inventory names a platform the Ansible or NAPALM way, then it beco
   assert.equal(normalizePlatform('VOSS'), 'avaya_vsp');
   assert.equal(normalizePlatform('sros'), 'alcatel_sros');
   assert.equal(normalizePlatform('dlink_ds'), 'dlink_ds');
+});
+
+// Issue 24, finding 8: Ansible INI (Ansible's default format) and YAML read as
+// `ansible-inventory --list` reads them; CSV through csv-parse (multi-line quoted fields).
+const ANSIBLE_INI = `# Ansible's default inventory format
+edge1 ansible_host=10.0.0.9
+
+[spine]
+s1 ansible_host=10.1.0.1 ansible_port=2201
+s2 ansible_host="10.1.0.2"  # a comment
+
+[spine:vars]
+ansible_network_os=cisco.ios.ios
+ansible_port=2200
+
+[leaf_ams]
+l1 ansible_network_os=cisco_ios
+
+[leaf:children]
+leaf_ams
+
+[leaf:vars]
+ansible_user=leafops
+
+[all:vars]
+ansible_user=netops
+ansible_network_os=arista.eos.eos
+`;
+
+test('when an Ansible INI inventory has groups, children, group and host vars, then hosts get them as ansible-inventory does', () => {
+  assert.deepEqual(parseAnsibleIniInventory(ANSIBLE_INI, 'hosts'), [
+    { host: '10.0.0.9', platform: 'arista_eos', username: 'netops' },
+    { host: '10.1.0.1', port: 2201, platform: 'cisco_ios', username: 'netops' },
+    { host: '10.1.0.2', port: 2200, platform: 'cisco_ios', username: 'netops' },
+    { host: 'l1', platform: 'cisco_ios', username: 'leafops' },
+  ]);
+  assert.deepEqual(
+    parseAnsibleIniInventory(ANSIBLE_INI, 'hosts', 'leaf').map((d) => d.host),
+    ['l1'],
+  );
+  assert.throws(() => parseAnsibleIniInventory(ANSIBLE_INI, 'hosts', 'nope'), /no group nope/);
+});
+
+test('when an Ansible inventory file has no extension and is INI, then --hosts @file reads it (no YAML error)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-inv-'));
+  try {
+    const file = join(dir, 'hosts');
+    writeFileSync(file, ANSIBLE_INI);
+    assert.equal(loadInventory(`@${file}`).length, 4);
+    assert.deepEqual(
+      loadInventory(`@${file}`, { group: 'spine' }).map((d) => d.host),
+      ['10.1.0.1', '10.1.0.2'],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('when a YAML group is defined at the top level and named as a child elsewhere, then its hosts inherit the parent group vars', () => {
+  const doc = parseYaml(`
+all:
+  children:
+    routers:
+      vars:
+        ansible_network_os: cisco.ios.ios
+      children:
+        ams:
+ams:
+  hosts:
+    r1:
+      ansible_host: 10.2.0.1
+`);
+  assert.deepEqual(parseAnsibleInventory(doc, 'hosts.yml'), [
+    { host: '10.2.0.1', platform: 'cisco_ios' },
+  ]);
+  assert.deepEqual(
+    parseAnsibleInventory(doc, 'hosts.yml', 'routers').map((d) => d.host),
+    ['10.2.0.1'],
+  );
+});
+
+test('when a CSV cell is quoted across lines, then it is one field and later lines keep their numbers', () => {
+  const devices = parseCsvInventory(
+    'name,host,port\n"core\nrouter",10.0.0.1,22\nr2,10.0.0.2,\n',
+    'inv.csv',
+  );
+  assert.deepEqual(devices, [{ host: '10.0.0.1', port: 22 }, { host: '10.0.0.2' }]);
+  assert.throws(
+    () => parseCsvInventory('name,host,port\n"a\nb",10.0.0.1,22\nr2,10.0.0.2,99999\n', 'inv.csv'),
+    /line 4: port/,
+  );
 });

@@ -1,4 +1,5 @@
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import pretty from 'pino-pretty';
 import { activeTraceIds } from './tracing.js';
 
 /**
@@ -51,9 +52,37 @@ export function createLogger(
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     mixin: activeTraceIds,
   };
-  const log = destination ? pino(options, destination) : pino(options);
+  const log = destination
+    ? pino(options, destination)
+    : prettyWanted()
+      ? pino(options, prettyStream())
+      : pino(options);
   origins.set(log, { service, level, destination });
   return log;
+}
+
+/**
+ * LOG_FORMAT: `json`, `pretty`, or empty for pretty on a terminal and JSON otherwise (piped,
+ * collected by a container runtime).
+ */
+function prettyWanted(): boolean {
+  const format = (process.env['LOG_FORMAT'] ?? '').toLowerCase();
+  if (format === 'json') return false;
+  if (format === 'pretty') return true;
+  return process.stdout.isTTY === true;
+}
+
+function prettyStream(): pino.DestinationStream {
+  return pretty({
+    messageKey: 'message',
+    // The level is already a name (INFO, WARNING): shown as it is.
+    customPrettifiers: { level: (level) => (typeof level === 'string' ? level : '').padEnd(7) },
+    ignore: 'pid,hostname,service,logger',
+    translateTime: 'SYS:HH:MM:ss.l',
+    timestampKey: 'timestamp',
+    messageFormat: '{logger}: {message}',
+    sync: true,
+  });
 }
 
 /** How each root logger was made, so that a logger of another name can share its output. */

@@ -51,6 +51,12 @@ export const SharedSettings = {
     description: 'Replicas of streams and buckets (3 on a 3-node cluster).',
   }),
   LOG_LEVEL: Type.String({ default: 'INFO', description: 'DEBUG, INFO, WARNING or ERROR.' }),
+  LOG_FORMAT: Type.String({
+    default: '',
+    pattern: '^(|json|pretty)$',
+    description:
+      'json or pretty (human-readable, by pino-pretty). Empty: pretty when stdout is a terminal, else JSON.',
+  }),
   SVC_ENCRYPTION_KEY: Type.String({
     default: '',
     description:
@@ -100,32 +106,45 @@ export const SharedSettings = {
     default: '',
     pattern: '^((otlp|console|none)(,(otlp|console|none))*)?$',
     description:
-      'Where spans go: otlp, console or none (comma-separated for several). Empty: otlp when OTEL_ENABLED=true, else none (tracing off, as the specification defaults).',
+      'Where spans go: otlp, console or none (comma-separated for several; none wins). Empty: otlp when an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) or OTEL_ENABLED=true, else none (tracing off).',
   }),
   OTEL_ENABLED: Type.Boolean({
     default: false,
     description:
-      'Deprecated (the specification names it): true means OTEL_TRACES_EXPORTER=otlp when that is empty.',
+      'Deprecated (the specification names it): true means OTEL_TRACES_EXPORTER=otlp when that is empty, and OTLP over gRPC to http://localhost:4317 unless the protocol and endpoint are set.',
   }),
   OTEL_EXPORTER_OTLP_ENDPOINT: Type.String({
-    default: 'http://localhost:4317',
+    default: '',
     description:
-      'OTLP base endpoint of the collector; with http/protobuf, /v1/traces is appended for traces.',
+      'OTLP base endpoint of the collector; setting it turns tracing on. For http/protobuf and http/json, /v1/traces is appended for traces. Empty: http://localhost:4318 (http) or http://localhost:4317 (grpc), as the SDK defaults.',
   }),
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: Type.String({
     default: '',
     description:
-      'OTLP endpoint for traces, used as given (http/protobuf: the full URL, e.g. http://collector:4318/v1/traces). Empty: from OTEL_EXPORTER_OTLP_ENDPOINT.',
+      'OTLP endpoint for traces, used as given (http: the full URL, e.g. http://collector:4318/v1/traces); setting it turns tracing on. Empty: from OTEL_EXPORTER_OTLP_ENDPOINT.',
   }),
   OTEL_EXPORTER_OTLP_PROTOCOL: Type.String({
-    default: 'grpc',
-    pattern: '^(grpc|http/protobuf)$',
-    description: 'OTLP transport: grpc (the specification default) or http/protobuf.',
+    default: '',
+    pattern: '^(grpc|http/protobuf|http/json)?$',
+    description:
+      'OTLP transport: http/protobuf, http/json or grpc. Empty: http/protobuf (the OpenTelemetry SDK default), grpc under the deprecated OTEL_ENABLED=true.',
   }),
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: Type.String({
     default: '',
-    pattern: '^(grpc|http/protobuf)?$',
+    pattern: '^(grpc|http/protobuf|http/json)?$',
     description: 'OTLP transport for traces. Empty: OTEL_EXPORTER_OTLP_PROTOCOL.',
+  }),
+  OTEL_TRACES_SAMPLER: Type.String({
+    default: '',
+    pattern:
+      '^(always_on|always_off|traceidratio|parentbased_always_on|parentbased_always_off|parentbased_traceidratio)?$',
+    description:
+      'Which spans are recorded: always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio. Empty: parentbased_always_on (the SDK default).',
+  }),
+  OTEL_TRACES_SAMPLER_ARG: Type.String({
+    default: '',
+    description:
+      'The ratio of the traceidratio samplers, 0 to 1. Empty or not a number in [0, 1]: 1 (as the SDK).',
   }),
   OTEL_RESOURCE_ATTRIBUTES: Type.String({
     default: '',

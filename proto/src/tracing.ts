@@ -25,7 +25,18 @@ export interface TracingSettings {
   OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: string;
   OTEL_RESOURCE_ATTRIBUTES: string;
   OTEL_SERVICE_NAME: string;
+  OTEL_TRACES_SAMPLER: string;
+  OTEL_TRACES_SAMPLER_ARG: string;
 }
+
+/** The samplers OTEL_TRACES_SAMPLER names (as the OpenTelemetry SDK reads it). */
+export type SamplerName =
+  | 'always_on'
+  | 'always_off'
+  | 'traceidratio'
+  | 'parentbased_always_on'
+  | 'parentbased_always_off'
+  | 'parentbased_traceidratio';
 
 export interface RunningTracing {
   /** Whether spans are exported (false: every span is a no-op). */
@@ -37,32 +48,44 @@ export interface RunningTracing {
 /** What the OTEL_* settings ask for, resolved once (exported for tests and the docs). */
 export interface TracingPlan {
   exporters: ('otlp' | 'console')[];
-  protocol: 'grpc' | 'http/protobuf';
+  protocol: 'grpc' | 'http/protobuf' | 'http/json';
   /** The URL the OTLP exporter posts to (empty when no OTLP exporter). */
   url: string;
   attributes: Record<string, string>;
+  /** OTEL_TRACES_SAMPLER and the ratio of OTEL_TRACES_SAMPLER_ARG (1 unless a ratio sampler). */
+  sampler: { name: SamplerName; ratio: number };
 }
 
 /**
- * Resolves the OTEL_* settings as the OpenTelemetry specification reads them, with one
- * difference the service specification asks for: tracing is off unless asked for, so an empty
- * OTEL_TRACES_EXPORTER means `none`, or `otlp` under the deprecated OTEL_ENABLED=true.
- * OTEL_SDK_DISABLED=true wins over everything.
+ * Resolves the OTEL_* settings as the OpenTelemetry SDK reads them: an OTLP endpoint
+ * (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns tracing on with
+ * the `otlp` exporter, over http/protobuf unless a protocol is named; OTEL_TRACES_EXPORTER
+ * says otherwise when set (`none` turns it off). With nothing set tracing is off, as the
+ * service specification asks; its deprecated OTEL_ENABLED=true means OTLP over gRPC to
+ * http://localhost:4317 unless the protocol and endpoint are set. OTEL_SDK_DISABLED=true wins
+ * over everything.
  */
 export function tracingPlan(settings: TracingSettings, component: string): TracingPlan {
+  const endpointSet = Boolean(
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT || settings.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+  );
   const names = settings.OTEL_TRACES_EXPORTER
     ? settings.OTEL_TRACES_EXPORTER.split(',')
-    : settings.OTEL_ENABLED
+    : settings.OTEL_ENABLED || endpointSet
       ? ['otlp']
       : [];
-  const exporters = settings.OTEL_SDK_DISABLED
-    ? []
-    : [...new Set(names.filter((n): n is 'otlp' | 'console' => n === 'otlp' || n === 'console'))];
+  const exporters =
+    settings.OTEL_SDK_DISABLED || names.includes('none')
+      ? []
+      : [...new Set(names.filter((n): n is 'otlp' | 'console' => n === 'otlp' || n === 'console'))];
   const protocol = (settings.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ||
-    settings.OTEL_EXPORTER_OTLP_PROTOCOL) as TracingPlan['protocol'];
+    settings.OTEL_EXPORTER_OTLP_PROTOCOL ||
+    (settings.OTEL_ENABLED ? 'grpc' : 'http/protobuf')) as TracingPlan['protocol'];
   // Per the OTLP exporter specification: a per-signal endpoint is used as given; the base
   // endpoint gets the signal's path appended for HTTP (gRPC has no path).
-  const base = settings.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const base =
+    settings.OTEL_EXPORTER_OTLP_ENDPOINT ||
+    (protocol === 'grpc' ? 'http://localhost:4317' : 'http://localhost:4318');
   const url =
     settings.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ||
     (protocol === 'grpc' ? base : `${base.replace(/\/+$/, '')}/v1/traces`);
@@ -75,7 +98,16 @@ export function tracingPlan(settings: TracingSettings, component: string): Traci
       'service.name': settings.OTEL_SERVICE_NAME,
       'svc.component': component,
     },
+    sampler: samplerOf(settings),
   };
+}
+
+function samplerOf(settings: TracingSettings): TracingPlan['sampler'] {
+  const name = (settings.OTEL_TRACES_SAMPLER || 'parentbased_always_on') as SamplerName;
+  const arg = settings.OTEL_TRACES_SAMPLER_ARG.trim();
+  const ratio = arg === '' ? NaN : Number(arg);
+  // As the SDK: a missing or out-of-range ratio is 1.
+  return { name, ratio: ratio >= 0 && ratio <= 1 ? ratio : 1 };
 }
 
 /**
@@ -125,9 +157,13 @@ export async function startTracing(
         ? new (await import('@opentelemetry/exporter-trace-otlp-grpc')).OTLPTraceExporter({
             url: plan.url,
           })
-        : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({
-            url: plan.url,
-          });
+        : plan.protocol === 'http/json'
+          ? new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({
+              url: plan.url,
+            })
+          : new (await import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({
+              url: plan.url,
+            });
     processors.push(new tracing.BatchSpanProcessor(exporter));
   }
   if (plan.exporters.includes('console')) {
@@ -145,6 +181,7 @@ export async function startTracing(
       resources.serviceInstanceIdDetector,
     ],
     spanProcessors: processors,
+    sampler: samplerFor(plan.sampler, tracing),
     // No auto-instrumentation: spans are made where the job moves (routes, placement, actor).
     instrumentations: [],
   });
@@ -157,6 +194,25 @@ export async function startTracing(
       return stopped;
     },
   };
+}
+
+/** The SDK sampler for the plan's OTEL_TRACES_SAMPLER (read here, not by the SDK from env). */
+function samplerFor(s: TracingPlan['sampler'], sdk: typeof SdkTracing): SdkTracing.Sampler {
+  const ratio = new sdk.TraceIdRatioBasedSampler(s.ratio);
+  switch (s.name) {
+    case 'always_on':
+      return new sdk.AlwaysOnSampler();
+    case 'always_off':
+      return new sdk.AlwaysOffSampler();
+    case 'traceidratio':
+      return ratio;
+    case 'parentbased_always_off':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new sdk.ParentBasedSampler({ root: ratio });
+    case 'parentbased_always_on':
+      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+  }
 }
 
 /**

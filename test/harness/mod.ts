@@ -13,7 +13,11 @@ export {
 export type { InProcessStack } from './stack.js';
 export { ShippedNatsCluster, NATS_USERS } from './shipped-nats.js';
 export type { NatsUser } from './shipped-nats.js';
-export { OtlpHttpCollector, decodeExportTraceRequest } from './otlp-collector.js';
+export {
+  OtlpHttpCollector,
+  decodeExportTraceRequest,
+  decodeJsonTraceRequest,
+} from './otlp-collector.js';
 export type { ReceivedSpan } from './otlp-collector.js';
 export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';

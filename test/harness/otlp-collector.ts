@@ -101,6 +101,41 @@ export function decodeExportTraceRequest(request: Buffer): ReceivedSpan[] {
   return spans;
 }
 
+interface JsonTraceRequest {
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value?: { stringValue?: string } }[] };
+    scopeSpans?: {
+      spans?: { traceId?: string; spanId?: string; parentSpanId?: string; name?: string }[];
+    }[];
+  }[];
+}
+
+/** Decodes an OTLP/HTTP JSON ExportTraceServiceRequest (ids are hex strings there). */
+export function decodeJsonTraceRequest(request: Buffer): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  const parsed = JSON.parse(request.toString('utf8')) as JsonTraceRequest;
+  for (const rs of parsed.resourceSpans ?? []) {
+    const resource: Record<string, string> = {};
+    for (const kv of rs.resource?.attributes ?? []) {
+      if (kv.value?.stringValue !== undefined) resource[kv.key] = kv.value.stringValue;
+    }
+    for (const ss of rs.scopeSpans ?? []) {
+      for (const span of ss.spans ?? []) {
+        spans.push({
+          traceId: span.traceId ?? '',
+          spanId: span.spanId ?? '',
+          parentSpanId: span.parentSpanId ?? '',
+          name: span.name ?? '',
+          component: resource['svc.component'] ?? '',
+          serviceName: resource['service.name'] ?? '',
+          resource,
+        });
+      }
+    }
+  }
+  return spans;
+}
+
 /**
  * A test collector for OTLP over HTTP/protobuf: accepts `POST /v1/traces` with
  * `application/x-protobuf` only (JSON is refused with 415, so a passing test proves protobuf)
@@ -115,24 +150,25 @@ export class OtlpHttpCollector {
     readonly tracesUrl: string,
   ) {}
 
-  static async start(): Promise<OtlpHttpCollector> {
+  /** @param options.json accept OTLP/HTTP JSON instead (protobuf is refused then). */
+  static async start(options: { json?: boolean } = {}): Promise<OtlpHttpCollector> {
     let collector: OtlpHttpCollector | null = null;
+    const expected = options.json ? 'application/json' : 'application/x-protobuf';
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const type = req.headers['content-type'] ?? '';
-        if (
-          req.method !== 'POST' ||
-          req.url !== '/v1/traces' ||
-          type !== 'application/x-protobuf'
-        ) {
+        if (req.method !== 'POST' || req.url !== '/v1/traces' || type !== expected) {
           collector?.refused.push(`${req.method} ${req.url} ${type}`);
           res.writeHead(415).end();
           return;
         }
-        collector?.spans.push(...decodeExportTraceRequest(Buffer.concat(chunks)));
-        res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+        const body = Buffer.concat(chunks);
+        collector?.spans.push(
+          ...(options.json ? decodeJsonTraceRequest(body) : decodeExportTraceRequest(body)),
+        );
+        res.writeHead(200, { 'content-type': expected }).end(options.json ? '{}' : undefined);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,3 +62,36 @@ test(
     assert.match(run.stderr, /GATEWAY_PERMISSIONS may write or purge stored results/);
   },
 );
+
+// Issue 24, finding 7: the image says what it is built from, checks its own health and ships
+// the CLI and the MCP adapter. No Docker here: the Dockerfile is read as text.
+test('when the image is built, then it sets SVC_BUILD_COMMIT from a build argument, has a HEALTHCHECK and OCI labels, and ships svc and svc-mcp', () => {
+  const text = readFileSync(join(root, 'deploy/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const runtime = text.slice(text.search(/^FROM .* AS runtime$/m));
+  assert.ok(runtime.length < text.length, 'a runtime stage');
+  assert.match(runtime, /^ARG SVC_BUILD_COMMIT\b/m);
+  assert.match(runtime, /^ENV .*\bSVC_BUILD_COMMIT=\$\{SVC_BUILD_COMMIT\}/m);
+  assert.match(runtime, /^HEALTHCHECK .*CMD .*\/healthcheck/m);
+  for (const label of ['revision', 'version', 'title', 'licenses', 'source', 'created']) {
+    assert.match(runtime, new RegExp(`org\\.opencontainers\\.image\\.${label}=`), label);
+  }
+  assert.match(runtime, /org\.opencontainers\.image\.revision="\$\{SVC_BUILD_COMMIT\}"/);
+  // Every workspace's manifest reaches `npm ci` (it needs them all).
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+    workspaces: string[];
+  };
+  for (const ws of pkg.workspaces) {
+    assert.match(text, new RegExp(`^COPY ${ws}/package\\.json ${ws}/$`, 'm'), ws);
+  }
+  // The commands on PATH point at committed bins whose build output is copied.
+  for (const [command, dir, bin] of [
+    ['svc', 'cli', 'bin/svc.js'],
+    ['svc-mcp', 'services/mcp-adapter', 'bin/svc-mcp.js'],
+  ] as const) {
+    assert.ok(existsSync(join(root, dir, bin)), `${dir}/${bin}`);
+    assert.match(runtime, new RegExp(`ln -s /app/${dir}/${bin} /usr/local/bin/${command}\\b`));
+    for (const part of ['package.json', 'bin', 'dist']) {
+      assert.match(runtime, new RegExp(`^COPY --from=build .* /app/${dir}/${part} `, 'm'), part);
+    }
+  }
+});

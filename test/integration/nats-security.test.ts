@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Buckets, ObjectBuckets, Streams, Subjects, connectNats } from '@svc/proto';
 import { findNatsServer } from '@svc/launcher';
@@ -221,6 +221,40 @@ test(
     await refusedPut(reaper, Buckets.apiKeys);
     await refusedPut(reaper, Buckets.revoked);
     await refusedPublish(reaper, Subjects.actor('host-1'));
+  },
+);
+
+// Issue 24, finding 7: the replay recipe of docs/events.md works for the `events` user.
+test(
+  'when the events user follows the JetStream recipe of docs/events.md, then it replays SVC_EVENTS with a consumer of its own and may not consume other streams',
+  { skip },
+  async () => {
+    const creds = cluster.credentials('events');
+    // The recipe's inbox prefix: replies to this user only, never other users' `_INBOX.>`.
+    const nc = await connect({
+      servers: cluster.url.split(','),
+      user: creds.NATS_USER,
+      pass: creds.NATS_PASSWORD,
+      inboxPrefix: '_INBOX_events',
+    });
+    open.push(nc);
+    const jsm = await jetstreamManager(nc, { checkAPI: false });
+    const info = await jsm.consumers.add(Streams.events, {
+      filter_subject: 'svc.events.job.>',
+      deliver_policy: DeliverPolicy.All,
+      ack_policy: AckPolicy.None,
+      inactive_threshold: 60_000_000_000,
+    });
+    const consumer = await jetstream(nc, { checkAPI: false }).consumers.get(
+      Streams.events,
+      info.name,
+    );
+    const first = await consumer.next({ expires: 10_000 });
+    assert.ok(first?.subject.startsWith('svc.events.job.'), 'a replayed job event');
+    await assert.rejects(
+      jsm.consumers.add(Streams.jobs, { ack_policy: AckPolicy.Explicit }),
+      /permission|timeout/i,
+    );
   },
 );
 

@@ -49,7 +49,7 @@ import {
 } from './routes/host-keys.js';
 import { JOB_QUERY_SCHEMAS, registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
-import { registerOpenApi, registerOpenApiRoute } from './routes/openapi.js';
+import { registerApiExplorer, registerOpenApi, registerOpenApiRoute } from './routes/openapi.js';
 import { registerOperationRoutes } from './routes/operations.js';
 import { PlatformList, registerPlatformRoutes } from './routes/platforms.js';
 import { ReplayRequest, registerReplayRoutes } from './routes/replay.js';
@@ -112,6 +112,7 @@ async function registerRoutes(app: FastifyInstance, parts: RouteParts): Promise<
   registerHostKeyRoutes(app, ctx, apiKeys);
   registerV1Routes(app, ctx);
   registerOpenApiRoute(app);
+  await registerApiExplorer(app);
 }
 
 /**
@@ -283,6 +284,8 @@ export async function startGateway(
     const { onRoute } = deps;
     if (onRoute)
       app.addHook('onRoute', (r) => {
+        // The explorer's pages are no API routes (hidden from the document).
+        if (r.schema?.hide) return;
         for (const method of [r.method].flat()) onRoute({ method, url: r.url });
       });
     await registerRoutes(app, {

@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { TSchema } from 'typebox';
 import {
@@ -155,4 +156,21 @@ export function registerOpenApiRoute(app: FastifyInstance): void {
     },
     (_req, reply) => reply.code(200).send(app.swagger()),
   );
+}
+
+/** Where the API explorer (Swagger UI of the generated document) is served. */
+export const EXPLORER_PATH = '/docs';
+
+/**
+ * GET /docs: Swagger UI of the generated document, for a person with a browser. Static pages
+ * and the document only, with no authentication, like /v2/openapi.json; the API routes keep
+ * theirs (the "Authorize" button sends Basic or Bearer to them as any client does). Its routes
+ * are hidden from the document.
+ */
+export async function registerApiExplorer(app: FastifyInstance): Promise<void> {
+  await app.register(swaggerUi, {
+    routePrefix: EXPLORER_PATH,
+    uiConfig: { docExpansion: 'list', deepLinking: true },
+    staticCSP: true,
+  });
 }
