@@ -198,6 +198,7 @@ export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
   BatchDevice,
   BatchRequest,
+  ConfigBatchRequest,
   BatchJobRef,
   BatchCreated,
   BatchState,

@@ -85,6 +85,15 @@ export const BatchRequest = Type.Object(
 );
 export type BatchRequest = Static<typeof BatchRequest>;
 
+/**
+ * A config batch as checked: the same fields, none other. Command and structured batches keep
+ * accepting unknown fields (older clients send some); a config batch refuses them, since a
+ * misspelt option must never push a change as if it were absent.
+ */
+export const ConfigBatchRequest = Type.Object(BatchRequest.properties, {
+  additionalProperties: false,
+});
+
 export const BatchJobRef = Type.Object({
   job_id: Type.String(),
   host: Type.String(),

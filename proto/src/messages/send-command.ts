@@ -159,7 +159,12 @@ export const SendConfigRequest = Type.Object(
     ),
     ...AnswerFields,
   },
-  { $id: 'SendConfigRequest', description: 'POST /v2/send-config' },
+  {
+    $id: 'SendConfigRequest',
+    description:
+      'POST /v2/send-config. Unknown fields are refused (422 naming the field): a misspelt option (`dryrun`, `comit`) must never push a change as if it were absent.',
+    additionalProperties: false,
+  },
 );
 export type SendConfigRequest = Static<typeof SendConfigRequest>;
 

@@ -4,6 +4,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   BatchRequest,
+  ConfigBatchRequest,
   KeyedWindow,
   Subjects,
   check,
@@ -167,10 +168,15 @@ export class Batches {
     source?: string,
   ): Promise<BatchCreated> {
     JobIntake.mustSubmit(caller);
-    const checked = check<BatchRequest>(BatchRequest, parseJsonBody(body), 'body');
+    const parsed = parseJsonBody(body);
+    const checked = check<BatchRequest>(BatchRequest, parsed, 'body');
     if (!checked.ok) throw HttpError.validation(checked.issues);
     const req = checked.value;
     const issues: ValidationIssue[] = [];
+    if (req.kind === 'config') {
+      const strict = check<BatchRequest>(ConfigBatchRequest, parsed, 'body');
+      if (!strict.ok) issues.push(...strict.issues);
+    }
     if (req.devices.length > this.options.maxDevices) {
       issues.push({
         loc: ['body', 'devices'],
