@@ -196,6 +196,22 @@ export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
 export { KeyedWindow } from './keyed-window.js';
 export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
+  ConfigTemplate,
+  ConfigTemplateList,
+  ConfigTemplatePut,
+  ConfigTemplateRef,
+  ConfigTemplateSaved,
+  ConfigTemplateSummary,
+  JobTemplate,
+  MAX_TEMPLATE_CHARS,
+  RESERVED_TEMPLATE_NAMES,
+  RenderInlineRequest,
+  RenderStoredRequest,
+  RenderedConfig,
+  TEMPLATE_HISTORY,
+  TEMPLATE_NAME_PATTERN,
+} from './messages/config-template.js';
+export {
   BatchDevice,
   BatchRequest,
   ConfigBatchRequest,

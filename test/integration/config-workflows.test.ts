@@ -19,12 +19,25 @@ let nats: NatsServerProcess;
 let stack: InProcessStack;
 let ios: SimulatedDevice;
 let auth: { basic: { username: string; password: string } };
+const ADMIN_SECRET = 'config-workflows-admin-secret';
+const admin = { basic: { username: 'admin', password: ADMIN_SECRET } };
+
+async function keyOf(role: string, contexts = ['*']): Promise<{ bearer: string }> {
+  const made = await http('POST', `${stack.url}/v2/api-keys`, {
+    ...admin,
+    body: { role, contexts },
+  });
+  assert.equal(made.status, 201, made.text);
+  return { bearer: made.json.token as string };
+}
 
 before(async () => {
   nats = await NatsServerProcess.start();
   ios = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
   auth = { basic: { username: ios.username, password: ios.password } };
-  stack = await startInProcessStack(nats.url);
+  stack = await startInProcessStack(nats.url, {
+    env: { SVC_ADMIN_SECRET: ADMIN_SECRET, SVC_CONTEXTS: 'default,lab' },
+  });
   await waitHealthy(stack.url);
 });
 
@@ -137,3 +150,206 @@ test('when a read job (send-command, command batch) carries an unknown field, th
     'finished',
   );
 });
+
+// ---- stored templates (slice 2) ----
+
+const BASELINE = [
+  'hostname {{ hostname }}',
+  '{% for vlan in vlans %}',
+  'vlan {{ vlan.id }}',
+  ' name {{ vlan.name | upper }}',
+  '{% endfor %}',
+  '{% if ntp is defined %}ntp server {{ ntp }}{% endif %}',
+].join('\n');
+
+const T = (name: string, query = '') => `${stack.url}/v2/config-templates/${name}${query}`;
+
+test('when an operator stores a template, then it is created (201), replaced (200, version 2), read, listed, rendered and deleted (204)', async () => {
+  const created = await http('PUT', T('baseline'), {
+    ...auth,
+    body: { template: BASELINE, description: 'access baseline' },
+  });
+  assert.equal(created.status, 201, created.text);
+  assert.equal(created.json.name, 'baseline');
+  assert.equal(created.json.version, 1);
+  assert.ok(!Number.isNaN(Date.parse(created.json.updated_at)));
+
+  const replaced = await http('PUT', T('baseline'), {
+    ...auth,
+    body: { template: BASELINE, description: 'access baseline v2' },
+  });
+  assert.equal(replaced.status, 200, replaced.text);
+  assert.equal(replaced.json.version, 2);
+
+  const read = await http('GET', T('baseline'), auth);
+  assert.equal(read.status, 200, read.text);
+  assert.equal(read.json.template, BASELINE);
+  assert.equal(read.json.description, 'access baseline v2');
+  assert.equal(read.json.version, 2);
+
+  const list = await http('GET', `${stack.url}/v2/config-templates`, auth);
+  assert.equal(list.status, 200, list.text);
+  const entry = list.json.templates.find((t: { name: string }) => t.name === 'baseline');
+  assert.deepEqual(
+    { ...entry, updated_at: undefined },
+    { name: 'baseline', description: 'access baseline v2', version: 2, updated_at: undefined },
+  );
+
+  const rendered = await http('POST', T('baseline', '/render'), {
+    ...auth,
+    body: {
+      vars: {
+        hostname: 'SW1',
+        vlans: [
+          { id: 10, name: 'users' },
+          { id: 20, name: 'voice' },
+        ],
+      },
+    },
+  });
+  assert.equal(rendered.status, 200, rendered.text);
+  assert.deepEqual(rendered.json.lines, [
+    'hostname SW1',
+    'vlan 10',
+    ' name USERS',
+    'vlan 20',
+    ' name VOICE',
+  ]);
+
+  // Templates are per context: the same name in "lab" is another template.
+  assert.equal((await http('GET', T('baseline', '?context=lab'), auth)).status, 404);
+
+  const deleted = await http('DELETE', T('baseline'), auth);
+  assert.equal(deleted.status, 204, deleted.text);
+  assert.equal((await http('GET', T('baseline'), auth)).status, 404);
+  assert.equal((await http('DELETE', T('baseline'), auth)).status, 404);
+});
+
+test('when rendering inline text, then the lines come back; a variable the template uses and vars lacks is a 422 naming it', async () => {
+  const ok = await http('POST', `${stack.url}/v2/config-templates/render`, {
+    ...auth,
+    body: { template: 'interface {{ i }}\n\n shutdown', vars: { i: 'Gi0/1' } },
+  });
+  assert.equal(ok.status, 200, ok.text);
+  assert.deepEqual(ok.json.lines, ['interface Gi0/1', ' shutdown']);
+  const missing = await http('POST', `${stack.url}/v2/config-templates/render`, {
+    ...auth,
+    body: { template: 'hostname {{ hostname }}', vars: {} },
+  });
+  assert.equal(missing.status, 422, missing.text);
+  assert.deepEqual(missing.json.validation_error.json[0].loc, ['body', 'vars', 'hostname']);
+  assert.equal(missing.json.validation_error.json[0].type, 'undefined_variable');
+});
+
+test('when a template is bad, then 422 names the field: syntax error, include, bad or reserved name, unknown context', async () => {
+  const syntax = await http('PUT', T('broken'), { ...auth, body: { template: '{% for x in %}' } });
+  assert.equal(syntax.status, 422, syntax.text);
+  assert.deepEqual(syntax.json.validation_error.json[0].loc, ['body', 'template']);
+  assert.equal(syntax.json.validation_error.json[0].type, 'template_syntax');
+  const include = await http('PUT', T('inc'), {
+    ...auth,
+    body: { template: '{% include "/etc/passwd" %}' },
+  });
+  assert.equal(include.status, 422, include.text);
+  assert.match(include.json.validation_error.json[0].msg, /may not include, import or extend/);
+  for (const name of ['Bad_Name', 'render', '-x']) {
+    const bad = await http('PUT', T(name), { ...auth, body: { template: 'x' } });
+    assert.equal(bad.status, 422, `${name}: ${bad.text}`);
+    assert.deepEqual(bad.json.validation_error.json[0].loc, ['path', 'name']);
+  }
+  const ctx = await http('GET', `${stack.url}/v2/config-templates?context=mars`, auth);
+  assert.equal(ctx.status, 422, ctx.text);
+  assert.deepEqual(ctx.json.validation_error.json[0].loc, ['query', 'context']);
+  const extra = await http('PUT', T('x'), { ...auth, body: { template: 'x', descripton: 'y' } });
+  assert.equal(extra.status, 422, extra.text);
+  assert.deepEqual(extra.json.validation_error.json[0].loc, ['body', 'descripton']);
+});
+
+test('when a viewer key reads templates, then it may list, read and render but not write (403); a key of another context gets 403', async () => {
+  const put = await http('PUT', T('shared'), { ...auth, body: { template: 'hostname {{ h }}' } });
+  assert.equal(put.status, 201, put.text);
+  const viewer = await keyOf('viewer');
+  assert.equal((await http('GET', T('shared'), viewer)).status, 200);
+  assert.equal((await http('GET', `${stack.url}/v2/config-templates`, viewer)).status, 200);
+  const r = await http('POST', T('shared', '/render'), { ...viewer, body: { vars: { h: 'A' } } });
+  assert.equal(r.status, 200, r.text);
+  const w = await http('PUT', T('shared'), { ...viewer, body: { template: 'x' } });
+  assert.equal(w.status, 403, w.text);
+  assert.equal((await http('DELETE', T('shared'), viewer)).status, 403);
+  const operator = await keyOf('operator');
+  const ow = await http('PUT', T('shared'), {
+    ...operator,
+    body: { template: 'hostname {{ h }}!' },
+  });
+  assert.equal(ow.status, 200, ow.text);
+  const labOnly = await keyOf('operator', ['lab']);
+  assert.equal((await http('GET', T('shared'), labOnly)).status, 403);
+});
+
+// ---- send-config from a template (slice 3) ----
+
+test('when send-config names a stored template with vars, then the rendered lines are pushed and the job carries rendered', async () => {
+  const put = await http('PUT', T('vlans'), { ...auth, body: { template: BASELINE } });
+  assert.ok(put.status === 201 || put.status === 200, put.text);
+  ios.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({
+      template: { name: 'vlans', vars: { hostname: 'R1', vlans: [{ id: 30, name: 'cams' }] } },
+    }),
+  });
+  assert.equal(sent.status, 202, sent.text);
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.deepEqual(done.json.rendered, ['hostname R1', 'vlan 30', ' name CAMS']);
+  assert.deepEqual(Object.keys(done.json.results).slice(0, 3), done.json.rendered);
+  assert.equal(ios.stats.configLines, 3);
+});
+
+test('when send-config gives inline template text, then it is rendered and pushed', async () => {
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({ template: { text: 'hostname {{ h }}', vars: { h: 'R1' } } }),
+  });
+  assert.equal(sent.status, 202, sent.text);
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.deepEqual(done.json.rendered, ['hostname R1']);
+});
+
+for (const [what, extra, loc] of [
+  [
+    'both commands and template',
+    { commands: ['hostname R9'], template: { text: 'hostname R9' } },
+    ['body', 'template'],
+  ],
+  ['neither commands nor template', {}, ['body', 'commands']],
+  ['an unknown template', { template: { name: 'nope', vars: {} } }, ['body', 'template', 'name']],
+  [
+    'an undefined variable',
+    { template: { text: 'hostname {{ hostname }}', vars: { hostnme: 'R9' } } },
+    ['body', 'template', 'vars', 'hostname'],
+  ],
+  [
+    'a template syntax error',
+    { template: { text: 'hostname {{ hostname ' } },
+    ['body', 'template', 'text'],
+  ],
+  ['both name and text', { template: { name: 'vlans', text: 'x' } }, ['body', 'template', 'text']],
+  [
+    'a misspelt template field',
+    { template: { text: 'hostname R9', var: {} } },
+    ['body', 'template', 'var'],
+  ],
+] as const) {
+  test(`when send-config has ${what}, then 422 names the field and nothing is queued`, async () => {
+    const before = await jobCount();
+    const bad = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: iosBody(extra),
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(bad.json.validation_error.json[0].loc, loc, bad.text);
+    assert.equal(await jobCount(), before, 'no job was created');
+  });
+}

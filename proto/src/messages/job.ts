@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Tags } from './send-command.js';
 import { SshSpec, type JumpHostSecrets } from '../ssh-options.js';
+import { JobTemplate } from './config-template.js';
 
 export const JobKind = {
   command: 'command',
@@ -61,6 +62,11 @@ export const JobSpec = Type.Object(
     ssh: Type.Optional(SshSpec),
     /** Keep the session transcript even when the job finishes. Absent in older records. */
     transcript: Type.Optional(Type.Boolean()),
+    /**
+     * Config jobs whose lines were rendered from a template (`commands` holds the lines):
+     * the stored template's name and version, or nulls for inline text. Absent: none.
+     */
+    template: Type.Optional(JobTemplate),
     /** Answers to the commands' questions (send-command `answers`). Absent: none. */
     answers: Type.Optional(
       Type.Array(
@@ -203,6 +209,12 @@ export const JobResult = Type.Object(
     error_code: Type.Optional(NullableString),
     error_retryable: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
     detected_platform: Type.Optional(NullableString),
+    rendered: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'Config jobs from a template: the configuration lines rendered and sent (a dry run: the lines it would send).',
+      }),
+    ),
     tags: Type.Optional(Tags),
     enqueued_at: Type.Optional(DateTime()),
     started_at: Type.Optional(NullableDateTime),
@@ -222,6 +234,7 @@ export function toJobResult(record: JobRecord): JobResult {
     error_code: record.error_code,
     error_retryable: record.error_retryable,
     detected_platform: record.detected_platform,
+    ...(record.spec.template !== undefined ? { rendered: record.spec.commands } : {}),
     tags: record.spec.tags,
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,

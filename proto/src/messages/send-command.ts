@@ -7,6 +7,7 @@ import {
   NullableDeviceText,
 } from '../device-input.js';
 import { SshRequestOptions } from '../ssh-options.js';
+import { ConfigTemplateRef } from './config-template.js';
 
 /** Tag keys and values: alphanumeric plus hyphen, underscore and colon, 1 to 64 characters. */
 export const TAG_PATTERN = '^[A-Za-z0-9_:-]{1,64}$';
@@ -151,6 +152,8 @@ export type SendCommandRequest = Static<typeof SendCommandRequest>;
 export const SendConfigRequest = Type.Object(
   {
     ...ConnectionFields,
+    commands: Type.Optional(ConnectionFields.commands),
+    template: Type.Optional(ConfigTemplateRef),
     save_config: Type.Optional(
       Type.Boolean({ description: 'Save the running configuration to startup. Default false.' }),
     ),
@@ -162,7 +165,7 @@ export const SendConfigRequest = Type.Object(
   {
     $id: 'SendConfigRequest',
     description:
-      'POST /v2/send-config. Unknown fields are refused (422 naming the field): a misspelt option (`dryrun`, `comit`) must never push a change as if it were absent.',
+      'POST /v2/send-config: `commands`, or a `template` rendered into them (one of the two). Unknown fields are refused (422 naming the field): a misspelt option (`dryrun`, `comit`) must never push a change as if it were absent.',
     additionalProperties: false,
   },
 );
