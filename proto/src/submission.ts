@@ -173,6 +173,12 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       });
     }
   }
+  for (const [n, p] of (body.error_patterns ?? []).entries()) {
+    const problem = UserPattern.problem(p);
+    if (problem !== null) {
+      issues.push({ loc: ['body', 'error_patterns', n], msg: problem, type: 'value_error' });
+    }
+  }
   const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;
   if (body.commands.length > limits.maxCommands) {
     issues.push({
@@ -217,6 +223,11 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
       transcript: body.transcript ?? false,
+      ...(opts.kind === 'config' &&
+      body.error_patterns !== undefined &&
+      body.error_patterns.length > 0
+        ? { error_patterns: body.error_patterns }
+        : {}),
       ...(body.answers !== undefined && body.answers.length > 0
         ? {
             answers: body.answers.map((a) => ({

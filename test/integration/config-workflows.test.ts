@@ -353,3 +353,55 @@ for (const [what, extra, loc] of [
     assert.equal(await jobCount(), before, 'no job was created');
   });
 }
+
+// ---- error_patterns (slice 4) ----
+
+test('when a config line prints a warning the platform accepts, then without error_patterns the job finishes', async () => {
+  ios.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({ commands: ['spanning-tree mode mst', 'hostname R1'] }),
+  });
+  assert.equal(sent.status, 202, sent.text);
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.match(done.json.results['spanning-tree mode mst'], /% Warning/);
+  assert.equal(ios.stats.configLines, 2);
+});
+
+test('when error_patterns match a line of a config line output, then the job fails COMMAND_ERROR there and the rest is not sent', async () => {
+  ios.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({
+      commands: ['spanning-tree mode mst', 'hostname R1'],
+      error_patterns: ['(?i)^%\\s*warning:'],
+    }),
+  });
+  assert.equal(sent.status, 202, sent.text);
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'COMMAND_ERROR');
+  assert.match(done.json.error, /"spanning-tree mode mst" rejected by the device: % Warning/);
+  assert.equal(ios.stats.configLines, 1, 'the line after the failed one was not sent');
+  assert.notEqual(ios.lastMode, 'config', 'the driver left configuration mode');
+});
+
+test('when an error pattern is not RE2 or not a string list, then 422 names it and nothing is queued', async () => {
+  const before = await jobCount();
+  for (const [patterns, loc] of [
+    [
+      ['ok', '(a)\\1'],
+      ['body', 'error_patterns', 1],
+    ],
+    ['^%', ['body', 'error_patterns']],
+  ] as const) {
+    const bad = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: iosBody({ commands: ['hostname R1'], error_patterns: patterns }),
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(bad.json.validation_error.json[0].loc, loc);
+  }
+  assert.equal(await jobCount(), before);
+});

@@ -921,6 +921,8 @@ class Shell {
       if (!go) return true;
       await this.output(this.fill(textOf(question.output)));
     }
+    const warning = cfg.warnings?.find((w) => new RegExp(w.regex).test(cmd));
+    if (warning !== undefined) await this.output(textOf(warning.output));
     this.dev.stats.configLines++;
     this.pendingChanges = true;
     const rename =

@@ -130,6 +130,8 @@ export interface PlatformData {
     textEntry?: { regex: string; prompt: string };
     /** Configuration lines that ask before they apply (IOS `crypto key generate rsa`). */
     questions?: readonly (Confirm & { regex: string; output?: Text })[];
+    /** Configuration lines that apply but print a warning the platform's errors do not match. */
+    warnings?: readonly { regex: string; output: Text }[];
   };
   commit: null | { command: string; output: Text };
   save: null | {

@@ -67,6 +67,8 @@ export const JobSpec = Type.Object(
      * the stored template's name and version, or nulls for inline text. Absent: none.
      */
     template: Type.Optional(JobTemplate),
+    /** Config jobs: RE2 patterns added to the platform's error patterns. Absent: none. */
+    error_patterns: Type.Optional(Type.Array(Type.String())),
     /** Answers to the commands' questions (send-command `answers`). Absent: none. */
     answers: Type.Optional(
       Type.Array(

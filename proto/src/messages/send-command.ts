@@ -87,6 +87,9 @@ export const ConnectionFields = {
   ),
 };
 
+/** Most entries of send-config `error_patterns`. */
+export const MAX_ERROR_PATTERNS = 16;
+
 /** Most entries of `answers`. */
 export const MAX_ANSWERS = 32;
 /** Longest text of one answer, in characters. */
@@ -154,6 +157,21 @@ export const SendConfigRequest = Type.Object(
     ...ConnectionFields,
     commands: Type.Optional(ConnectionFields.commands),
     template: Type.Optional(ConfigTemplateRef),
+    error_patterns: Type.Optional(
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: MAX_PATTERN_LENGTH,
+          pattern: DEVICE_TEXT_PATTERN,
+          description: 'Regex (RE2 syntax: no backreferences or lookaround).',
+        }),
+        {
+          maxItems: MAX_ERROR_PATTERNS,
+          description:
+            "Added to the platform's own error patterns when deciding that a configuration line (or the commit) failed: a line of its output that matches one fails the job COMMAND_ERROR, the driver aborts and leaves configuration mode. At most 16.",
+        },
+      ),
+    ),
     save_config: Type.Optional(
       Type.Boolean({ description: 'Save the running configuration to startup. Default false.' }),
     ),

@@ -214,6 +214,7 @@ export class DeviceActor {
       commit: spec.commit,
       stopOnError: spec.stop_on_error ?? false,
       ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
+      ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,

@@ -37,6 +37,8 @@ export interface DeviceJob {
    * each prompt (RE2) and answer (device text).
    */
   answers?: readonly { prompt: string; answer: string; command?: number }[];
+  /** Config jobs: RE2 patterns (checked by the gateway) added to the driver's error patterns. */
+  errorPatterns?: readonly string[];
   /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
   stopOnError?: boolean;
   /** structured only: exactly one or neither. */

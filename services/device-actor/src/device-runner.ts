@@ -99,6 +99,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       }
     }
     const answers = answersOf(job);
+    const errorPatterns = jobErrorPatterns(job);
     const poolable =
       pool !== null &&
       job.kind !== 'structured' &&
@@ -143,6 +144,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
           commit: job.commit,
           save: job.saveConfig,
           answers,
+          errorPatterns,
         });
         ok = true;
         return { results, detectedPlatform, pooled, commandStatus: null };
@@ -193,6 +195,19 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets);
     }
   };
+}
+
+/** A config job's own error patterns (`error_patterns`), compiled for the linear-time engine. */
+function jobErrorPatterns(job: DeviceJob): UserPattern[] {
+  return (job.errorPatterns ?? []).map((source, n) => {
+    try {
+      return UserPattern.compile(source);
+    } catch (err) {
+      // The gateway refuses such a pattern; a job queued before that rule still fails cleanly.
+      const why = err instanceof PatternError ? `: ${err.message}` : '';
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `error_patterns[${n}] cannot be used${why}`);
+    }
+  });
 }
 
 /**
