@@ -231,3 +231,5 @@ export {
   startMetricsServer,
 } from './service-metrics.js';
 export type { MetricsServer } from './service-metrics.js';
+export { CANDIDATE_DRY_RUNS, candidateDryRunOf, dryRunProblem } from './dry-run.js';
+export type { CandidateDryRun } from './dry-run.js';

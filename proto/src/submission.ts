@@ -14,6 +14,7 @@ import {
   type DeviceInputLimits,
 } from './device-input.js';
 import { UserPattern } from './user-pattern.js';
+import { dryRunProblem } from './dry-run.js';
 import {
   SSH_ALGORITHM_KINDS,
   SSH_ALGORITHM_NAMES,
@@ -179,6 +180,10 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       issues.push({ loc: ['body', 'error_patterns', n], msg: problem, type: 'value_error' });
     }
   }
+  if (opts.kind === 'config' && body.dry_run === true) {
+    const problem = dryRunProblem(platform);
+    if (problem !== null) issue('dry_run', problem);
+  }
   const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;
   if (body.commands.length > limits.maxCommands) {
     issues.push({
@@ -223,6 +228,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
       transcript: body.transcript ?? false,
+      ...(opts.kind === 'config' && body.dry_run === true ? { dry_run: true } : {}),
       ...(opts.kind === 'config' &&
       body.error_patterns !== undefined &&
       body.error_patterns.length > 0

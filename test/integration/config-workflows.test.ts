@@ -18,6 +18,10 @@ import {
 let nats: NatsServerProcess;
 let stack: InProcessStack;
 let ios: SimulatedDevice;
+let junos: SimulatedDevice;
+let xr: SimulatedDevice;
+let eos: SimulatedDevice;
+let panos: SimulatedDevice;
 let auth: { basic: { username: string; password: string } };
 const ADMIN_SECRET = 'config-workflows-admin-secret';
 const admin = { basic: { username: 'admin', password: ADMIN_SECRET } };
@@ -35,6 +39,10 @@ before(async () => {
   nats = await NatsServerProcess.start();
   ios = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
   auth = { basic: { username: ios.username, password: ios.password } };
+  junos = await startDevice({ platform: 'juniper_junos', hostname: 'J1' });
+  xr = await startDevice({ platform: 'cisco_xr', hostname: 'XR1' });
+  eos = await startDevice({ platform: 'arista_eos', hostname: 'E1', enable: 'svc-demo' });
+  panos = await startDevice({ platform: 'paloalto_panos', hostname: 'PA1' });
   stack = await startInProcessStack(nats.url, {
     env: { SVC_ADMIN_SECRET: ADMIN_SECRET, SVC_CONTEXTS: 'default,lab' },
   });
@@ -44,6 +52,7 @@ before(async () => {
 after(async () => {
   await stack?.stop();
   await ios?.stop();
+  for (const d of [junos, xr, eos, panos]) await d?.stop();
   await nats?.stop();
 });
 
@@ -404,4 +413,181 @@ test('when an error pattern is not RE2 or not a string list, then 422 names it a
     assert.deepEqual(bad.json.validation_error.json[0].loc, loc);
   }
   assert.equal(await jobCount(), before);
+});
+
+// ---- dry runs (slice 5) ----
+
+const DRY_RUNS: [string, () => SimulatedDevice, string[], RegExp][] = [
+  [
+    'juniper_junos',
+    () => junos,
+    ['set interfaces ge-0/0/1 description uplink', 'set system ntp server 192.0.2.1'],
+    /^\[edit\]\n\+ {2}set interfaces ge-0\/0\/1 description uplink\n\+ {2}set system ntp server 192\.0\.2\.1$/,
+  ],
+  [
+    'cisco_xr',
+    () => xr,
+    ['interface Gi0/0/0/1', ' description uplink'],
+    /IOS XR Configuration[\s\S]*\+ {2}interface Gi0\/0\/0\/1\n\+ {2}description uplink\nend$/,
+  ],
+  [
+    'arista_eos',
+    () => eos,
+    ['hostname E2', 'vlan 30'],
+    /^--- system:\/running-config\n\+\+\+ session:\/svc-\w+-session-config\n\+hostname E2\n\+vlan 30$/,
+  ],
+];
+
+for (const [platform, device, commands, diff] of DRY_RUNS) {
+  test(`${platform}: when send-config is a dry run, then the device's own diff comes back, the candidate is discarded and nothing is committed`, async () => {
+    const dev = device();
+    dev.resetStats();
+    const sent = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: { host: '127.0.0.1', port: dev.port, platform, commands, dry_run: true },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    const done = await waitForJob(stack.url, sent.json.job_id, auth);
+    assert.equal(done.json.status, 'finished', done.text);
+    assert.match(done.json.diff, diff);
+    assert.deepEqual(done.json.rendered, commands);
+    assert.equal(dev.stats.diffs, 1);
+    assert.equal(dev.stats.discards, 1, 'the candidate was discarded');
+    assert.equal(dev.stats.commits, 0, 'nothing was committed');
+    assert.equal(dev.stats.saves, 0);
+    assert.equal(dev.uncommitted, false, 'nothing left in a shared candidate');
+    assert.notEqual(dev.lastMode, 'config', 'configuration mode was left');
+  });
+}
+
+test('arista_eos: when a dry run renames the device, then the running name stays (the session is discarded)', async () => {
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: eos.port,
+      platform: 'arista_eos',
+      template: { text: 'hostname {{ name }}', vars: { name: 'E9' } },
+      dry_run: true,
+    },
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.match(done.json.diff, /\+hostname E9/);
+  const show = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: eos.port, platform: 'arista_eos', commands: ['show version'] },
+  });
+  const after = await waitForJob(stack.url, show.json.job_id, auth);
+  assert.equal(after.json.status, 'finished', after.text);
+  const sent2 = eos.stats.commands.map((c) => c.command);
+  assert.ok(!sent2.includes('commit'), 'no commit was sent');
+});
+
+test('cisco_ios: when send-config is a dry run, then nothing enters configuration mode: rendered lines and diff null', async () => {
+  ios.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({ template: { text: 'hostname {{ h }}', vars: { h: 'R7' } }, dry_run: true }),
+  });
+  assert.equal(sent.status, 202, sent.text);
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.equal(done.json.diff, null);
+  assert.deepEqual(done.json.rendered, ['hostname R7']);
+  assert.equal(ios.stats.configLines, 0);
+  assert.ok(
+    !ios.stats.commands.some((c) => c.command === 'configure terminal'),
+    'configuration mode was never entered',
+  );
+});
+
+test('juniper_junos: a dry run needs no commit: true (a push without it is refused)', async () => {
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: junos.port,
+      platform: 'juniper_junos',
+      commands: ['set system host-name J2'],
+      dry_run: true,
+    },
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+});
+
+test('when a dry run names a platform that needs commit and has no candidate support, then 422 at dry_run and nothing is queued', async () => {
+  const before = await jobCount();
+  const bad = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: panos.port,
+      platform: 'paloalto_panos',
+      commands: ['set deviceconfig system hostname PA2'],
+      dry_run: true,
+    },
+  });
+  assert.equal(bad.status, 422, bad.text);
+  assert.deepEqual(bad.json.validation_error.json[0].loc, ['body', 'dry_run']);
+  assert.equal(await jobCount(), before);
+});
+
+test('when a dry run line is rejected, then the job fails COMMAND_ERROR and the candidate is still discarded', async () => {
+  junos.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: junos.port,
+      platform: 'juniper_junos',
+      commands: ['set system ntp server 192.0.2.1', 'bogus line'],
+      dry_run: true,
+    },
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'COMMAND_ERROR');
+  assert.equal(junos.stats.discards, 1);
+  assert.equal(junos.stats.commits, 0);
+  assert.equal(junos.uncommitted, false);
+});
+
+test('when a push arrives while an identical dry run is in flight, then it is its own job (a dry run never stands for a push)', async () => {
+  const dev = junos;
+  dev.setFaults({ hang: '^show \\| compare$' });
+  try {
+    const body = {
+      host: '127.0.0.1',
+      port: dev.port,
+      platform: 'juniper_junos',
+      commands: ['set system ntp server 192.0.2.9'],
+      commit: true,
+      read_timeout: 1,
+    };
+    const dry = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: { ...body, dry_run: true },
+    });
+    assert.equal(dry.status, 202, dry.text);
+    // The dry run is in flight: the device holds it at its diff.
+    for (
+      let i = 0;
+      i < 600 && !dev.stats.commands.some((c) => c.command === 'show | compare');
+      i++
+    ) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const push = await http('POST', `${stack.url}/v2/send-config`, { ...auth, body });
+    assert.equal(push.status, 202, push.text);
+    assert.equal(push.json.deduplicated, false, push.text);
+    assert.notEqual(push.json.job_id, dry.json.job_id);
+    dev.setFaults({});
+    const pushed = await waitForJob(stack.url, push.json.job_id, auth);
+    assert.equal(pushed.json.status, 'finished', pushed.text);
+    assert.equal(pushed.json.diff, undefined, 'a push has no diff');
+  } finally {
+    dev.setFaults({});
+  }
 });

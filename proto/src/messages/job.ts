@@ -67,6 +67,8 @@ export const JobSpec = Type.Object(
      * the stored template's name and version, or nulls for inline text. Absent: none.
      */
     template: Type.Optional(JobTemplate),
+    /** Config jobs: load, diff and discard; never change the device. Absent: false. */
+    dry_run: Type.Optional(Type.Boolean()),
     /** Config jobs: RE2 patterns added to the platform's error patterns. Absent: none. */
     error_patterns: Type.Optional(Type.Array(Type.String())),
     /** Answers to the commands' questions (send-command `answers`). Absent: none. */
@@ -195,6 +197,8 @@ export const JobRecord = Type.Object(
     dedup_key: NullableString,
     /** The batch the job belongs to (POST /v2/batches); absent for single jobs. */
     batch_id: Type.Optional(NullableString),
+    /** Dry runs: the device's diff of the candidate, or null where there is no candidate. */
+    diff: Type.Optional(NullableString),
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -217,6 +221,12 @@ export const JobResult = Type.Object(
           'Config jobs from a template: the configuration lines rendered and sent (a dry run: the lines it would send).',
       }),
     ),
+    diff: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Dry runs: the device\'s own diff of the candidate configuration ("" when nothing changes); null on platforms without a candidate.',
+      }),
+    ),
     tags: Type.Optional(Tags),
     enqueued_at: Type.Optional(DateTime()),
     started_at: Type.Optional(NullableDateTime),
@@ -236,7 +246,10 @@ export function toJobResult(record: JobRecord): JobResult {
     error_code: record.error_code,
     error_retryable: record.error_retryable,
     detected_platform: record.detected_platform,
-    ...(record.spec.template !== undefined ? { rendered: record.spec.commands } : {}),
+    ...(record.spec.template !== undefined || record.spec.dry_run === true
+      ? { rendered: record.spec.commands }
+      : {}),
+    ...(record.diff !== undefined ? { diff: record.diff } : {}),
     tags: record.spec.tags,
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,

@@ -157,6 +157,12 @@ export const SendConfigRequest = Type.Object(
     ...ConnectionFields,
     commands: Type.Optional(ConnectionFields.commands),
     template: Type.Optional(ConfigTemplateRef),
+    dry_run: Type.Optional(
+      Type.Boolean({
+        description:
+          "Change nothing. Junos, IOS-XR and EOS: load the lines into a candidate (EOS: a configuration session), return the device's diff as `diff`, discard it. Other platforms: nothing enters configuration mode; the result has `rendered` and `diff: null`. commit and save_config have no effect. Default false.",
+      }),
+    ),
     error_patterns: Type.Optional(
       Type.Array(
         Type.String({

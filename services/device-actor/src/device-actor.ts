@@ -215,6 +215,7 @@ export class DeviceActor {
       stopOnError: spec.stop_on_error ?? false,
       ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
       ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
+      ...(spec.dry_run === true ? { dryRun: true } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,
@@ -265,6 +266,7 @@ export class DeviceActor {
                 ...stored,
                 command_status: outcome.commandStatus,
                 detected_platform: outcome.detectedPlatform,
+                ...outcome.workflow,
               },
         startedStored,
       );

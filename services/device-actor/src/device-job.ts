@@ -37,6 +37,8 @@ export interface DeviceJob {
    * each prompt (RE2) and answer (device text).
    */
   answers?: readonly { prompt: string; answer: string; command?: number }[];
+  /** Config jobs: load, diff and discard (or nothing where there is no candidate). */
+  dryRun?: boolean;
   /** Config jobs: RE2 patterns (checked by the gateway) added to the driver's error patterns. */
   errorPatterns?: readonly string[];
   /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
@@ -113,6 +115,8 @@ export interface DeviceOutcome {
   pooled: boolean;
   /** Show jobs: how each command fared, in order; null for config jobs. */
   commandStatus: CommandStatus[] | null;
+  /** Config workflow fields of the job record (a dry run's `diff`). */
+  workflow?: { diff?: string | null };
 }
 
 /**

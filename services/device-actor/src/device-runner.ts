@@ -4,6 +4,7 @@ import {
   ErrorCode,
   UserPattern,
   PatternError,
+  candidateDryRunOf,
   codePointName,
   forbiddenCharIn,
   type CommandStatus,
@@ -20,6 +21,7 @@ import {
   type RunDeviceJob,
 } from './device-job.js';
 import { CliSession, type AnswersFor } from './drivers/cli-session.js';
+import { dryRunCandidate } from './drivers/dry-run.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -67,7 +69,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     const driver = getDriver(platform);
     if (driver === undefined)
       throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
-    if (job.kind === 'config') {
+    if (job.kind === 'config' && job.dryRun !== true) {
       // Refuse before touching the device: nothing half-applied.
       if (job.commit && driver.commit === null) {
         throw new SvcError(
@@ -136,6 +138,11 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
+      if (job.kind === 'config' && job.dryRun === true) {
+        const outcome = await dryRun(cli, job, { answers, errorPatterns });
+        ok = true;
+        return { ...outcome, detectedPlatform, pooled, commandStatus: null };
+      }
       if (job.kind === 'config') {
         const results = await cli.configure(job.commands, {
           timeoutMs: job.readTimeoutMs,
@@ -195,6 +202,26 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets);
     }
   };
+}
+
+/**
+ * A config job's dry run: the device's diff where the platform has a candidate configuration,
+ * else nothing at all in configuration mode (`diff: null`). Never commits or saves.
+ */
+async function dryRun(
+  cli: CliSession,
+  job: DeviceJob,
+  extra: { answers: AnswersFor | undefined; errorPatterns: UserPattern[] },
+): Promise<Pick<DeviceOutcome, 'results' | 'workflow'>> {
+  const plan = candidateDryRunOf(cli.driver.platform);
+  if (plan === null) return { results: {}, workflow: { diff: null } };
+  const done = await dryRunCandidate(cli, job.commands, plan, {
+    timeoutMs: job.readTimeoutMs,
+    ...(extra.answers !== undefined ? { answers: extra.answers } : {}),
+    errorPatterns: extra.errorPatterns,
+    session: `svc-${job.jobId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
+  });
+  return { results: done.results, workflow: { diff: done.diff } };
 }
 
 /** A config job's own error patterns (`error_patterns`), compiled for the linear-time engine. */
