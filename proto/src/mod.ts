@@ -54,6 +54,7 @@ export {
   EnqueueResponse,
   JobEvent,
   WorkerHeartbeat,
+  PrePostCheck,
 } from './messages/job.js';
 export type { DeviceSecrets } from './messages/job.js';
 export {

@@ -229,6 +229,7 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
       transcript: body.transcript ?? false,
       ...(opts.kind === 'config' && body.dry_run === true ? { dry_run: true } : {}),
+      ...(opts.kind === 'config' && body.checks !== undefined ? { checks: body.checks } : {}),
       ...(opts.kind === 'config' &&
       body.error_patterns !== undefined &&
       body.error_patterns.length > 0

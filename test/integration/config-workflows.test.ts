@@ -591,3 +591,98 @@ test('when a push arrives while an identical dry run is in flight, then it is it
     dev.setFaults({});
   }
 });
+
+// ---- pre/post checks (slice 6) ----
+
+test('when send-config has checks, then each runs before and after the change and the result has pre, post and a unified diff', async () => {
+  const dev = await startDevice({ platform: 'cisco_ios', hostname: 'C1', enable: 'svc-demo' });
+  try {
+    const sent = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: {
+        host: '127.0.0.1',
+        port: dev.port,
+        platform: 'cisco_ios',
+        template: { text: 'hostname {{ h }}', vars: { h: 'C2' } },
+        checks: ['show running-config', 'show ip interface brief'],
+      },
+    });
+    assert.equal(sent.status, 202, sent.text);
+    const done = await waitForJob(stack.url, sent.json.job_id, auth);
+    assert.equal(done.json.status, 'finished', done.text);
+    const run = done.json.checks['show running-config'];
+    assert.match(run.pre, /^hostname C1$/m);
+    assert.match(run.post, /^hostname C2$/m);
+    assert.match(run.diff, /^--- show running-config \(pre\)/m);
+    assert.match(run.diff, /^\+\+\+ show running-config \(post\)/m);
+    assert.match(run.diff, /^-hostname C1$/m);
+    assert.match(run.diff, /^\+hostname C2$/m);
+    assert.match(run.diff, /^@@ /m);
+    const clock = done.json.checks['show ip interface brief'];
+    assert.equal(typeof clock.pre, 'string');
+    // The order on the device: checks, the change, checks again.
+    const lines = dev.stats.commands.map((c) => c.command);
+    const at = (cmd: string, from = 0) => lines.indexOf(cmd, from);
+    const firstCheck = at('show running-config');
+    const change = at('hostname C2');
+    assert.ok(firstCheck >= 0 && change > firstCheck, lines.join(' | '));
+    assert.ok(at('show running-config', change) > change, 'post check after the change');
+  } finally {
+    await dev.stop();
+  }
+});
+
+test('when the checks print the same before and after, then diff is empty', async () => {
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({ commands: ['ntp server 192.0.2.1'], checks: ['show version'] }),
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  const v = done.json.checks['show version'];
+  assert.equal(v.diff, '');
+  assert.equal(v.pre, v.post);
+});
+
+test('when a dry run has checks, then only pre is run and returned', async () => {
+  junos.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: {
+      host: '127.0.0.1',
+      port: junos.port,
+      platform: 'juniper_junos',
+      commands: ['set system ntp server 192.0.2.1'],
+      checks: ['show version'],
+      dry_run: true,
+    },
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  assert.deepEqual(Object.keys(done.json.checks['show version']), ['pre']);
+  assert.equal(junos.stats.commands.filter((c) => c.command === 'show version').length, 1);
+});
+
+test('when a pre check is rejected by the device, then the job fails COMMAND_ERROR before any change', async () => {
+  ios.resetStats();
+  const sent = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({ commands: ['hostname R1'], checks: ['show bogus'] }),
+  });
+  const done = await waitForJob(stack.url, sent.json.job_id, auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'COMMAND_ERROR');
+  assert.match(done.json.error, /check "show bogus" rejected by the device before the change/);
+  assert.equal(ios.stats.configLines, 0);
+});
+
+test('when checks repeat a command or are not a list of strings, then 422 names the field', async () => {
+  for (const checks of [['show version', 'show version'], 'show version', []]) {
+    const bad = await http('POST', `${stack.url}/v2/send-config`, {
+      ...auth,
+      body: iosBody({ commands: ['hostname R1'], checks }),
+    });
+    assert.equal(bad.status, 422, bad.text);
+    assert.deepEqual(bad.json.validation_error.json[0].loc, ['body', 'checks']);
+  }
+});

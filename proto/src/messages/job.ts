@@ -67,6 +67,8 @@ export const JobSpec = Type.Object(
      * the stored template's name and version, or nulls for inline text. Absent: none.
      */
     template: Type.Optional(JobTemplate),
+    /** Config jobs: show commands run before and after the change. Absent: none. */
+    checks: Type.Optional(Type.Array(Type.String())),
     /** Config jobs: load, diff and discard; never change the device. Absent: false. */
     dry_run: Type.Optional(Type.Boolean()),
     /** Config jobs: RE2 patterns added to the platform's error patterns. Absent: none. */
@@ -168,6 +170,25 @@ export const ResultsRef = Type.Object(
 );
 export type ResultsRef = Static<typeof ResultsRef>;
 
+/** One pre/post check of a config job: the outputs and their unified diff. */
+export const PrePostCheck = Type.Object(
+  {
+    pre: Type.String({ description: 'Output before the change.' }),
+    post: Type.Optional(
+      Type.String({ description: 'Output after the change (not on a dry run).' }),
+    ),
+    diff: Type.Optional(
+      Type.String({ description: 'Unified diff of pre and post; "" when they are equal.' }),
+    ),
+  },
+  { $id: 'PrePostCheck', additionalProperties: false },
+);
+export type PrePostCheck = Static<typeof PrePostCheck>;
+
+const PrePostChecks = Type.Record(Type.String(), PrePostCheck, {
+  description: 'Config jobs with checks: per check command, its outputs and their diff.',
+});
+
 /** The job record kept in the `svc-jobs` bucket (key: job id). */
 export const JobRecord = Type.Object(
   {
@@ -199,6 +220,8 @@ export const JobRecord = Type.Object(
     batch_id: Type.Optional(NullableString),
     /** Dry runs: the device's diff of the candidate, or null where there is no candidate. */
     diff: Type.Optional(NullableString),
+    /** Config jobs with `checks`. */
+    checks: Type.Optional(PrePostChecks),
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -227,6 +250,7 @@ export const JobResult = Type.Object(
           'Dry runs: the device\'s own diff of the candidate configuration ("" when nothing changes); null on platforms without a candidate.',
       }),
     ),
+    checks: Type.Optional(PrePostChecks),
     tags: Type.Optional(Tags),
     enqueued_at: Type.Optional(DateTime()),
     started_at: Type.Optional(NullableDateTime),
@@ -250,6 +274,7 @@ export function toJobResult(record: JobRecord): JobResult {
       ? { rendered: record.spec.commands }
       : {}),
     ...(record.diff !== undefined ? { diff: record.diff } : {}),
+    ...(record.checks !== undefined ? { checks: record.checks } : {}),
     tags: record.spec.tags,
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,

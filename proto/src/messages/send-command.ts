@@ -87,6 +87,9 @@ export const ConnectionFields = {
   ),
 };
 
+/** Most entries of send-config `checks`. */
+export const MAX_CHECKS = 16;
+
 /** Most entries of send-config `error_patterns`. */
 export const MAX_ERROR_PATTERNS = 16;
 
@@ -157,6 +160,15 @@ export const SendConfigRequest = Type.Object(
     ...ConnectionFields,
     commands: Type.Optional(ConnectionFields.commands),
     template: Type.Optional(ConfigTemplateRef),
+    checks: Type.Optional(
+      Type.Array(DeviceText('A show command run before and after the change.'), {
+        minItems: 1,
+        maxItems: MAX_CHECKS,
+        uniqueItems: true,
+        description:
+          'Pre/post checks: show commands run before the change and after it, in the same session; the result has checks: {"<command>": {"pre", "post", "diff"}} (diff: unified, "" when equal; a dry run has only pre). A check the device rejects before the change fails the job with nothing changed. At most 16.',
+      }),
+    ),
     dry_run: Type.Optional(
       Type.Boolean({
         description:

@@ -216,6 +216,7 @@ export class DeviceActor {
       ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
       ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
       ...(spec.dry_run === true ? { dryRun: true } : {}),
+      ...(spec.checks !== undefined ? { checks: spec.checks } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,

@@ -1,4 +1,10 @@
-import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
+import {
+  ErrorCode,
+  SvcError,
+  type CommandStatus,
+  type PrePostCheck,
+  type JobKind,
+} from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
@@ -37,6 +43,8 @@ export interface DeviceJob {
    * each prompt (RE2) and answer (device text).
    */
   answers?: readonly { prompt: string; answer: string; command?: number }[];
+  /** Config jobs: show commands run before and after the change (pre/post checks). */
+  checks?: readonly string[];
   /** Config jobs: load, diff and discard (or nothing where there is no candidate). */
   dryRun?: boolean;
   /** Config jobs: RE2 patterns (checked by the gateway) added to the driver's error patterns. */
@@ -116,7 +124,7 @@ export interface DeviceOutcome {
   /** Show jobs: how each command fared, in order; null for config jobs. */
   commandStatus: CommandStatus[] | null;
   /** Config workflow fields of the job record (a dry run's `diff`). */
-  workflow?: { diff?: string | null };
+  workflow?: { diff?: string | null; checks?: Record<string, PrePostCheck> };
 }
 
 /**

@@ -22,6 +22,7 @@ import {
 } from './device-job.js';
 import { CliSession, type AnswersFor } from './drivers/cli-session.js';
 import { dryRunCandidate } from './drivers/dry-run.js';
+import { checkResults, runChecks } from './config-checks.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -138,10 +139,22 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
+      const checks = job.kind === 'config' ? (job.checks ?? []) : [];
+      const pre = checks.length > 0 ? await runChecks(cli, checks, job.readTimeoutMs, 'pre') : null;
       if (job.kind === 'config' && job.dryRun === true) {
         const outcome = await dryRun(cli, job, { answers, errorPatterns });
         ok = true;
-        return { ...outcome, detectedPlatform, pooled, commandStatus: null };
+        const workflow = {
+          ...outcome.workflow,
+          ...(pre !== null ? { checks: checkResults(checks, pre, null) } : {}),
+        };
+        return {
+          results: outcome.results,
+          workflow,
+          detectedPlatform,
+          pooled,
+          commandStatus: null,
+        };
       }
       if (job.kind === 'config') {
         const results = await cli.configure(job.commands, {
@@ -153,8 +166,15 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
           answers,
           errorPatterns,
         });
+        const post = pre !== null ? await runChecks(cli, checks, job.readTimeoutMs, 'post') : null;
         ok = true;
-        return { results, detectedPlatform, pooled, commandStatus: null };
+        return {
+          results,
+          detectedPlatform,
+          pooled,
+          commandStatus: null,
+          ...(pre !== null ? { workflow: { checks: checkResults(checks, pre, post) } } : {}),
+        };
       }
       const shown = await cli.show(job.commands, {
         timeoutMs: job.readTimeoutMs,
