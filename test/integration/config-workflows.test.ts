@@ -686,3 +686,126 @@ test('when checks repeat a command or are not a list of strings, then 422 names 
     assert.deepEqual(bad.json.validation_error.json[0].loc, ['body', 'checks']);
   }
 });
+
+// ---- config batches (slice 8) ----
+
+async function waitForBatch(batchId: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 600; i++) {
+    const b = await http('GET', `${stack.url}/v2/batches/${batchId}`, auth);
+    if (b.json.status !== 'running') return b.json as Record<string, unknown>;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`batch ${batchId} still running`);
+}
+
+test('when a config batch rolls a stored template out in waves, then each device gets the batch vars merged with its own, with rendered lines and checks in its job', async () => {
+  const a = await startDevice({ platform: 'cisco_ios', hostname: 'A1', enable: 'svc-demo' });
+  const b = await startDevice({ platform: 'cisco_ios', hostname: 'A1', enable: 'svc-demo' });
+  try {
+    const put = await http('PUT', T('rollout'), {
+      ...auth,
+      body: { template: 'hostname {{ h }}\nvlan {{ vlan }}' },
+    });
+    assert.ok(put.status === 201 || put.status === 200, put.text);
+    const made = await http('POST', `${stack.url}/v2/batches`, {
+      ...auth,
+      body: {
+        kind: 'config',
+        platform: 'cisco_ios',
+        template: { name: 'rollout', vars: { vlan: 10, h: 'unused' } },
+        checks: ['show running-config'],
+        canary: 1,
+        devices: [
+          { host: '127.0.0.1', port: a.port, vars: { h: 'A1' } },
+          { host: '127.0.0.1', port: b.port, vars: { h: 'B2', vlan: 20 } },
+        ],
+      },
+    });
+    assert.equal(made.status, 202, made.text);
+    const summary = await waitForBatch(made.json.batch_id);
+    assert.equal(summary['status'], 'finished', JSON.stringify(summary));
+    const [ja, jb] = made.json.jobs as { job_id: string }[];
+    const ra = (await http('GET', `${stack.url}/v2/jobs/${ja!.job_id}`, auth)).json;
+    const rb = (await http('GET', `${stack.url}/v2/jobs/${jb!.job_id}`, auth)).json;
+    assert.deepEqual(ra.rendered, ['hostname A1', 'vlan 10']);
+    assert.deepEqual(rb.rendered, ['hostname B2', 'vlan 20']);
+    assert.equal(ra.checks['show running-config'].diff, '', 'A1 kept its name');
+    assert.match(rb.checks['show running-config'].diff, /^\+hostname B2$/m);
+    assert.equal(b.hostname, 'B2');
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
+
+test('when a config batch device lacks a variable the template uses, then 422 names it at that device and nothing is queued', async () => {
+  const before = await jobCount();
+  const bad = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      platform: 'cisco_ios',
+      template: { text: 'hostname {{ h }}', vars: {} },
+      devices: [
+        { host: '127.0.0.1', port: ios.port, vars: { h: 'R1' } },
+        { host: '127.0.0.2', port: ios.port },
+      ],
+    },
+  });
+  assert.equal(bad.status, 422, bad.text);
+  assert.deepEqual(bad.json.validation_error.json, [
+    {
+      loc: ['body', 'devices', 1, 'vars', 'h'],
+      msg: 'undefined variable "h": the template uses it and vars does not give it',
+      type: 'undefined_variable',
+    },
+  ]);
+  assert.equal(await jobCount(), before);
+});
+
+test('when a batch misuses the configuration fields, then 422 names each: template on a command batch, device vars without a template', async () => {
+  const cmd = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'command',
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      dry_run: true,
+      devices: [{ host: '127.0.0.1', port: ios.port }],
+    },
+  });
+  assert.equal(cmd.status, 422, cmd.text);
+  assert.deepEqual(cmd.json.validation_error.json[0].loc, ['body', 'dry_run']);
+  const vars = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      platform: 'cisco_ios',
+      commands: ['hostname R1'],
+      devices: [{ host: '127.0.0.1', port: ios.port, vars: { h: 'x' } }],
+    },
+  });
+  assert.equal(vars.status, 422, vars.text);
+  assert.deepEqual(vars.json.validation_error.json[0].loc, ['body', 'devices', 0, 'vars']);
+});
+
+test('when a config batch is a dry run with error patterns, then every job is a dry run', async () => {
+  junos.resetStats();
+  const made = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      platform: 'juniper_junos',
+      commands: ['set system ntp server 192.0.2.5'],
+      dry_run: true,
+      error_patterns: ['^warning:'],
+      devices: [{ host: '127.0.0.1', port: junos.port }],
+    },
+  });
+  assert.equal(made.status, 202, made.text);
+  await waitForBatch(made.json.batch_id);
+  const job = (await http('GET', `${stack.url}/v2/jobs/${made.json.jobs[0].job_id}`, auth)).json;
+  assert.equal(job.status, 'finished', JSON.stringify(job));
+  assert.match(job.diff, /\+ {2}set system ntp server 192\.0\.2\.5/);
+  assert.equal(junos.stats.commits, 0);
+});
