@@ -6,6 +6,7 @@ export const COMMAND_TREE: Record<string, string[]> = {
   jobs: ['list', 'get', 'cancel', 'replay', 'transcript'],
   keys: ['create', 'list', 'revoke', 'rotate'],
   parse: ['textfsm', 'ttp'],
+  templates: ['put', 'get', 'list', 'delete', 'render'],
   health: [],
   completion: ['bash', 'zsh'],
 };

@@ -13,6 +13,7 @@ const code = await runCli(process.argv.slice(2), {
     out: (s) => process.stdout.write(s),
     err: (s) => process.stderr.write(s),
     errIsTty: process.stderr.isTTY === true,
+    outIsTty: process.stdout.isTTY === true,
   },
   env: process.env,
   home: homedir(),

@@ -9,6 +9,8 @@ export interface Io {
   err(text: string): void;
   /** Whether stderr is a terminal (progress lines are drawn only then). */
   errIsTty: boolean;
+  /** Whether stdout is a terminal (diffs are coloured only then). */
+  outIsTty?: boolean;
 }
 
 /** A value as JSON or YAML; `table` is the caller's own rendering. */

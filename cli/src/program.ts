@@ -7,6 +7,13 @@ import { Command, CommanderError, Option } from 'commander';
 import { parseTemplateFiles, parseTtp } from '@svc/parsers';
 import { ApiClient } from './api-client.js';
 import { COMMAND_TREE, bashCompletion, zshCompletion } from './completion.js';
+import {
+  configWorkflowFields,
+  configWorkflowOptions,
+  printConfigWorkflow,
+  registerConfigTemplateCommands,
+  type ConfigWorkflowFlags,
+} from './config-commands.js';
 import { CliError, ExitCode } from './exit-codes.js';
 import {
   loadInventory,
@@ -377,8 +384,10 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       return;
     }
     const job = await waitJob(cmd, enqueued.job_id as string, o);
-    if (globals(cmd).output === 'table') printJobResults(io, job, null);
-    else io.out(structured(job, globals(cmd).output as 'json' | 'yaml'));
+    if (globals(cmd).output === 'table') {
+      printJobResults(io, job, null);
+      printConfigWorkflow(io, job);
+    } else io.out(structured(job, globals(cmd).output as 'json' | 'yaml'));
     exitCode = jobExit(job.status as string);
   };
 
@@ -469,8 +478,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
   );
 
   jobOptions(
-    program
-      .command('config')
+    configWorkflowOptions(program.command('config'))
       .description('push configuration lines to a device or, in waves, to an inventory')
       .option('-f, --file <file>', 'configuration lines, one per line (- for stdin)')
       .option('-c, --command <line>', 'a configuration line (repeatable)', collect)
@@ -493,15 +501,16 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       .option('--commit', 'commit on platforms that need it'),
   ).action(
     async (
-      o: JobFlags & {
-        file?: string;
-        command?: string[];
-        canary?: number;
-        maxParallel?: number;
-        stopOnFailureRatio?: number;
-        save?: boolean;
-        commit?: boolean;
-      },
+      o: JobFlags &
+        ConfigWorkflowFlags & {
+          file?: string;
+          command?: string[];
+          canary?: number;
+          maxParallel?: number;
+          stopOnFailureRatio?: number;
+          save?: boolean;
+          commit?: boolean;
+        },
       cmd: Command,
     ) => {
       let lines = o.command ?? [];
@@ -514,10 +523,15 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         }
         lines = [...text.split(/\r?\n/).filter((l) => l.trim() !== ''), ...lines];
       }
-      if (lines.length === 0)
-        throw new CliError(ExitCode.usage, 'no configuration: give -f FILE or -c LINE');
+      const workflow = configWorkflowFields(o, lines.length > 0);
+      if (lines.length === 0 && workflow['template'] === undefined)
+        throw new CliError(
+          ExitCode.usage,
+          'no configuration: give -f FILE, -c LINE or --template NAME',
+        );
       const body: Record<string, unknown> = {
-        commands: lines,
+        ...(lines.length > 0 ? { commands: lines } : {}),
+        ...workflow,
         ...sharedFields(cmd, o),
         ...(o.save ? { save_config: true } : {}),
         ...(o.commit ? { commit: true } : {}),
@@ -864,6 +878,8 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       });
       exitCode = body.status === 'healthy' ? ExitCode.ok : ExitCode.failed;
     });
+
+  registerConfigTemplateCommands(program, { clientOf, out, readStdin: () => cli.readStdin() });
 
   program
     .command('completion')

@@ -17,6 +17,8 @@ export const AuditEvent = {
   keyRevoked: 'apikey.revoked',
   hostKeyLoaded: 'host_key.loaded',
   hostKeyForgotten: 'host_key.forgotten',
+  configTemplateSaved: 'config_template.saved',
+  configTemplateDeleted: 'config_template.deleted',
 } as const;
 export type AuditEvent = (typeof AuditEvent)[keyof typeof AuditEvent];
 

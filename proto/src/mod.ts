@@ -54,6 +54,7 @@ export {
   EnqueueResponse,
   JobEvent,
   WorkerHeartbeat,
+  PrePostCheck,
 } from './messages/job.js';
 export type { DeviceSecrets } from './messages/job.js';
 export {
@@ -199,8 +200,25 @@ export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
 export { KeyedWindow } from './keyed-window.js';
 export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
+  ConfigTemplate,
+  ConfigTemplateList,
+  ConfigTemplatePut,
+  ConfigTemplateRef,
+  ConfigTemplateSaved,
+  ConfigTemplateSummary,
+  JobTemplate,
+  MAX_TEMPLATE_CHARS,
+  RESERVED_TEMPLATE_NAMES,
+  RenderInlineRequest,
+  RenderStoredRequest,
+  RenderedConfig,
+  TEMPLATE_HISTORY,
+  TEMPLATE_NAME_PATTERN,
+} from './messages/config-template.js';
+export {
   BatchDevice,
   BatchRequest,
+  ConfigBatchRequest,
   BatchJobRef,
   BatchCreated,
   BatchState,
@@ -217,3 +235,5 @@ export {
   startMetricsServer,
 } from './service-metrics.js';
 export type { MetricsServer } from './service-metrics.js';
+export { CANDIDATE_DRY_RUNS, candidateDryRunOf, dryRunProblem } from './dry-run.js';
+export type { CandidateDryRun } from './dry-run.js';

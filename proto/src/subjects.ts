@@ -80,6 +80,8 @@ export const Buckets = {
   hostKeys: 'svc-hostkeys',
   /** Device session transcripts (key: job id), kept as long as job records. */
   transcripts: 'svc-transcripts',
+  /** Configuration templates per context (key: `<context>.<name>`, both encoded), with history. */
+  templates: 'svc-templates',
 } as const;
 export type Bucket = (typeof Buckets)[keyof typeof Buckets];
 

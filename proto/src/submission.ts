@@ -14,6 +14,7 @@ import {
   type DeviceInputLimits,
 } from './device-input.js';
 import { UserPattern } from './user-pattern.js';
+import { dryRunProblem } from './dry-run.js';
 import {
   SSH_ALGORITHM_KINDS,
   SSH_ALGORITHM_NAMES,
@@ -173,6 +174,16 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       });
     }
   }
+  for (const [n, p] of (body.error_patterns ?? []).entries()) {
+    const problem = UserPattern.problem(p);
+    if (problem !== null) {
+      issues.push({ loc: ['body', 'error_patterns', n], msg: problem, type: 'value_error' });
+    }
+  }
+  if (opts.kind === 'config' && body.dry_run === true) {
+    const problem = dryRunProblem(platform);
+    if (problem !== null) issue('dry_run', problem);
+  }
   const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;
   if (body.commands.length > limits.maxCommands) {
     issues.push({
@@ -217,6 +228,13 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),
       ...(ssh !== null ? { ssh: ssh.spec } : {}),
       transcript: body.transcript ?? false,
+      ...(opts.kind === 'config' && body.dry_run === true ? { dry_run: true } : {}),
+      ...(opts.kind === 'config' && body.checks !== undefined ? { checks: body.checks } : {}),
+      ...(opts.kind === 'config' &&
+      body.error_patterns !== undefined &&
+      body.error_patterns.length > 0
+        ? { error_patterns: body.error_patterns }
+        : {}),
       ...(body.answers !== undefined && body.answers.length > 0
         ? {
             answers: body.answers.map((a) => ({

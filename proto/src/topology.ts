@@ -11,6 +11,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Buckets, ObjectBuckets, Streams, Subjects, type Bucket } from './subjects.js';
+import { TEMPLATE_HISTORY } from './messages/config-template.js';
 
 /** Retention settings of the shared NATS state. Durations in seconds. */
 export interface TopologyOptions {
@@ -117,6 +118,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.batches]: await make(Buckets.batches, opts.jobTtlSeconds),
     [Buckets.hostKeys]: await make(Buckets.hostKeys),
     [Buckets.transcripts]: await make(Buckets.transcripts, opts.jobTtlSeconds),
+    [Buckets.templates]: await make(Buckets.templates, 0, TEMPLATE_HISTORY),
   };
   // Results too large for a record (proto/src/job-results.ts) live as long as records do.
   await new Objm(jetstream(nc)).create(ObjectBuckets.results, {

@@ -168,10 +168,13 @@ test('when listing, then every tool, resource and prompt of the specification is
     'cancel_batch',
     'cancel_job',
     'create_api_key',
+    'dry_run_config',
     'get_batch',
     'get_job_result',
     'list_batches',
+    'list_config_templates',
     'list_jobs',
+    'render_config_template',
     'revoke_api_key',
     'run_batch',
     'send_command',
@@ -180,9 +183,12 @@ test('when listing, then every tool, resource and prompt of the specification is
   ]);
   for (const name of ['send_command', 'send_config', 'send_command_structured']) {
     const schema = byName.get(name)!.inputSchema as Out;
+    // send_config takes commands or a template (issue 27): commands is optional there.
     assert.deepEqual(
       [...schema.required].sort(),
-      ['commands', 'host', 'password', 'platform', 'username'],
+      name === 'send_config'
+        ? ['host', 'password', 'platform', 'username']
+        : ['commands', 'host', 'password', 'platform', 'username'],
       name,
     );
     assert.equal(schema.properties.port.default, 22);
@@ -392,7 +398,16 @@ test("when no API address is set, then the adapter targets npm start's gateway a
 test('when tools are listed, then only tools that never reach a device nor change state are annotated read-only', async () => {
   const { tools } = await operator.listTools();
   const readOnly = tools.filter((t) => t.annotations?.readOnlyHint === true).map((t) => t.name);
-  assert.deepEqual(readOnly.sort(), ['get_batch', 'get_job_result', 'list_batches', 'list_jobs']);
+  // dry_run_config reaches a device but never changes it (it loads a candidate and discards it).
+  assert.deepEqual(readOnly.sort(), [
+    'dry_run_config',
+    'get_batch',
+    'get_job_result',
+    'list_batches',
+    'list_config_templates',
+    'list_jobs',
+    'render_config_template',
+  ]);
   // The service runs whatever commands it is given (`reload` included): not read-only.
   for (const name of ['send_command', 'send_command_structured']) {
     const tool = tools.find((t) => t.name === name)!;
@@ -491,6 +506,51 @@ test('when send_config is called with save_config, then the lines reach config m
     `config lines ${device.stats.configLines}`,
   );
   assert.equal(device.stats.saves, before.saves + 1);
+});
+
+test('when render_config_template and list_config_templates are called, then they answer without a device', async (t) => {
+  if (!needKeys(t)) return;
+  const rendered = await call(operator, 'render_config_template', {
+    template_text: 'hostname {{ h }}\n\nntp server {{ ntp }}',
+    vars: { h: 'MCP9', ntp: '192.0.2.1' },
+  });
+  assert.equal(rendered.isError, false, JSON.stringify(rendered.out));
+  assert.deepEqual(rendered.out.lines, ['hostname MCP9', 'ntp server 192.0.2.1']);
+  const missing = await call(operator, 'render_config_template', { template_text: '{{ x }}' });
+  assert.equal(missing.isError, true);
+  assert.match(JSON.stringify(missing.out), /undefined variable/);
+  const listed = await call(operator, 'list_config_templates', {});
+  assert.equal(listed.isError, false, JSON.stringify(listed.out));
+  assert.ok(Array.isArray(listed.out.templates));
+});
+
+test('when dry_run_config and send_config use a template with checks, then the dry run changes nothing and the push reports the check diff', async (t) => {
+  if (!needKeys(t)) return;
+  const before = device.stats.configLines;
+  const dry = await call(operator, 'dry_run_config', {
+    ...deviceArgs(device, []),
+    commands: undefined,
+    template_text: 'hostname {{ h }}',
+    vars: { h: 'MCP7' },
+    checks: ['show running-config'],
+  });
+  assert.equal(dry.isError, false, JSON.stringify(dry.out));
+  assert.equal(dry.out.status, 'finished');
+  assert.deepEqual(dry.out.rendered, ['hostname MCP7']);
+  assert.equal(dry.out.diff, null);
+  assert.deepEqual(Object.keys(dry.out.checks['show running-config']), ['pre']);
+  assert.equal(device.stats.configLines, before, 'the dry run sent no configuration line');
+  const push = await call(operator, 'send_config', {
+    ...deviceArgs(device, []),
+    commands: undefined,
+    template_text: 'hostname {{ h }}',
+    vars: { h: 'MCP7' },
+    checks: ['show running-config'],
+  });
+  assert.equal(push.isError, false, JSON.stringify(push.out));
+  assert.match(push.out.checks['show running-config'].diff, /^\+hostname MCP7$/m);
+  // Put the name back for the other tests.
+  await call(operator, 'send_config', deviceArgs(device, ['hostname MCP1']));
 });
 
 test('when send_command_structured is called, then matched commands come back as records', async (t) => {

@@ -195,6 +195,24 @@ test(
 );
 
 test(
+  'when an operator stores a configuration template, then the gateway user writes svc-templates and no other service user may',
+  { skip },
+  async () => {
+    const auth = { basic: { username: device.username, password: device.password } };
+    const put = await http('PUT', `${stack.url}/v2/config-templates/nats-perm`, {
+      ...auth,
+      body: { template: 'hostname {{ h }}' },
+    });
+    assert.equal(put.status, 201, put.text);
+    const read = await http('GET', `${stack.url}/v2/config-templates/nats-perm`, auth);
+    assert.equal(read.json.template, 'hostname {{ h }}');
+    for (const user of ['actor', 'dispatcher', 'reaper'] as const) {
+      await refusedPut(await as(user), Buckets.templates);
+    }
+  },
+);
+
+test(
   'when an actor host user writes API keys or revocations, then NATS refuses it',
   { skip },
   async () => {

@@ -63,6 +63,10 @@ export interface DeviceStats {
   configLines: number;
   saves: number;
   commits: number;
+  /** Candidate diffs printed (dry runs). */
+  diffs: number;
+  /** Candidates discarded with changes in them (`rollback 0`, `abort`). */
+  discards: number;
   /** Every line typed in answer to a question (`[confirm]`, `[yes/no]`), in order. */
   answers: string[];
   /** Every free text entered (a banner), its lines joined with `\n`, delimiter excluded. */
@@ -196,6 +200,8 @@ function emptyStats(): DeviceStats {
     configLines: 0,
     saves: 0,
     commits: 0,
+    diffs: 0,
+    discards: 0,
     answers: [],
     texts: [],
   };
@@ -457,6 +463,10 @@ class Shell {
   private stack: Frame[] = [];
   private paging: boolean;
   private pendingChanges = false;
+  /** Configuration lines typed since the last commit or discard (the candidate's diff). */
+  private changes: string[] = [];
+  /** The configuration session this session is in (EOS), or null. */
+  private session: string | null = null;
   /** SmartAX asks `{ <cr>||<K> }:` before each output until `undo smart`. */
   private questions: boolean;
   /** Commands run in this shell (EXOS prompts count them). */
@@ -551,10 +561,13 @@ class Shell {
     let text: string;
     if (this.mode === 'config') {
       const top = this.stack[this.stack.length - 1];
+      const session = this.data.config?.session;
       text =
         top !== undefined && p.sub !== undefined
           ? p.sub.replace('{sub}', top.name)
-          : (p.config ?? p.enable);
+          : this.session !== null && session !== undefined
+            ? session.prompt.replace('{sub}', this.session)
+            : (p.config ?? p.enable);
     } else {
       text = this.mode === 'user' ? p.user : p.enable;
     }
@@ -732,6 +745,15 @@ class Shell {
       await this.output(this.fill(textOf(cfg.enterOutput)));
       return true;
     }
+    const sessionEnter =
+      cfg?.session === undefined ? null : new RegExp(cfg.session.enter).exec(cmd);
+    if (cfg !== null && sessionEnter !== null && this.mode === 'enable') {
+      this.mode = 'config';
+      this.stack = [];
+      this.session = sessionEnter[1] ?? 'session';
+      this.changes = [];
+      return true;
+    }
     if (cfg !== null && cfg.style === 'blocks' && this.pushSubmode(cmd)) {
       this.mode = 'config';
       return true;
@@ -849,6 +871,7 @@ class Shell {
       this.dev.stats.commits++;
       this.pendingChanges = false;
       this.dev.uncommitted = false;
+      this.changes = [];
       await this.output(this.fill(textOf(d.commit.output)));
       return true;
     }
@@ -861,13 +884,28 @@ class Shell {
       await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
+    if (cfg.candidateDiff !== undefined && cmd === cfg.candidateDiff.command) {
+      this.dev.stats.diffs++;
+      const diff = cfg.candidateDiff;
+      const body = this.changes.map((line) => diff.added.replaceAll('{line}', line));
+      const text = [textOf(diff.header), ...body, textOf(diff.footer)]
+        .filter((l) => l !== '')
+        .map((l) => l.replaceAll('{session}', this.session ?? ''));
+      await this.output(this.changes.length === 0 ? '' : text.join('\n'));
+      return true;
+    }
     if (cfg.rollback?.includes(cmd) === true) {
+      if (this.changes.length > 0 || this.dev.uncommitted) this.dev.stats.discards++;
+      this.changes = [];
       this.pendingChanges = false;
       this.dev.uncommitted = false;
       await this.output(textOf(cfg.rollbackOutput));
       return true;
     }
     if (cfg.abort?.includes(cmd) === true) {
+      if (this.changes.length > 0) this.dev.stats.discards++;
+      this.changes = [];
+      this.session = null;
       this.pendingChanges = false;
       if (blocks) this.popBlock();
       else this.leaveConfig();
@@ -893,6 +931,8 @@ class Shell {
       // A shared candidate keeps what was not committed after the session leaves.
       if (cfg.candidate === 'shared' && this.pendingChanges) this.dev.uncommitted = true;
       this.pendingChanges = false;
+      this.changes = [];
+      this.session = null;
       this.leaveConfig();
       return true;
     }
@@ -943,10 +983,15 @@ class Shell {
       if (!go) return true;
       await this.output(this.fill(textOf(question.output)));
     }
+    const warning = cfg.warnings?.find((w) => new RegExp(w.regex).test(cmd));
+    if (warning !== undefined) await this.output(textOf(warning.output));
     this.dev.stats.configLines++;
     this.pendingChanges = true;
+    this.changes.push(cmd);
     const rename =
-      cfg.hostnameCommand === undefined ? null : new RegExp(cfg.hostnameCommand).exec(cmd);
+      cfg.hostnameCommand === undefined || this.session !== null
+        ? null
+        : new RegExp(cfg.hostnameCommand).exec(cmd);
     if (rename?.[1] !== undefined) this.dev.hostname = rename[1];
     this.pushSubmode(cmd);
     return true;

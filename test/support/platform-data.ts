@@ -130,6 +130,20 @@ export interface PlatformData {
     textEntry?: { regex: string; prompt: string };
     /** Configuration lines that ask before they apply (IOS `crypto key generate rsa`). */
     questions?: readonly (Confirm & { regex: string; output?: Text })[];
+    /**
+     * The candidate configuration's changes against the running one (dry runs): `command` prints
+     * `header`, one `added` line per configuration line typed since the last commit or discard
+     * (`{line}` filled), then `footer`.
+     */
+    candidateDiff?: { command: string; header?: Text; added: string; footer?: Text };
+    /**
+     * Configuration sessions (EOS `configure session NAME`, group 1 the name): configuration
+     * mode on a candidate of its own, `prompt` shown at its top (`{sub}` the name); `abort`
+     * discards it, a hostname line is not applied until commit.
+     */
+    session?: { enter: string; prompt: string };
+    /** Configuration lines that apply but print a warning the platform's errors do not match. */
+    warnings?: readonly { regex: string; output: Text }[];
   };
   commit: null | { command: string; output: Text };
   save: null | {

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, JobKind } from './job.js';
-import { ConnectionFields, Tags } from './send-command.js';
+import { ConnectionFields, SendConfigRequest, Tags } from './send-command.js';
+import { ConfigTemplateRef } from './config-template.js';
 import { MAX_SECRET_LENGTH, NullableDeviceText } from '../device-input.js';
 
 const NullableString = (description: string) =>
@@ -24,6 +25,12 @@ export const BatchDevice = Type.Object(
       NullableDeviceText('Overrides the shared enable password.', MAX_SECRET_LENGTH),
     ),
     tags: Type.Optional(Tags),
+    vars: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), {
+        description:
+          "config batches with a template: this device's variables, merged over the template's vars (the device wins).",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -57,6 +64,18 @@ export const BatchRequest = Type.Object(
       Type.Boolean({ description: 'config batches: save. Default false.' }),
     ),
     commit: Type.Optional(Type.Boolean({ description: 'config batches: commit. Default false.' })),
+    // The configuration workflow fields of send-config (docs/config-workflows.md).
+    commands: Type.Optional(ConnectionFields.commands),
+    template: Type.Optional(
+      Type.Object(ConfigTemplateRef.properties, {
+        additionalProperties: false,
+        description:
+          "config batches: render each device's lines from this template (stored or inline); its vars are merged with each device's own vars. Exclusive with commands.",
+      }),
+    ),
+    dry_run: SendConfigRequest.properties.dry_run,
+    checks: SendConfigRequest.properties.checks,
+    error_patterns: SendConfigRequest.properties.error_patterns,
     textfsm_template: Type.Optional(NullableString('structured batches: TextFSM template.')),
     ttp_template: Type.Optional(NullableString('structured batches: TTP template.')),
     max_parallel: Type.Optional(
@@ -84,6 +103,15 @@ export const BatchRequest = Type.Object(
   { $id: 'BatchRequest', description: 'POST /v2/batches' },
 );
 export type BatchRequest = Static<typeof BatchRequest>;
+
+/**
+ * A config batch as checked: the same fields, none other. Command and structured batches keep
+ * accepting unknown fields (older clients send some); a config batch refuses them, since a
+ * misspelt option must never push a change as if it were absent.
+ */
+export const ConfigBatchRequest = Type.Object(BatchRequest.properties, {
+  additionalProperties: false,
+});
 
 export const BatchJobRef = Type.Object({
   job_id: Type.String(),

@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { Tags } from './send-command.js';
 import { SshSpec, type JumpHostSecrets } from '../ssh-options.js';
+import { JobTemplate } from './config-template.js';
 
 export const JobKind = {
   command: 'command',
@@ -61,6 +62,17 @@ export const JobSpec = Type.Object(
     ssh: Type.Optional(SshSpec),
     /** Keep the session transcript even when the job finishes. Absent in older records. */
     transcript: Type.Optional(Type.Boolean()),
+    /**
+     * Config jobs whose lines were rendered from a template (`commands` holds the lines):
+     * the stored template's name and version, or nulls for inline text. Absent: none.
+     */
+    template: Type.Optional(JobTemplate),
+    /** Config jobs: show commands run before and after the change. Absent: none. */
+    checks: Type.Optional(Type.Array(Type.String())),
+    /** Config jobs: load, diff and discard; never change the device. Absent: false. */
+    dry_run: Type.Optional(Type.Boolean()),
+    /** Config jobs: RE2 patterns added to the platform's error patterns. Absent: none. */
+    error_patterns: Type.Optional(Type.Array(Type.String())),
     /** Answers to the commands' questions (send-command `answers`). Absent: none. */
     answers: Type.Optional(
       Type.Array(
@@ -171,6 +183,25 @@ export const ResultsRef = Type.Object(
 );
 export type ResultsRef = Static<typeof ResultsRef>;
 
+/** One pre/post check of a config job: the outputs and their unified diff. */
+export const PrePostCheck = Type.Object(
+  {
+    pre: Type.String({ description: 'Output before the change.' }),
+    post: Type.Optional(
+      Type.String({ description: 'Output after the change (not on a dry run).' }),
+    ),
+    diff: Type.Optional(
+      Type.String({ description: 'Unified diff of pre and post; "" when they are equal.' }),
+    ),
+  },
+  { $id: 'PrePostCheck', additionalProperties: false },
+);
+export type PrePostCheck = Static<typeof PrePostCheck>;
+
+const PrePostChecks = Type.Record(Type.String(), PrePostCheck, {
+  description: 'Config jobs with checks: per check command, its outputs and their diff.',
+});
+
 /** The job record kept in the `svc-jobs` bucket (key: job id). */
 export const JobRecord = Type.Object(
   {
@@ -200,6 +231,10 @@ export const JobRecord = Type.Object(
     dedup_key: NullableString,
     /** The batch the job belongs to (POST /v2/batches); absent for single jobs. */
     batch_id: Type.Optional(NullableString),
+    /** Dry runs: the device's diff of the candidate, or null where there is no candidate. */
+    diff: Type.Optional(NullableString),
+    /** Config jobs with `checks`. */
+    checks: Type.Optional(PrePostChecks),
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -216,6 +251,19 @@ export const JobResult = Type.Object(
     error_code: Type.Optional(NullableString),
     error_retryable: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
     detected_platform: Type.Optional(NullableString),
+    rendered: Type.Optional(
+      Type.Array(Type.String(), {
+        description:
+          'Config jobs from a template: the configuration lines rendered and sent (a dry run: the lines it would send).',
+      }),
+    ),
+    diff: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Dry runs: the device\'s own diff of the candidate configuration ("" when nothing changes); null on platforms without a candidate.',
+      }),
+    ),
+    checks: Type.Optional(PrePostChecks),
     tags: Type.Optional(Tags),
     enqueued_at: Type.Optional(DateTime()),
     started_at: Type.Optional(NullableDateTime),
@@ -235,6 +283,11 @@ export function toJobResult(record: JobRecord): JobResult {
     error_code: record.error_code,
     error_retryable: record.error_retryable,
     detected_platform: record.detected_platform,
+    ...(record.spec.template !== undefined || record.spec.dry_run === true
+      ? { rendered: record.spec.commands }
+      : {}),
+    ...(record.diff !== undefined ? { diff: record.diff } : {}),
+    ...(record.checks !== undefined ? { checks: record.checks } : {}),
     tags: record.spec.tags,
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,

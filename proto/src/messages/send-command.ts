@@ -7,6 +7,7 @@ import {
   NullableDeviceText,
 } from '../device-input.js';
 import { SshRequestOptions } from '../ssh-options.js';
+import { ConfigTemplateRef } from './config-template.js';
 
 /** Tag keys and values: alphanumeric plus hyphen, underscore and colon, 1 to 64 characters. */
 export const TAG_PATTERN = '^[A-Za-z0-9_:-]{1,64}$';
@@ -86,6 +87,12 @@ export const ConnectionFields = {
   ),
 };
 
+/** Most entries of send-config `checks`. */
+export const MAX_CHECKS = 16;
+
+/** Most entries of send-config `error_patterns`. */
+export const MAX_ERROR_PATTERNS = 16;
+
 /** Most entries of `answers`. */
 export const MAX_ANSWERS = 32;
 /** Longest text of one answer, in characters. */
@@ -151,6 +158,38 @@ export type SendCommandRequest = Static<typeof SendCommandRequest>;
 export const SendConfigRequest = Type.Object(
   {
     ...ConnectionFields,
+    commands: Type.Optional(ConnectionFields.commands),
+    template: Type.Optional(ConfigTemplateRef),
+    checks: Type.Optional(
+      Type.Array(DeviceText('A show command run before and after the change.'), {
+        minItems: 1,
+        maxItems: MAX_CHECKS,
+        uniqueItems: true,
+        description:
+          'Pre/post checks: show commands run before the change and after it, in the same session; the result has checks: {"<command>": {"pre", "post", "diff"}} (diff: unified, "" when equal; a dry run has only pre). A check the device rejects before the change fails the job with nothing changed. At most 16.',
+      }),
+    ),
+    dry_run: Type.Optional(
+      Type.Boolean({
+        description:
+          "Change nothing. Junos, IOS-XR and EOS: load the lines into a candidate (EOS: a configuration session), return the device's diff as `diff`, discard it. Other platforms: nothing enters configuration mode; the result has `rendered` and `diff: null`. commit and save_config have no effect. Default false.",
+      }),
+    ),
+    error_patterns: Type.Optional(
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: MAX_PATTERN_LENGTH,
+          pattern: DEVICE_TEXT_PATTERN,
+          description: 'Regex (RE2 syntax: no backreferences or lookaround).',
+        }),
+        {
+          maxItems: MAX_ERROR_PATTERNS,
+          description:
+            "Added to the platform's own error patterns when deciding that a configuration line (or the commit) failed: a line of its output that matches one fails the job COMMAND_ERROR, the driver aborts and leaves configuration mode. At most 16.",
+        },
+      ),
+    ),
     save_config: Type.Optional(
       Type.Boolean({ description: 'Save the running configuration to startup. Default false.' }),
     ),
@@ -159,7 +198,12 @@ export const SendConfigRequest = Type.Object(
     ),
     ...AnswerFields,
   },
-  { $id: 'SendConfigRequest', description: 'POST /v2/send-config' },
+  {
+    $id: 'SendConfigRequest',
+    description:
+      'POST /v2/send-config: `commands`, or a `template` rendered into them (one of the two). Unknown fields are refused (422 naming the field): a misspelt option (`dryrun`, `comit`) must never push a change as if it were absent.',
+    additionalProperties: false,
+  },
 );
 export type SendConfigRequest = Static<typeof SendConfigRequest>;
 

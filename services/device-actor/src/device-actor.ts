@@ -225,6 +225,9 @@ export class DeviceActor {
       commit: spec.commit,
       stopOnError: spec.stop_on_error ?? false,
       ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
+      ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
+      ...(spec.dry_run === true ? { dryRun: true } : {}),
+      ...(spec.checks !== undefined ? { checks: spec.checks } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,
       signal: controller.signal,
@@ -278,6 +281,7 @@ export class DeviceActor {
                 ...stored,
                 command_status: outcome.commandStatus,
                 detected_platform: outcome.detectedPlatform,
+                ...outcome.workflow,
               },
         startedStored,
       );

@@ -1,4 +1,10 @@
-import { ErrorCode, SvcError, type CommandStatus, type JobKind } from '@svc/proto';
+import {
+  ErrorCode,
+  SvcError,
+  type CommandStatus,
+  type PrePostCheck,
+  type JobKind,
+} from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
 import type { SessionTap } from './transcript.js';
@@ -38,6 +44,12 @@ export interface DeviceJob {
    * each prompt (RE2) and answer (device text).
    */
   answers?: readonly { prompt: string; answer: string; command?: number }[];
+  /** Config jobs: show commands run before and after the change (pre/post checks). */
+  checks?: readonly string[];
+  /** Config jobs: load, diff and discard (or nothing where there is no candidate). */
+  dryRun?: boolean;
+  /** Config jobs: RE2 patterns (checked by the gateway) added to the driver's error patterns. */
+  errorPatterns?: readonly string[];
   /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
   stopOnError?: boolean;
   /** structured only: exactly one or neither. */
@@ -115,6 +127,8 @@ export interface DeviceOutcome {
   pooled: boolean;
   /** How each command of the job fared, in order (config: then the commit and save steps). */
   commandStatus: CommandStatus[] | null;
+  /** Config workflow fields of the job record (a dry run's `diff`). */
+  workflow?: { diff?: string | null; checks?: Record<string, PrePostCheck> };
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   ErrorCode,
   UserPattern,
   PatternError,
+  candidateDryRunOf,
   codePointName,
   forbiddenCharIn,
   type CommandStatus,
@@ -22,6 +23,8 @@ import {
   type RunDeviceJob,
 } from './device-job.js';
 import { CliSession, type AnswersFor, type ShowOutcome } from './drivers/cli-session.js';
+import { dryRunCandidate } from './drivers/dry-run.js';
+import { checkResults, runChecks } from './config-checks.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
@@ -88,7 +91,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     const driver = getDriver(platform);
     if (driver === undefined)
       throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
-    if (job.kind === 'config') {
+    if (job.kind === 'config' && job.dryRun !== true) {
       // Refuse before touching the device: nothing half-applied.
       if (job.commit && driver.commit === null) {
         throw new SvcError(
@@ -120,6 +123,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       }
     }
     const answers = answersOf(job);
+    const errorPatterns = jobErrorPatterns(job);
     const poolable =
       pool !== null &&
       job.kind !== 'structured' &&
@@ -156,6 +160,23 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     let ok = false;
     try {
       await cli.prepare(job.username, job.enable ?? job.password, job.readTimeoutMs);
+      const checks = job.kind === 'config' ? (job.checks ?? []) : [];
+      const pre = checks.length > 0 ? await runChecks(cli, checks, job.readTimeoutMs, 'pre') : null;
+      if (job.kind === 'config' && job.dryRun === true) {
+        const outcome = await dryRun(cli, job, { answers, errorPatterns });
+        ok = true;
+        const workflow = {
+          ...outcome.workflow,
+          ...(pre !== null ? { checks: checkResults(checks, pre, null) } : {}),
+        };
+        return {
+          results: outcome.results,
+          workflow,
+          detectedPlatform,
+          pooled,
+          commandStatus: null,
+        };
+      }
       const outcome =
         job.kind === 'config'
           ? await cli.configure(job.commands, {
@@ -165,6 +186,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
               commit: job.commit,
               save: job.saveConfig,
               answers,
+              errorPatterns,
             })
           : await cli.show(job.commands, {
               timeoutMs: job.readTimeoutMs,
@@ -176,12 +198,14 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       // A failed job's session is not pooled again (the device may be mid-way in some state).
       const failure = jobFailure(outcome, job.kind === 'config', detectedPlatform);
       if (failure !== null) throw failure;
+      const post = pre !== null ? await runChecks(cli, checks, job.readTimeoutMs, 'post') : null;
       ok = true;
       return {
         results: outcome.results,
         detectedPlatform,
         pooled,
         commandStatus: outcome.status,
+        ...(pre !== null ? { workflow: { checks: checkResults(checks, pre, post) } } : {}),
       };
     } finally {
       unbind();
@@ -224,6 +248,39 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
       throw redactError(failure, secrets, parts);
     }
   };
+}
+
+/**
+ * A config job's dry run: the device's diff where the platform has a candidate configuration,
+ * else nothing at all in configuration mode (`diff: null`). Never commits or saves.
+ */
+async function dryRun(
+  cli: CliSession,
+  job: DeviceJob,
+  extra: { answers: AnswersFor | undefined; errorPatterns: UserPattern[] },
+): Promise<Pick<DeviceOutcome, 'results' | 'workflow'>> {
+  const plan = candidateDryRunOf(cli.driver.platform);
+  if (plan === null) return { results: {}, workflow: { diff: null } };
+  const done = await dryRunCandidate(cli, job.commands, plan, {
+    timeoutMs: job.readTimeoutMs,
+    ...(extra.answers !== undefined ? { answers: extra.answers } : {}),
+    errorPatterns: extra.errorPatterns,
+    session: `svc-${job.jobId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
+  });
+  return { results: done.results, workflow: { diff: done.diff } };
+}
+
+/** A config job's own error patterns (`error_patterns`), compiled for the linear-time engine. */
+function jobErrorPatterns(job: DeviceJob): UserPattern[] {
+  return (job.errorPatterns ?? []).map((source, n) => {
+    try {
+      return UserPattern.compile(source);
+    } catch (err) {
+      // The gateway refuses such a pattern; a job queued before that rule still fails cleanly.
+      const why = err instanceof PatternError ? `: ${err.message}` : '';
+      throw new SvcError(ErrorCode.COMMAND_ERROR, `error_patterns[${n}] cannot be used${why}`);
+    }
+  });
 }
 
 /**

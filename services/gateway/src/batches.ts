@@ -4,6 +4,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   BatchRequest,
+  ConfigBatchRequest,
   KeyedWindow,
   Subjects,
   check,
@@ -52,6 +53,8 @@ export interface BatchOptions {
 /** Fields of a device entry that override the shared field of the same name. */
 const DEVICE_FIELDS = ['host', 'port', 'platform', 'username', 'password', 'enable', 'tags'];
 const ROLLOUT_FIELDS = ['max_parallel', 'canary', 'stop_on_failure_ratio'] as const;
+/** Fields of configuration workflows: config batches only. */
+const CONFIG_FIELDS = ['template', 'dry_run', 'checks', 'error_patterns'] as const;
 /** Job records read at once when a batch is counted. */
 const READ_CHUNK = 64;
 const CANCELLED_BY_SUBMITTER = 'cancelled by its submitter';
@@ -167,10 +170,15 @@ export class Batches {
     source?: string,
   ): Promise<BatchCreated> {
     JobIntake.mustSubmit(caller);
-    const checked = check<BatchRequest>(BatchRequest, parseJsonBody(body), 'body');
+    const parsed = parseJsonBody(body);
+    const checked = check<BatchRequest>(BatchRequest, parsed, 'body');
     if (!checked.ok) throw HttpError.validation(checked.issues);
     const req = checked.value;
     const issues: ValidationIssue[] = [];
+    if (req.kind === 'config') {
+      const strict = check<BatchRequest>(ConfigBatchRequest, parsed, 'body');
+      if (!strict.ok) issues.push(...strict.issues);
+    }
     if (req.devices.length > this.options.maxDevices) {
       issues.push({
         loc: ['body', 'devices'],
@@ -178,7 +186,19 @@ export class Batches {
         type: 'too_long',
       });
     }
-    for (const f of ROLLOUT_FIELDS) {
+    if (req.kind !== 'config' && req.commands === undefined) {
+      issues.push({ loc: ['body', 'commands'], msg: 'field required', type: 'missing' });
+    }
+    for (const [i, device] of req.devices.entries()) {
+      if (device.vars !== undefined && req.template === undefined) {
+        issues.push({
+          loc: ['body', 'devices', i, 'vars'],
+          msg: 'vars need a template (config batches)',
+          type: 'value_error',
+        });
+      }
+    }
+    for (const f of [...ROLLOUT_FIELDS, ...CONFIG_FIELDS]) {
       if (req[f] !== undefined && req.kind !== 'config') {
         issues.push({
           loc: ['body', f],
@@ -212,8 +232,13 @@ export class Batches {
     const outcomes: ({ ok: true; job: PreparedJob } | { ok: false; err: unknown })[] = [];
     const checking = new KeyedWindow(PREPARE_CONCURRENCY, () => undefined);
     for (const [i, device] of devices.entries()) {
-      const jobBody: Record<string, unknown> = { ...shared, ...device };
+      const { vars, ...where } = device;
+      const jobBody: Record<string, unknown> = { ...shared, ...where };
       if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
+      // The batch's vars, then the device's own (an inventory's host vars through the CLI).
+      if (shared.template !== undefined) {
+        jobBody['template'] = { ...shared.template, vars: { ...shared.template.vars, ...vars } };
+      }
       await checking.add(String(i), async () => {
         outcomes[i] = await this.intake.prepare(kind, jobBody, caller).then(
           (job) => ({ ok: true as const, job }),
@@ -235,6 +260,11 @@ export class Batches {
         throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
       for (const issue of err.issues) {
         const field = issue.loc[1];
+        if (issue.type === 'undefined_variable') {
+          // A variable this device lacks: named where the device would give it.
+          issues.push({ ...issue, loc: ['body', 'devices', i, 'vars', ...issue.loc.slice(3)] });
+          continue;
+        }
         const perDevice =
           typeof field === 'string' &&
           DEVICE_FIELDS.includes(field) &&

@@ -28,6 +28,12 @@ export function dedupKeyOf(caller: Caller, spec: JobSpec, username: string): str
     spec.stop_on_error ?? false,
     spec.ssh ?? null,
     spec.answers ?? [],
+    // Only when set, so keys of jobs without them stay as they were: a dry run never stands
+    // for a push (nor a push for a dry run), and a job with its own error patterns may fail
+    // where one without them finishes.
+    ...(spec.dry_run === true ? [{ dry_run: true }] : []),
+    ...(spec.checks !== undefined ? [{ checks: spec.checks }] : []),
+    ...(spec.error_patterns !== undefined ? [{ error_patterns: spec.error_patterns }] : []),
   ]);
   return `d_${createHash('sha256').update(material, 'utf8').digest('hex')}`;
 }

@@ -4,7 +4,14 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import {
   AuditLog,
   Buckets,
+  ConfigTemplate,
+  ConfigTemplateList,
+  ConfigTemplatePut,
+  ConfigTemplateSaved,
   JobLifecycle,
+  RenderInlineRequest,
+  RenderStoredRequest,
+  RenderedConfig,
   createMetricsRegistry,
   jobFailureCounter,
   type MetricsRegistry,
@@ -49,6 +56,7 @@ import {
 } from './routes/host-keys.js';
 import { JOB_QUERY_SCHEMAS, registerJobQueryRoutes } from './routes/job-queries.js';
 import { registerJobRoutes } from './routes/jobs.js';
+import { registerConfigTemplateRoutes } from './routes/config-templates.js';
 import { registerApiExplorer, registerOpenApi, registerOpenApiRoute } from './routes/openapi.js';
 import { registerOperationRoutes } from './routes/operations.js';
 import { PlatformList, registerPlatformRoutes } from './routes/platforms.js';
@@ -98,6 +106,13 @@ async function registerRoutes(app: FastifyInstance, parts: RouteParts): Promise<
     LoadHostKeyRequest,
     PinnedHostKeySchema,
     HostKeyList,
+    ConfigTemplatePut,
+    ConfigTemplateSaved,
+    ConfigTemplate,
+    ConfigTemplateList,
+    RenderStoredRequest,
+    RenderInlineRequest,
+    RenderedConfig,
   ]);
   parts.registerMetrics(app);
   ctx.sse.register(app);
@@ -110,6 +125,7 @@ async function registerRoutes(app: FastifyInstance, parts: RouteParts): Promise<
   registerApiKeyRoutes(app, ctx, apiKeys);
   registerBatchRoutes(app, ctx, batches);
   registerHostKeyRoutes(app, ctx, apiKeys);
+  registerConfigTemplateRoutes(app, ctx);
   registerV1Routes(app, ctx);
   registerOpenApiRoute(app);
   await registerApiExplorer(app);
@@ -212,6 +228,7 @@ export async function startGateway(
       idempotency: stores[Buckets.idempotency],
       dedup: stores[Buckets.dedup],
       rateLimit: stores[Buckets.rateLimit],
+      templates: stores[Buckets.templates],
     },
   );
   const control = new JobControl(nc, jobs, audit);

@@ -37,6 +37,7 @@ import type { TSchema } from 'typebox';
 import { mayUseContext, hasRole, type Caller } from './caller.js';
 import { BatchBudget, RefusedAt } from './batch-admission.js';
 import { KeyClaims } from './claims.js';
+import { ConfigTemplates, renderTemplateRef, type RenderedTemplate } from './config-templates.js';
 import { dedupKeyOf } from './dedup.js';
 import { HttpError } from './http-errors.js';
 import { idempotencyKeyOf } from './idempotency.js';
@@ -104,6 +105,8 @@ export interface IntakeGuardStores {
   idempotency?: KV;
   dedup?: KV;
   rateLimit?: KV;
+  /** `svc-templates`: send-config jobs from a stored template. */
+  templates?: KV;
 }
 
 /** How long a repeat waits for the record of the job that holds its key (it may be mid-write). */
@@ -192,7 +195,10 @@ export class JobIntake {
     this.idem = guards.idempotency ? new KeyClaims(guards.idempotency) : null;
     this.dedup = guards.dedup && options.dedupEnabled ? new KeyClaims(guards.dedup) : null;
     this.limiter = guards.rateLimit ? new RateLimiter(guards.rateLimit) : null;
+    this.templates = guards.templates ? new ConfigTemplates(guards.templates) : null;
   }
+
+  private readonly templates: ConfigTemplates | null;
 
   private readonly idem: KeyClaims | null;
   private readonly dedup: KeyClaims | null;
@@ -267,7 +273,9 @@ export class JobIntake {
       'body',
     );
     if (!checked.ok) throw HttpError.validation(checked.issues);
-    const normalized = normalizeSubmission(checked.value, {
+    const fromTemplate = kind === 'config' ? await this.renderedLines(checked.value, caller) : null;
+    const body = fromTemplate ? { ...checked.value, commands: fromTemplate.lines } : checked.value;
+    const normalized = normalizeSubmission(body, {
       kind,
       basic: caller.basic,
       contexts: this.options.contexts,
@@ -275,7 +283,10 @@ export class JobIntake {
       ...(this.options.limits ? { limits: this.options.limits } : {}),
     });
     if (!normalized.ok) throw HttpError.validation(normalized.issues);
-    const { spec, secrets } = normalized;
+    const { secrets } = normalized;
+    const spec: JobSpec = fromTemplate
+      ? { ...normalized.spec, template: fromTemplate.template }
+      : normalized.spec;
     if (!mayUseContext(caller, spec.context)) {
       throw new HttpError(403, `this key may not use context ${spec.context}`);
     }
@@ -332,6 +343,46 @@ export class JobIntake {
         ? spec
         : { ...spec, webhook_url: this.sealer.seal(spec.webhook_url) };
     return { spec: sealedSpec, secrets, address, caller };
+  }
+
+  /**
+   * A send-config's lines: null when it gives `commands`; rendered from its `template` (a stored
+   * one of the job's context, or inline text) otherwise. Both or neither: 422.
+   */
+  private async renderedLines(
+    body: SendConfigRequest,
+    caller: Caller,
+  ): Promise<RenderedTemplate | null> {
+    if (body.template !== undefined && body.commands !== undefined) {
+      throw HttpError.validation([
+        {
+          loc: ['body', 'template'],
+          msg: 'give commands or template, not both',
+          type: 'value_error',
+        },
+      ]);
+    }
+    if (body.template === undefined) {
+      if (body.commands !== undefined) return null;
+      throw HttpError.validation([
+        { loc: ['body', 'commands'], msg: 'field required (or template)', type: 'missing' },
+      ]);
+    }
+    const context = body.context ?? 'default';
+    if (!this.options.contexts.includes(context)) {
+      throw HttpError.validation([
+        {
+          loc: ['body', 'context'],
+          msg: `unknown context ${JSON.stringify(context)}; valid: ${this.options.contexts.join(', ')}`,
+          type: 'value_error',
+        },
+      ]);
+    }
+    if (!mayUseContext(caller, context)) {
+      throw new HttpError(403, `this key may not use context ${context}`);
+    }
+    if (!this.templates) throw new Error('configuration templates are not available');
+    return renderTemplateRef(this.templates, body.template, context, ['body', 'template']);
   }
 
   /**

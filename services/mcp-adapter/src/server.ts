@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '@svc/proto';
 import * as z from 'zod';
+import { templateArgsShape, workflowArgsShape, workflowBody } from './config-tools.js';
 import { isRecord, type ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
 import { AdapterError, AdapterErrorCode } from './errors.js';
@@ -174,7 +175,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     const jobId = accepted['job_id'];
     // Ids and sizes only: the body holds device credentials.
     log.info(
-      { tool, job_id: jobId, commands: (body['commands'] as unknown[]).length },
+      { tool, job_id: jobId, commands: (body['commands'] as unknown[] | undefined)?.length ?? 0 },
       'job submitted',
     );
     // Progress: "queued" at once (the client learns the job id while it waits, e.g. to cancel),
@@ -245,7 +246,11 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
         commands: z
           .array(z.string().min(1))
           .min(1)
-          .describe('Configuration lines, in order (at least one).'),
+          .optional()
+          .describe(
+            'Configuration lines, in order (at least one); or give template_name/template_text.',
+          ),
+        ...workflowArgsShape,
         commit: z
           .boolean()
           .optional()
@@ -270,12 +275,101 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           'config',
           {
             ...connectionBody(args),
+            ...workflowBody(args),
             ...(args.commit !== undefined ? { commit: args.commit } : {}),
             ...(args.save_config !== undefined ? { save_config: args.save_config } : {}),
           },
           extra,
         ),
       ),
+  );
+
+  server.registerTool(
+    'dry_run_config',
+    {
+      title: 'Dry-run a configuration change',
+      description:
+        'Show what a configuration change would do without changing the device: the lines (or a ' +
+        'template rendered with vars) are loaded into a candidate on Junos, IOS-XR and EOS and the ' +
+        "device's own diff comes back as diff, then the candidate is discarded; elsewhere nothing " +
+        'enters configuration mode (diff null). Returns rendered, diff and the pre checks.',
+      inputSchema: {
+        ...connectionShape,
+        commands: z
+          .array(z.string().min(1))
+          .min(1)
+          .optional()
+          .describe('Configuration lines; or give template_name/template_text.'),
+        ...workflowArgsShape,
+      },
+      outputSchema: JobToolOutput,
+      // Never changes the device: it logs in, loads a candidate and discards it.
+      annotations: { readOnlyHint: true, openWorldHint: true },
+    },
+    (args, extra) =>
+      guarded('dry_run_config', () =>
+        submitAndWait(
+          'dry_run_config',
+          'config',
+          { ...connectionBody(args), ...workflowBody(args), dry_run: true },
+          extra,
+        ),
+      ),
+  );
+
+  server.registerTool(
+    'list_config_templates',
+    {
+      title: 'List configuration templates',
+      description:
+        'Stored configuration templates of a routing context (name, description, version).',
+      inputSchema: { context: connectionShape.context },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('list_config_templates', async () =>
+        dataResult(
+          asObject(
+            (
+              await api.get('/v2/config-templates', {
+                signal: extra.signal,
+                query: { context: args.context },
+              })
+            ).body,
+            'GET /v2/config-templates',
+          ),
+        ),
+      ),
+  );
+
+  server.registerTool(
+    'render_config_template',
+    {
+      title: 'Render a configuration template',
+      description:
+        'Render a stored template (template_name) or template text (template_text) with vars into ' +
+        'configuration lines, without contacting any device.',
+      inputSchema: { ...templateArgsShape, context: connectionShape.context },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args, extra) =>
+      guarded('render_config_template', async () => {
+        const query = { context: args.context };
+        const vars = args.vars ?? {};
+        const answer =
+          args.template_name !== undefined
+            ? await api.post(
+                `/v2/config-templates/${encodeURIComponent(args.template_name)}/render`,
+                { vars },
+                { signal: extra.signal, query },
+              )
+            : await api.post(
+                '/v2/config-templates/render',
+                { template: args.template_text ?? '', vars },
+                { signal: extra.signal, query },
+              );
+        return dataResult(asObject(answer.body, 'POST render'));
+      }),
   );
 
   server.registerTool(
@@ -602,7 +696,8 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
 interface ConnectionArgs {
   host: string;
   platform: string;
-  commands: string[];
+  /** Absent: send_config and dry_run_config from a template. */
+  commands?: string[] | undefined;
   username: string;
   password: string;
   enable?: string | undefined;
@@ -616,7 +711,7 @@ function connectionBody(args: ConnectionArgs): Record<string, unknown> {
   return {
     host: args.host,
     platform: args.platform,
-    commands: args.commands,
+    ...(args.commands !== undefined ? { commands: args.commands } : {}),
     username: args.username,
     password: args.password,
     port: args.port,

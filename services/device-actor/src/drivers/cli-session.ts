@@ -59,6 +59,8 @@ export interface ConfigOptions {
   save: boolean;
   /** Answers to questions the configuration lines ask (the job's `answers`). */
   answers?: AnswersFor;
+  /** The job's own error patterns (`error_patterns`), added to the driver's. */
+  errorPatterns?: readonly UserPattern[];
 }
 
 export interface ShowOutcome {
@@ -665,7 +667,7 @@ export class CliSession {
         return false;
       }
       record(results, name, out);
-      const error = this.findError(out);
+      const error = this.findError(out, undefined, options.errorPatterns);
       if (error !== undefined) {
         failure = rejected(name, error);
         status.push({ command: name, status: 'error', error });
@@ -809,10 +811,17 @@ export class CliSession {
   }
 
   /** The first line (within `maxLines`, if given) that matches an error pattern. */
-  findError(output: string, maxLines?: number): string | undefined {
+  findError(
+    output: string,
+    maxLines?: number,
+    extra: readonly UserPattern[] = [],
+  ): string | undefined {
     let lines = output.split('\n');
     if (maxLines !== undefined) lines = lines.filter((l) => l.trim() !== '').slice(0, maxLines);
-    const hit = lines.find((l) => this.driver.errorPatterns.some((p) => p.test(l)));
+    const hit = lines.find(
+      (l) =>
+        this.driver.errorPatterns.some((p) => p.test(l)) || extra.some((p) => p.find(l) !== null),
+    );
     return hit?.trim();
   }
 

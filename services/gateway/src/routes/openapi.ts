@@ -97,6 +97,10 @@ export async function registerOpenApi(
         { name: 'batches', description: 'One job per device, with rollout control.' },
         { name: 'api-keys', description: 'Bearer API keys (admins only).' },
         { name: 'host-keys', description: 'Pinned SSH host keys of devices (admins only).' },
+        {
+          name: 'config-templates',
+          description: 'Configuration templates per context (Jinja2 syntax) and rendering.',
+        },
         { name: 'operations', description: 'Health, metrics and this document.' },
         { name: 'v1', description: 'Deprecated routes kept for old clients.' },
       ],

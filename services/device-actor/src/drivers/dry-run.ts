@@ -1,0 +1,101 @@
+import { ErrorCode, SvcError, type CandidateDryRun, type UserPattern } from '@svc/proto';
+import type { AnswersFor, CliSession } from './cli-session.js';
+
+/** What a dry run gives back: each line's output, and the device's diff (null: no candidate). */
+export interface DryRunOutcome {
+  results: Record<string, string>;
+  diff: string | null;
+}
+
+export interface DryRunOptions {
+  timeoutMs: number;
+  answers?: AnswersFor;
+  errorPatterns?: readonly UserPattern[];
+  /** Names the EOS configuration session (unique per job). */
+  session: string;
+}
+
+/**
+ * A dry run of configuration lines on a platform with a candidate configuration: enter it (EOS:
+ * a configuration session of its own), type the lines, read the device's diff, discard the
+ * candidate and leave configuration mode. Nothing is committed or saved; a rejected line still
+ * discards. The device's running configuration is never changed.
+ */
+export async function dryRunCandidate(
+  cli: CliSession,
+  lines: readonly string[],
+  plan: CandidateDryRun,
+  options: DryRunOptions,
+): Promise<DryRunOutcome> {
+  const config = cli.driver.config;
+  const { timeoutMs } = options;
+  const enter = plan.enter?.replaceAll('{session}', options.session) ?? config.enter;
+  if (enter === null) {
+    throw new SvcError(
+      ErrorCode.INTERNAL,
+      `platform ${cli.driver.platform} has no configuration mode`,
+    );
+  }
+  const entered = await cli.command(enter, { timeoutMs, follow: 'config' });
+  const refused = cli.findError(entered);
+  if (refused !== undefined || !config.isConfig(cli.prompt)) {
+    throw new SvcError(
+      ErrorCode.COMMAND_ERROR,
+      `could not enter configuration mode with "${enter}": ${refused ?? cli.prompt}`,
+    );
+  }
+  const results: Record<string, string> = {};
+  try {
+    for (const [index, line] of lines.entries()) {
+      const out = cli.driver.cleanConfigOutput(
+        await cli.command(line, {
+          timeoutMs,
+          follow: 'config',
+          confirmations: options.answers?.(index) ?? [],
+        }),
+      );
+      results[line] = out;
+      const error = cli.findError(out, undefined, options.errorPatterns);
+      if (error !== undefined) {
+        throw new SvcError(
+          ErrorCode.COMMAND_ERROR,
+          `command "${line}" rejected by the device: ${error}`,
+        );
+      }
+    }
+    const diff = await cli.command(plan.diff, { timeoutMs, follow: 'config' });
+    return { results, diff: diffText(diff) };
+  } finally {
+    if (!cli.isClosed) await discard(cli, plan, timeoutMs);
+  }
+}
+
+/** Discards the candidate, then leaves configuration mode (the driver's exit commands). */
+async function discard(cli: CliSession, plan: CandidateDryRun, timeoutMs: number): Promise<void> {
+  const config = cli.driver.config;
+  for (const cmd of plan.discard) {
+    if (!config.isConfig(cli.prompt)) break;
+    await cli.command(cmd, { timeoutMs, follow: 'exit', confirmations: config.exitConfirmations });
+  }
+  for (let round = 0; round < 4 && config.isConfig(cli.prompt); round++) {
+    for (const cmd of config.exit) {
+      if (!config.isConfig(cli.prompt)) break;
+      await cli.command(cmd, {
+        timeoutMs,
+        follow: 'exit',
+        confirmations: config.exitConfirmations,
+      });
+    }
+  }
+  if (config.isConfig(cli.prompt)) {
+    throw new SvcError(
+      ErrorCode.COMMAND_ERROR,
+      `could not leave configuration mode after discarding the dry run (prompt ${cli.prompt})`,
+    );
+  }
+}
+
+/** The diff as the device printed it, without surrounding blank lines. */
+function diffText(output: string): string {
+  return output.replace(/^\s*\n/, '').trimEnd();
+}
