@@ -176,14 +176,17 @@ function needKeys(t: { skip(message: string): void }): boolean {
 test('when a client connects over streamable HTTP, then it gets a session and the full catalogue', async () => {
   const client = await connect(operator);
   const { tools } = await client.listTools();
-  // The same catalogue as over stdio: job, batch and key tools.
-  assert.equal(tools.length, 12);
+  // The same catalogue as over stdio: job, batch, configuration template and key tools.
+  assert.equal(tools.length, 15);
   for (const name of [
     'send_command_structured',
     'run_batch',
     'get_batch',
     'cancel_batch',
     'list_batches',
+    'list_config_templates',
+    'render_config_template',
+    'dry_run_config',
   ])
     assert.ok(
       tools.some((t) => t.name === name),
@@ -277,7 +280,7 @@ test('when SVC_MCP_HTTP_AUTH_TOKEN is set, then only clients sending it get in',
     /401|Unauthorized|bearer/i,
   );
   const client = await connect(guarded, { authorization: `Bearer ${HTTP_TOKEN}` });
-  assert.equal((await client.listTools()).tools.length, 12);
+  assert.equal((await client.listTools()).tools.length, 15);
 });
 
 test('when send_command runs over HTTP, then the tool waits for the job and returns its results', async (t) => {
