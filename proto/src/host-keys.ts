@@ -94,6 +94,19 @@ export class HostKeyStore {
     return encodeToken(deviceKeyOf(context, host, port));
   }
 
+  /**
+   * The key of the device guards (lockout, breaker) for a device: its pinned host key when one
+   * is pinned, so that every address presenting the same key is one device; else context,
+   * address and port (before first contact, or with HOST_KEY_POLICY off). A store error falls
+   * back to the address: guards never fail a job for it.
+   */
+  async guardKeyOf(context: string, address: string, port: number): Promise<string> {
+    const pin = await this.get(context, address, port).catch(() => null);
+    return pin !== null
+      ? `${context}|hostkey:${pin.fingerprint}`
+      : deviceKeyOf(context, address, port);
+  }
+
   async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {
     const entry = await this.kv.get(HostKeyStore.keyOf(context, host, port));
     return entry && entry.operation === 'PUT' ? decodeJson<PinnedHostKey>(entry.value) : null;

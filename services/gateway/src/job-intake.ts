@@ -19,6 +19,7 @@ import {
   type AddressPolicy,
   type AuditLog,
   type CommandPolicy,
+  type HostKeyStore,
   type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
@@ -89,6 +90,8 @@ export interface IntakeOptions {
   deviceRatePerMinute?: number;
   /** DEVICE_NETWORKS_*: device addresses given as IP literals are checked at submission. */
   devicePolicy?: AddressPolicy;
+  /** Pinned host keys: the lockout is keyed by the device's key where one is pinned. */
+  hostKeys?: HostKeyStore;
   /** COMMAND_POLICY and COMMAND_DENY_PATTERNS; absent: any command. */
   commandPolicy?: CommandPolicy;
   /** WEBHOOK_ALLOW_NETWORKS: webhook targets given as IP literals are checked at submission. */
@@ -505,7 +508,11 @@ export class JobIntake {
   ): Promise<void> {
     // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
     if (caller.kind !== 'basic' || !this.lockout) return;
-    const deviceKey = deviceKeyOf(spec.context, address ?? spec.host, spec.port);
+    // Keyed like the actor's: by the pinned host key when the device has one.
+    const where = address ?? spec.host;
+    const deviceKey =
+      (await this.options.hostKeys?.guardKeyOf(spec.context, where, spec.port)) ??
+      deviceKeyOf(spec.context, where, spec.port);
     if (await this.lockout.isLockedOut(username, deviceKey)) {
       throw new HttpError(403, `user ${username} is locked out of ${spec.host}; retry later`);
     }
