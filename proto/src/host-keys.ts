@@ -101,10 +101,15 @@ export class HostKeyStore {
    * back to the address: guards never fail a job for it.
    */
   async guardKeyOf(context: string, address: string, port: number): Promise<string> {
+    return (
+      (await this.pinnedDeviceOf(context, address, port)) ?? deviceKeyOf(context, address, port)
+    );
+  }
+
+  /** The device key of the host key pinned for this address (`<context>|hostkey:<fp>`), or null. */
+  async pinnedDeviceOf(context: string, address: string, port: number): Promise<string | null> {
     const pin = await this.get(context, address, port).catch(() => null);
-    return pin !== null
-      ? `${context}|hostkey:${pin.fingerprint}`
-      : deviceKeyOf(context, address, port);
+    return pin !== null ? `${context}|hostkey:${pin.fingerprint}` : null;
   }
 
   async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {
