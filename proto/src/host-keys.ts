@@ -94,6 +94,24 @@ export class HostKeyStore {
     return encodeToken(deviceKeyOf(context, host, port));
   }
 
+  /**
+   * The key of the device guards (lockout, breaker) for a device: its pinned host key when one
+   * is pinned, so that every address presenting the same key is one device; else context,
+   * address and port (before first contact, or with HOST_KEY_POLICY off). A store error falls
+   * back to the address: guards never fail a job for it.
+   */
+  async guardKeyOf(context: string, address: string, port: number): Promise<string> {
+    return (
+      (await this.pinnedDeviceOf(context, address, port)) ?? deviceKeyOf(context, address, port)
+    );
+  }
+
+  /** The device key of the host key pinned for this address (`<context>|hostkey:<fp>`), or null. */
+  async pinnedDeviceOf(context: string, address: string, port: number): Promise<string | null> {
+    const pin = await this.get(context, address, port).catch(() => null);
+    return pin !== null ? `${context}|hostkey:${pin.fingerprint}` : null;
+  }
+
   async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {
     const entry = await this.kv.get(HostKeyStore.keyOf(context, host, port));
     return entry && entry.operation === 'PUT' ? decodeJson<PinnedHostKey>(entry.value) : null;

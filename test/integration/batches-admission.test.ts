@@ -8,6 +8,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats } from '@svc/proto';
+import { generateHostKey, publicKeyOf } from '@svc/test/support';
 import {
   NatsServerProcess,
   http,
@@ -17,6 +18,7 @@ import {
 } from '../harness/mod.js';
 
 const DEVICE_LIMIT = 2;
+const ADMIN_SECRET = 'batches-admin-secret-0123456789';
 const CALLER_LIMIT = 6;
 const MAX_QUEUE_DEPTH = 3;
 
@@ -35,6 +37,7 @@ before(async () => {
     env: {
       RATE_LIMIT_PER_MINUTE: String(CALLER_LIMIT),
       RATE_LIMIT_DEVICE_PER_MINUTE: String(DEVICE_LIMIT),
+      SVC_ADMIN_SECRET: ADMIN_SECRET,
     },
   });
 });
@@ -130,6 +133,31 @@ test('when a batch holds a device more often than the per-device budget, then it
   });
   assert.equal(third.status, 429, third.text);
   assert.equal(third.headers['x-ratelimit-limit'], String(DEVICE_LIMIT));
+});
+
+test('when a batch holds one device (one pinned host key) at two addresses more often than the per-device budget, then it is 429', async () => {
+  await awayFromWindowEdge();
+  // An admin loads the device's key for both addresses (what first contact at each would pin).
+  const publicKey = publicKeyOf(generateHostKey());
+  for (const host of ['127.0.0.6', '127.0.0.7']) {
+    const pin = await http('PUT', `${limited.url}/v2/host-keys/default/${host}/22`, {
+      basic: { username: 'admin', password: ADMIN_SECRET },
+      body: { public_key: publicKey },
+    });
+    assert.equal(pin.status, 200, pin.text);
+  }
+  const start = await counts();
+  const refused = await http('POST', `${limited.url}/v2/batches`, {
+    ...caller('one-device'),
+    body: batch([
+      { host: '127.0.0.6' },
+      { host: '127.0.0.7' },
+      { host: '127.0.0.6', platform: 'arista_eos' },
+    ]),
+  });
+  assert.equal(refused.status, 429, refused.text);
+  assert.equal(refused.headers['x-ratelimit-limit'], String(DEVICE_LIMIT));
+  assert.deepEqual(await counts(), start);
 });
 
 test('when several budgets of a batch run out, then the refusal is the one at the earliest entry, as admission in device order would meet it', async () => {

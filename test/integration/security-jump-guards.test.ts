@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
+  generateHostKey,
   startDevice,
   startJumpHost,
   type JumpHost,
@@ -131,4 +132,29 @@ test("when a jump host rejects its own credentials, then the device's user is no
   assert.equal(locked.error_code, 'DEVICE_LOCKED_OUT', locked.error);
   assert.match(locked.error, /jump host/);
   assert.equal(bastion.stats.authFailures, 3);
+});
+
+test('when one device (one pinned host key) is reached at two addresses, then failed logins at both add up in one lockout', async () => {
+  const hostKey = generateHostKey();
+  const a = await startDevice({ platform: 'cisco_ios', host: '127.0.0.1', hostKey });
+  const b = await startDevice({ platform: 'cisco_ios', host: '127.0.0.2', hostKey });
+  started.push(a, b);
+  const wrong: Auth = { basic: { username: a.username, password: 'not-the-password' } };
+  const at = async (d: SimulatedDevice) => {
+    const s = await http('POST', `${stack.url}/v2/send-command`, {
+      ...wrong,
+      body: { host: d.host, port: d.port, commands: ['show version'] },
+    });
+    if (s.status !== 202) return { status: s.status, error_code: null };
+    return { status: 202, ...(await waitForJob(stack.url, s.json.job_id, wrong)).json };
+  };
+  // Two failures at the first address, one at the second: three on one device (threshold 3).
+  for (const d of [a, a, b]) assert.equal((await at(d)).error_code, 'AUTH_FAILED');
+  // The fourth attempt, at either address, is not sent to the device.
+  const fourth = await at(b);
+  assert.ok(
+    fourth.status === 403 || fourth.error_code === 'DEVICE_LOCKED_OUT',
+    JSON.stringify(fourth),
+  );
+  assert.equal(a.stats.authFailures + b.stats.authFailures, 3);
 });

@@ -8,10 +8,12 @@ import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { Sealer, connectNats } from '@svc/proto';
+import { generateHostKey, publicKeyOf } from '@svc/test/support';
 import { NatsServerProcess, http, silentLogger, testEnv, type HttpAnswer } from '../harness/mod.js';
 
 const DEVICE_LIMIT = 5;
 const CALLER_LIMIT = 8;
+const ADMIN_SECRET = 'limits-admin-secret-0123456789';
 
 let nats: NatsServerProcess;
 const conns: NatsConnection[] = [];
@@ -23,6 +25,7 @@ before(async () => {
   const env = testEnv(nats.url, {
     RATE_LIMIT_PER_MINUTE: String(CALLER_LIMIT),
     RATE_LIMIT_DEVICE_PER_MINUTE: String(DEVICE_LIMIT),
+    SVC_ADMIN_SECRET: ADMIN_SECRET,
   });
   for (const name of ['gateway-a', 'gateway-b']) {
     const nc = await connectNats(nats.url, name);
@@ -118,6 +121,33 @@ test('when concurrent submits on two instances exceed the per-device limit, then
     body: { host: 'bad host!', commands: ['x'] },
   });
   assert.equal(invalid.status, 422);
+});
+
+test('when one device (one pinned host key) is reached at two addresses, then both share its per-device limit', async () => {
+  await awayFromWindowEdge();
+  // An admin loads the device's key for both addresses (what first contact at each would pin).
+  const publicKey = publicKeyOf(generateHostKey());
+  for (const host of ['127.0.0.4', '127.0.0.5']) {
+    const pin = await http('PUT', `${urls[0]}/v2/host-keys/default/${host}/22`, {
+      basic: { username: 'admin', password: ADMIN_SECRET },
+      body: { public_key: publicKey },
+    });
+    assert.equal(pin.status, 200, pin.text);
+  }
+  const who = caller('one-device');
+  const answers: HttpAnswer[] = [];
+  for (let i = 0; i < 10; i++) {
+    answers.push(
+      await http('POST', `${urls[i % 2]}/v2/send-command`, {
+        ...who,
+        body: body(i % 2 === 0 ? '127.0.0.4' : '127.0.0.5', `show interface ${i}`),
+      }),
+    );
+  }
+  const statuses = answers.map((a) => a.status);
+  assert.equal(statuses.filter((s) => s === 202).length, DEVICE_LIMIT, statuses.join());
+  const refused = answers.find((a) => a.status === 429)!;
+  assert.equal(refused.headers['x-ratelimit-limit'], String(DEVICE_LIMIT));
 });
 
 test('when one idempotency key is sent concurrently to two instances, then one job exists and every answer names it', async () => {

@@ -90,7 +90,11 @@ export interface StartDeviceOptions {
   faults?: Faults;
   /** Replaces the platform's login banner. */
   banner?: string;
-  /** Host key (OpenSSH private key); absent: one key shared by the devices of this process. */
+  /**
+   * Host key (OpenSSH private key); absent: a key of its own. Devices given the same key are one
+   * device to the service (its guards key a device by its pinned host key); a device restarted
+   * on the same port must be given the key it had, or the service sees a changed key.
+   */
   hostKey?: string;
   /** Login methods offered. Default password and keyboard-interactive. */
   authMethods?: ('password' | 'keyboard-interactive' | 'publickey')[];
@@ -236,12 +240,12 @@ interface DeviceState {
 }
 
 /**
- * One host key for every simulated device of this process unless a test asks for its own: a
- * port the OS hands out again to another device then still shows the key the service pinned.
+ * Every address and port handed to a device of this process. Each device has its own host key
+ * (the service keys its guards by the pinned key), so a port the OS hands out again to another
+ * device would show a key other than the one pinned for it: a device never takes such a port
+ * unless a test names it (a restart on the same port passes the same `hostKey`).
  */
-let processHostKey: string | undefined;
-/** The same for legacy-only devices, whose host key must be RSA (`ssh-rsa`). */
-let processRsaHostKey: string | undefined;
+const handedOut = new Set<string>();
 
 /** The parsed public keys a device accepts; throws on a line that is not a public key. */
 function parseAuthorizedKeys(lines: readonly string[]): ssh2.ParsedKey[] {
@@ -278,11 +282,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     state.faults.commandLatencyMs = options.commandLatencyMs;
   const host = options.host ?? '127.0.0.1';
   const clients = new Set<Connection>();
+  // Its own key unless the test gives one: one key is one device to the service's guards.
   const hostKey =
-    options.hostKey ??
-    (options.legacyOnly === true
-      ? (processRsaHostKey ??= generateRsaHostKey())
-      : (processHostKey ??= generateHostKey()));
+    options.hostKey ?? (options.legacyOnly === true ? generateRsaHostKey() : generateHostKey());
   const authorized = parseAuthorizedKeys(options.authorizedKeys ?? []);
   const parsedKey = ssh2.utils.parseKey(hostKey);
   if (parsedKey instanceof Error) throw parsedKey;
@@ -378,15 +380,19 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       });
     });
   let listening = state.faults.refuse !== true;
-  if (listening) {
+  // A port another device of this process had is given back and another asked for (the OS
+  // starts its search for a free port at a random place).
+  for (let attempt = 0; ; attempt++) {
     await listen();
-  } else {
-    // Reserve a port by listening once, then close: connections are refused until lifted.
-    await listen();
+    const address = server.address();
+    if (address !== null && typeof address === 'object') port = address.port;
+    if ((options.port ?? 0) !== 0 || !handedOut.has(`${host}:${port}`) || attempt >= 50) break;
     await new Promise<void>((r) => server.close(() => r()));
+    port = 0;
   }
-  const address = server.address();
-  if (address !== null && typeof address === 'object') port = address.port;
+  handedOut.add(`${host}:${port}`);
+  // Reserve a port by listening once, then close: connections are refused until lifted.
+  if (!listening) await new Promise<void>((r) => server.close(() => r()));
   let pending: Promise<void> = Promise.resolve();
 
   const device: SimulatedDevice = {

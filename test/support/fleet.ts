@@ -1,4 +1,3 @@
-import { generateHostKey } from './host-key.js';
 import { startDevice, type Faults, type SimulatedDevice } from './device-sim.js';
 
 export interface StartFleetOptions {
@@ -19,9 +18,11 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-/** Starts `count` simulated devices sharing one host key, hostnames R1..Rn. */
+/**
+ * Starts `count` simulated devices, hostnames R1..Rn, each with its own host key (a shared key
+ * would make them one device to the service's guards).
+ */
 export async function startFleet(options: StartFleetOptions): Promise<Fleet> {
-  const hostKey = generateHostKey();
   const devices: SimulatedDevice[] = [];
   const concurrency = options.concurrency ?? 50;
   const stop = async (): Promise<void> => {
@@ -34,7 +35,6 @@ export async function startFleet(options: StartFleetOptions): Promise<Fleet> {
           startDevice({
             platform: options.platform ?? 'cisco_ios',
             hostname: `R${i + j + 1}`,
-            hostKey,
             ...(options.commandLatencyMs !== undefined
               ? { commandLatencyMs: options.commandLatencyMs }
               : {}),

@@ -4,7 +4,6 @@ import {
   ErrorCode,
   SpanKind,
   SvcError,
-  deviceKeyOf,
   encodeJson,
   extractTraceContext,
   queuedRecordOf,
@@ -240,11 +239,9 @@ export class DeviceActor {
       recorder,
     };
     if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
-    // The guards' key is the address the job resolved (the mailbox's key when the gateway could
-    // resolve the name at submission, as it nearly always can).
-    const deviceKey = deviceKeyOf(spec.context, job.address, spec.port);
+    // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
-      admitted = await ctx.admission.admit(job, started, secrets, address, deviceKey, jlog);
+      admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
       const outcome = await withSpan(
         'device session',
         {

@@ -7,7 +7,6 @@ import {
   LockoutLedger,
   SvcError,
   algorithmsFor,
-  deviceKeyOf,
   deviceNetworkPolicy,
   hostKeyModes,
   resolveHost,
@@ -30,6 +29,10 @@ import type { SshAlgorithms, SshHop } from './ssh-session.js';
 export interface RouteParty {
   key: string;
   username: string;
+  /** Where the party is reached: its guard key is re-read after a failure (a first contact pins). */
+  context: string;
+  address: string;
+  port: number;
   /** `jump host host:port` or `host:port` (error texts). */
   label: string;
 }
@@ -120,7 +123,6 @@ export class DeviceAdmission {
     record: JobRecord,
     secrets: DeviceSecrets,
     address: string | null,
-    deviceKey: string,
     log: Logger,
   ): Promise<Admitted> {
     const spec = record.spec;
@@ -146,15 +148,26 @@ export class DeviceAdmission {
     if (spec.ssh !== undefined && spec.ssh.jump_hosts.length > 0) {
       job.jumpHosts = await this.jumpHostsOf(spec, secrets, log);
     }
-    const jumps = (job.jumpHosts ?? []).map((hop): RouteParty => ({
-      key: deviceKeyOf(spec.context, hop.address ?? hop.host, hop.port),
-      username: hop.username,
-      label: `jump host ${hop.host}:${hop.port}`,
-    }));
+    // Keyed by the pinned host key where there is one: one device, whatever address reaches it.
+    const jumps: RouteParty[] = [];
+    for (const hop of job.jumpHosts ?? []) {
+      const jumpAddress = hop.address ?? hop.host;
+      jumps.push({
+        key: await this.hostKeys.guardKeyOf(spec.context, jumpAddress, hop.port),
+        username: hop.username,
+        label: `jump host ${hop.host}:${hop.port}`,
+        context: spec.context,
+        address: jumpAddress,
+        port: hop.port,
+      });
+    }
     const device: RouteParty = {
-      key: deviceKey,
+      key: await this.hostKeys.guardKeyOf(spec.context, address, spec.port),
       username: record.username,
       label: `${spec.host}:${spec.port}`,
+      context: spec.context,
+      address,
+      port: spec.port,
     };
     const unclean: string[] = [];
     for (const party of [...jumps, device]) {
@@ -198,10 +211,13 @@ export class DeviceAdmission {
    */
   async failed(code: string, progress: Progress, admitted: Admitted): Promise<void> {
     const party = chargedParty(admitted, progress);
-    if (!progress.reached && isConnectionFailure(code))
-      await this.breaker.recordFailure(party.key).catch(() => false);
+    const counts = !progress.reached && isConnectionFailure(code);
+    if (!counts && code !== ErrorCode.AUTH_FAILED) return;
+    // This very job may have pinned the key (first contact): charge the device it met.
+    const key = await this.hostKeys.guardKeyOf(party.context, party.address, party.port);
+    if (counts) await this.breaker.recordFailure(key).catch(() => false);
     if (code === ErrorCode.AUTH_FAILED) {
-      await this.lockout.recordFailure(party.username, party.key).catch(() => undefined);
+      await this.lockout.recordFailure(party.username, key).catch(() => undefined);
     }
   }
 

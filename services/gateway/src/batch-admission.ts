@@ -36,6 +36,8 @@ export interface BudgetEntry {
   spec: { host: string; port: number };
   address: string | null;
   caller: { id: string };
+  /** The device key of its pinned host key (one device whatever address), when it has one. */
+  device?: string | null;
 }
 
 /**
@@ -65,7 +67,7 @@ export class BatchBudget {
     const callerId = entries[0]?.caller.id ?? '';
     const scopes = entries.map((e, i) =>
       counted[i]
-        ? deviceScope(callerId, deviceKeyOf('', e.address ?? e.spec.host, e.spec.port))
+        ? deviceScope(callerId, e.device ?? deviceKeyOf('', e.address ?? e.spec.host, e.spec.port))
         : null,
     );
     // Each device's entries, in device order.

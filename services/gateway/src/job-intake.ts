@@ -19,6 +19,7 @@ import {
   type AddressPolicy,
   type AuditLog,
   type CommandPolicy,
+  type HostKeyStore,
   type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
@@ -89,6 +90,8 @@ export interface IntakeOptions {
   deviceRatePerMinute?: number;
   /** DEVICE_NETWORKS_*: device addresses given as IP literals are checked at submission. */
   devicePolicy?: AddressPolicy;
+  /** Pinned host keys: the lockout is keyed by the device's key where one is pinned. */
+  hostKeys?: HostKeyStore;
   /** COMMAND_POLICY and COMMAND_DENY_PATTERNS; absent: any command. */
   commandPolicy?: CommandPolicy;
   /** WEBHOOK_ALLOW_NETWORKS: webhook targets given as IP literals are checked at submission. */
@@ -496,6 +499,13 @@ export class JobIntake {
     return address;
   }
 
+  /** The device key of the host key pinned for the job's address, or null (none, no store). */
+  private async pinnedDeviceOf(spec: JobSpec, address: string | null): Promise<string | null> {
+    const hostKeys = this.options.hostKeys;
+    if (!hostKeys) return null;
+    return hostKeys.pinnedDeviceOf(spec.context, address ?? spec.host, spec.port);
+  }
+
   /** 403 while the Basic caller's device user is locked out of the device. */
   private async checkLockout(
     caller: Caller,
@@ -505,7 +515,11 @@ export class JobIntake {
   ): Promise<void> {
     // Bearer callers are exempt from device lockout (SPEC, authentication rule 5).
     if (caller.kind !== 'basic' || !this.lockout) return;
-    const deviceKey = deviceKeyOf(spec.context, address ?? spec.host, spec.port);
+    // Keyed like the actor's: by the pinned host key when the device has one.
+    const where = address ?? spec.host;
+    const deviceKey =
+      (await this.options.hostKeys?.guardKeyOf(spec.context, where, spec.port)) ??
+      deviceKeyOf(spec.context, where, spec.port);
     if (await this.lockout.isLockedOut(username, deviceKey)) {
       throw new HttpError(403, `user ${username} is locked out of ${spec.host}; retry later`);
     }
@@ -533,7 +547,10 @@ export class JobIntake {
     address: string | null = null,
   ): Promise<RateGrant | null> {
     if (!this.limiter) return null;
-    const device = deviceKeyOf('', address ?? spec.host, spec.port);
+    // One device whatever address reaches it: its pinned host key when it has one.
+    const device =
+      (await this.pinnedDeviceOf(spec, address)) ??
+      deviceKeyOf('', address ?? spec.host, spec.port);
     // The narrower counter first: a burst at one device is refused there and never holds units
     // of the caller's budget, even for a moment (which could refuse the caller elsewhere).
     return this.limiter.take([
@@ -563,7 +580,13 @@ export class JobIntake {
       caller: this.options.ratePerMinute ?? 0,
       device: this.options.deviceRatePerMinute ?? 0,
     };
-    const entries = full ? jobs.slice(0, full.index) : jobs;
+    // Keyed like a single job's budget: by the pinned host key where the device has one.
+    const entries = await Promise.all(
+      (full ? jobs.slice(0, full.index) : jobs).map(async (j) => ({
+        ...j,
+        device: await this.pinnedDeviceOf(j.spec, j.address),
+      })),
+    );
     const budget =
       this.limiter && entries.length > 0
         ? await BatchBudget.take(this.limiter, entries, counted, limits)
