@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox';
 import type { ValidationIssue } from './messages/http.js';
+import { BUILTIN_DRIVERS } from './builtin-drivers.js';
+import { isPlatform } from './platforms.js';
 
 /**
  * Commit options of a send-config (`"commit": {"comment", "confirmed_minutes", "check"}`) and
@@ -135,7 +137,11 @@ export function sessionNameOf(jobId: string): string {
 }
 
 /** Problems of a commit object on a platform (422 at `["body","commit",…]`). */
-export function commitOptionIssues(platform: string, options: CommitOptions): ValidationIssue[] {
+export function commitOptionIssues(
+  platform: string,
+  options: CommitOptions,
+  saveConfig = false,
+): ValidationIssue[] {
   const forms = commitFormsOf(platform);
   if (forms === null) {
     return [
@@ -147,6 +153,15 @@ export function commitOptionIssues(platform: string, options: CommitOptions): Va
     ];
   }
   const issues: ValidationIssue[] = [];
+  // Where saving is a step of its own (EOS `write memory`), a confirmed commit's rollback would
+  // not undo the saved startup configuration; a commit-persisting platform needs no save.
+  if (saveConfig && isPlatform(platform) && BUILTIN_DRIVERS[platform].save !== 'commit') {
+    issues.push({
+      loc: ['body', 'save_config'],
+      msg: `save_config cannot be combined with commit options on platform ${platform}: save after the change is confirmed`,
+      type: 'value_error',
+    });
+  }
   if (options.comment !== undefined && !forms.comment) {
     issues.push({
       loc: ['body', 'commit', 'comment'],

@@ -183,7 +183,8 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
   }
   const commitOptions =
     opts.kind === 'config' && typeof body.commit === 'object' ? body.commit : null;
-  if (commitOptions !== null) issues.push(...commitOptionIssues(platform, commitOptions));
+  if (commitOptions !== null)
+    issues.push(...commitOptionIssues(platform, commitOptions, body.save_config === true));
   if (opts.kind === 'config' && body.dry_run === true) {
     const problem = dryRunProblem(platform);
     if (problem !== null) issue('dry_run', problem);

@@ -188,6 +188,20 @@ const bad: [string, SimulatedDevice | (() => SimulatedDevice), unknown, (string 
     ['body', 'commit', 'confirm_minutes'],
   ],
 ];
+test('arista_eos: save_config with a commit object is a 422 at save_config (a rollback would not undo the saved startup configuration)', async () => {
+  const count = await jobCount();
+  const refused = await submit(
+    { commands: ['hostname E9'], commit: { confirmed_minutes: 5 }, save_config: true },
+    eos,
+  );
+  assert.equal(refused.status, 422, refused.text);
+  const locs = (refused.json.validation_error.json as { loc: string[] }[]).map((i) =>
+    i.loc.join('.'),
+  );
+  assert.deepEqual(locs, ['body.save_config']);
+  assert.equal(await jobCount(), count, 'nothing queued');
+});
+
 for (const [what, dev, commit, loc] of bad) {
   test(`when send-config has ${what}, then 422 names the field and nothing is queued`, async () => {
     const d = typeof dev === 'function' ? dev() : dev;
