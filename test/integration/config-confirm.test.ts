@@ -25,6 +25,7 @@ let ios: SimulatedDevice;
 /** Devices whose "1 minute" lasts 0.3 s: they roll back on their own in the tests. */
 let quick: SimulatedDevice[] = [];
 let auth: { basic: { username: string; password: string } };
+const ADMIN_SECRET = 'config-confirm-admin-secret';
 
 before(async () => {
   nats = await NatsServerProcess.start();
@@ -38,7 +39,7 @@ before(async () => {
     ),
   );
   auth = { basic: { username: junos.username, password: junos.password } };
-  stack = await startInProcessStack(nats.url);
+  stack = await startInProcessStack(nats.url, { env: { SVC_ADMIN_SECRET: ADMIN_SECRET } });
   await waitHealthy(stack.url);
 });
 
@@ -158,6 +159,31 @@ test('juniper_junos: commit with a comment and no window is a plain commit; conf
   const confirm = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
   assert.equal(confirm.status, 409, confirm.text);
   assert.match(confirm.json.detail ?? confirm.text, /not a confirmed commit/);
+});
+
+test('a confirm by anyone but the submitter is 403 (replay rules), and nothing is confirmed', async () => {
+  const pushed = await submit(
+    { commands: ['set system location owner'], commit: { confirmed_minutes: 5 } },
+    junos,
+  );
+  assert.equal(pushed.status, 202, pushed.text);
+  await finished(pushed.json.job_id);
+  const made = await http('POST', `${stack.url}/v2/api-keys`, {
+    basic: { username: 'admin', password: ADMIN_SECRET },
+    body: { role: 'operator', contexts: ['*'] },
+  });
+  assert.equal(made.status, 201, made.text);
+  const other = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, {
+    bearer: made.json.token as string,
+    body: { username: junos.username, password: junos.password },
+  });
+  assert.equal(other.status, 403, other.text);
+  assert.ok(junos.confirmPending, 'still waiting for its submitter');
+  // The submitter confirms it, so the device is left clean for the other tests.
+  const own = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
+  assert.equal(own.status, 202, own.text);
+  await finished(own.json.job_id);
+  assert.equal(junos.confirmPending, false);
 });
 
 test('a confirm of an unknown job is 404', async () => {
