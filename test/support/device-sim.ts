@@ -922,7 +922,12 @@ class Shell {
     const m = new RegExp(cc.commit).exec(cmd);
     if (m === null) return false;
     const timer = m.groups?.['timer'];
-    if (this.changes.length === 0 && !pendingHere && cc.nothing !== undefined) {
+    if (
+      this.changes.length === 0 &&
+      !this.pendingChanges &&
+      !pendingHere &&
+      cc.nothing !== undefined
+    ) {
       await this.output(this.fill(textOf(cc.nothing)));
       return true;
     }
