@@ -3,7 +3,7 @@ export const COMMAND_TREE: Record<string, string[]> = {
   run: [],
   config: [],
   batch: ['list', 'status', 'watch', 'jobs', 'cancel'],
-  jobs: ['list', 'get', 'cancel', 'replay', 'transcript'],
+  jobs: ['list', 'get', 'cancel', 'replay', 'confirm', 'transcript'],
   keys: ['create', 'list', 'revoke', 'rotate'],
   parse: ['textfsm', 'ttp'],
   templates: ['put', 'get', 'list', 'delete', 'render'],

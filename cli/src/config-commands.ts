@@ -115,6 +115,26 @@ export function configWorkflowFields(
   return body;
 }
 
+/** `commit` of a send-config: true, or the options object when any commit option is given. */
+export function commitField(o: {
+  commit?: boolean;
+  commitComment?: string;
+  confirmMinutes?: number;
+  commitCheck?: boolean;
+}): Record<string, unknown> {
+  const options: Record<string, unknown> = {};
+  if (o.commitComment !== undefined) options['comment'] = o.commitComment;
+  if (o.confirmMinutes !== undefined) {
+    if (!Number.isInteger(o.confirmMinutes) || o.confirmMinutes < 1 || o.confirmMinutes > 60) {
+      throw new CliError(ExitCode.usage, '--confirm-minutes: a whole number from 1 to 60');
+    }
+    options['confirmed_minutes'] = o.confirmMinutes;
+  }
+  if (o.commitCheck) options['check'] = true;
+  if (Object.keys(options).length > 0) return { commit: options };
+  return o.commit ? { commit: true } : {};
+}
+
 const RED = '\x1b[31m';
 const GREEN = '\x1b[32m';
 const CYAN = '\x1b[36m';
@@ -149,6 +169,11 @@ export function printConfigWorkflow(io: Io, job: Json): void {
   if (typeof job.diff === 'string') io.out(`=== diff ===\n${diffText(String(job.diff), colour)}`);
   else if (job.diff === null)
     io.out('=== diff ===\n(no candidate configuration on this platform)\n');
+  if (typeof job.confirm_by === 'string') {
+    io.out(
+      `=== confirmed commit ===\nconfirm by ${job.confirm_by}: svc jobs confirm ${String(job.job_id)} (else the device rolls it back)\n`,
+    );
+  }
   for (const [cmd, check] of Object.entries((job.checks ?? {}) as Record<string, Json>)) {
     if (check.diff === undefined) {
       io.out(`=== check (pre): ${cmd} ===\n${String(check.pre)}\n`);

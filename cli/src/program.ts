@@ -9,6 +9,7 @@ import { ApiClient } from './api-client.js';
 import { COMMAND_TREE, bashCompletion, zshCompletion } from './completion.js';
 import {
   configWorkflowFields,
+  commitField,
   configWorkflowOptions,
   printConfigWorkflow,
   registerConfigTemplateCommands,
@@ -498,7 +499,14 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         ratio,
       )
       .option('--save', 'save the running configuration (save_config)')
-      .option('--commit', 'commit on platforms that need it'),
+      .option('--commit', 'commit on platforms that need it')
+      .option('--commit-comment <text>', 'commit with this comment (Junos, IOS-XR)')
+      .option(
+        '--confirm-minutes <n>',
+        'confirmed commit: the device rolls back after N minutes (1-60) unless `svc jobs confirm`',
+        Number,
+      )
+      .option('--commit-check', 'Junos: commit check before the commit'),
   ).action(
     async (
       o: JobFlags &
@@ -510,6 +518,9 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
           stopOnFailureRatio?: number;
           save?: boolean;
           commit?: boolean;
+          commitComment?: string;
+          confirmMinutes?: number;
+          commitCheck?: boolean;
         },
       cmd: Command,
     ) => {
@@ -534,9 +545,15 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         ...workflow,
         ...sharedFields(cmd, o),
         ...(o.save ? { save_config: true } : {}),
-        ...(o.commit ? { commit: true } : {}),
+        ...commitField(o),
       };
       const devices = devicesOf(o);
+      if (devices !== null && typeof body['commit'] === 'object') {
+        throw new CliError(
+          ExitCode.usage,
+          '--commit-comment, --confirm-minutes and --commit-check are for one device, not --hosts',
+        );
+      }
       if (devices === null) {
         if (
           o.canary !== undefined ||
@@ -693,6 +710,30 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       const { body } = await clientOf(cmd).request(
         'POST',
         `/v2/jobs/${encodeURIComponent(id)}/replay`,
+        { body: credentialFields(cmd) },
+      );
+      if (!o.wait) {
+        out(cmd, body, () => `${body.job_id as string}\n`);
+        return;
+      }
+      const job = await waitJob(cmd, body.job_id as string, o);
+      if (globals(cmd).output === 'table') printJobResults(io, job, null);
+      else io.out(structured(job, globals(cmd).output as 'json' | 'yaml'));
+      exitCode = jobExit(job.status as string);
+    });
+  jobs
+    .command('confirm')
+    .description(
+      'confirm a confirmed commit (send-config --confirm-minutes) before the device rolls it back',
+    )
+    .argument('<job_id>')
+    .option('--wait', 'wait for the confirm job to end')
+    .option('--timeout <seconds>', 'with --wait: stop waiting after this long (exit 7)', seconds)
+    .action(async (id: string, o: { wait?: boolean; timeout?: number }, cmd: Command) => {
+      // The confirm job logs in with the current device credentials, as a replay does.
+      const { body } = await clientOf(cmd).request(
+        'POST',
+        `/v2/jobs/${encodeURIComponent(id)}/confirm`,
         { body: credentialFields(cmd) },
       );
       if (!o.wait) {

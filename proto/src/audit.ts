@@ -11,6 +11,7 @@ export const AuditEvent = {
   // Who did what at the gateway (the older vocabulary's names where it has one).
   jobCancelled: 'job.cancelled',
   jobReplayed: 'job.replayed',
+  jobConfirmQueued: 'job.confirm_queued',
   authFailed: 'auth.failed',
   keyCreated: 'apikey.created',
   keyRotated: 'apikey.rotated',

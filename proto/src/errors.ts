@@ -26,6 +26,7 @@ export const ErrorCode = {
   SSH_NEGOTIATION_FAILED: 'SSH_NEGOTIATION_FAILED',
   SSH_KEY_INVALID: 'SSH_KEY_INVALID',
   RESULT_TOO_LARGE: 'RESULT_TOO_LARGE',
+  CONFIRM_EXPIRED: 'CONFIRM_EXPIRED',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -87,6 +88,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
     retryable: false,
     meaning:
       'the results of the job are larger than SVC_MAX_RESULT_BYTES; the error names both sizes',
+  },
+  CONFIRM_EXPIRED: {
+    retryable: false,
+    meaning:
+      'a confirm job found no confirmed commit waiting on the device: its window passed and the device rolled the change back by itself',
   },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };

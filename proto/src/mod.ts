@@ -235,5 +235,16 @@ export {
   startMetricsServer,
 } from './service-metrics.js';
 export type { MetricsServer } from './service-metrics.js';
+export {
+  COMMIT_FORMS,
+  CommitOptions,
+  ConfirmOf,
+  MAX_CONFIRMED_MINUTES,
+  MIN_CONFIRMED_MINUTES,
+  commitFormsOf,
+  commitOptionIssues,
+  sessionNameOf,
+} from './commit-options.js';
+export type { CommitForms } from './commit-options.js';
 export { CANDIDATE_DRY_RUNS, candidateDryRunOf, dryRunProblem } from './dry-run.js';
 export type { CandidateDryRun } from './dry-run.js';

@@ -15,6 +15,7 @@ import {
 } from './device-input.js';
 import { UserPattern } from './user-pattern.js';
 import { dryRunProblem } from './dry-run.js';
+import { commitOptionIssues } from './commit-options.js';
 import {
   SSH_ALGORITHM_KINDS,
   SSH_ALGORITHM_NAMES,
@@ -180,6 +181,10 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       issues.push({ loc: ['body', 'error_patterns', n], msg: problem, type: 'value_error' });
     }
   }
+  const commitOptions =
+    opts.kind === 'config' && typeof body.commit === 'object' ? body.commit : null;
+  if (commitOptions !== null)
+    issues.push(...commitOptionIssues(platform, commitOptions, body.save_config === true));
   if (opts.kind === 'config' && body.dry_run === true) {
     const problem = dryRunProblem(platform);
     if (problem !== null) issue('dry_run', problem);
@@ -222,7 +227,8 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
       tags: body.tags ?? null,
       webhook_url: body.webhook_url ?? null,
       save_config: opts.kind === 'config' ? (body.save_config ?? false) : false,
-      commit: opts.kind === 'config' ? (body.commit ?? false) : false,
+      commit: opts.kind === 'config' ? body.commit !== undefined && body.commit !== false : false,
+      ...(commitOptions !== null ? { commit_options: commitOptions } : {}),
       textfsm_template: opts.kind === 'structured' ? textfsm : null,
       ttp_template: opts.kind === 'structured' ? ttp : null,
       stop_on_error: opts.kind === 'config' ? false : (body.stop_on_error ?? false),

@@ -180,3 +180,44 @@ test('when svc config pushes a template with a check, then it prints the check d
   assert.equal(both.code, 2, both.stderr);
   assert.match(both.stderr, /not both/);
 });
+
+test('when svc config makes a confirmed commit with a comment, then it prints confirm_by and svc jobs confirm confirms it on the device', async () => {
+  const run = await svc([
+    'config',
+    '--host',
+    `127.0.0.1:${junos.port}`,
+    '--platform',
+    'juniper_junos',
+    '-c',
+    'set system location cli',
+    '--commit-comment',
+    'cli change',
+    '--confirm-minutes',
+    '5',
+  ]);
+  assert.equal(run.code, 0, run.stderr);
+  const id = /confirm by \S+: svc jobs confirm (\S+) /.exec(run.stdout)?.[1];
+  assert.ok(id !== undefined, run.stdout);
+  assert.ok(
+    junos.stats.commands.some((c) => c.command === 'commit confirmed 5 comment "cli change"'),
+  );
+  assert.ok(junos.confirmPending);
+  const confirm = await svc(['jobs', 'confirm', id, '--wait']);
+  assert.equal(confirm.code, 0, confirm.stderr + confirm.stdout);
+  assert.equal(junos.confirmPending, false);
+  assert.ok(junos.running.includes('set system location cli'));
+
+  const bad = await svc([
+    'config',
+    '--host',
+    `127.0.0.1:${junos.port}`,
+    '--platform',
+    'juniper_junos',
+    '-c',
+    'set system location cli',
+    '--confirm-minutes',
+    '61',
+  ]);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, /--confirm-minutes: a whole number from 1 to 60/);
+});

@@ -41,6 +41,8 @@ let stack: InProcessStack;
 let device: SimulatedDevice;
 /** Answers only after `show clock` never: for cancellation and wait timeouts. */
 let stuckDevice: SimulatedDevice;
+/** For confirmed commits (send_config commit options, confirm_commit). */
+let junos: SimulatedDevice;
 const keys: Partial<Record<'admin' | 'operator' | 'viewer', string>> = {};
 /** Why key-dependent tests cannot run, when POST /v2/api-keys does not work. */
 let keysUnavailable: string | null = null;
@@ -53,6 +55,7 @@ let operator: Client;
 before(async () => {
   nats = await NatsServerProcess.start();
   device = await startDevice({ platform: 'cisco_ios', hostname: 'MCP1' });
+  junos = await startDevice({ platform: 'juniper_junos', hostname: 'MCPJ' });
   stuckDevice = await startDevice({
     platform: 'cisco_ios',
     hostname: 'MCP2',
@@ -93,6 +96,7 @@ after(async () => {
   await stack?.stop();
   await device?.stop();
   await stuckDevice?.stop();
+  await junos?.stop();
   await nats?.stop();
   await rm(TEXTFSM_DIR, { recursive: true, force: true });
 });
@@ -167,6 +171,7 @@ test('when listing, then every tool, resource and prompt of the specification is
   assert.deepEqual([...byName.keys()].sort(), [
     'cancel_batch',
     'cancel_job',
+    'confirm_commit',
     'create_api_key',
     'dry_run_config',
     'get_batch',
@@ -214,7 +219,17 @@ test('when listing, then every tool, resource and prompt of the specification is
     );
   }
   const config = byName.get('send_config')!.inputSchema as Out;
-  assert.equal(config.properties.commit.type, 'boolean');
+  // true, or the commit options of issue 27 (comment, confirmed_minutes, check).
+  const commitForms = config.properties.commit.anyOf as Out[];
+  assert.deepEqual(
+    commitForms.map((f) => f.type),
+    ['boolean', 'object'],
+  );
+  assert.deepEqual(Object.keys(commitForms[1]!.properties).sort(), [
+    'check',
+    'comment',
+    'confirmed_minutes',
+  ]);
   assert.equal(config.properties.save_config.type, 'boolean');
   const list = byName.get('list_jobs')!.inputSchema as Out;
   assert.equal(list.properties.page.default, 1);
@@ -551,6 +566,27 @@ test('when dry_run_config and send_config use a template with checks, then the d
   assert.match(push.out.checks['show running-config'].diff, /^\+hostname MCP7$/m);
   // Put the name back for the other tests.
   await call(operator, 'send_config', deviceArgs(device, ['hostname MCP1']));
+});
+
+test('when send_config makes a confirmed commit, then the result has confirm_by and confirm_commit confirms it on the device', async (t) => {
+  if (!needKeys(t)) return;
+  const push = await call(operator, 'send_config', {
+    ...deviceArgs(junos, ['set system location mcp'], { platform: 'juniper_junos' }),
+    enable: undefined,
+    commit: { comment: 'mcp change', confirmed_minutes: 5 },
+  });
+  assert.equal(push.isError, false, JSON.stringify(push.out));
+  assert.equal(typeof push.out.confirm_by, 'string');
+  assert.ok(junos.confirmPending);
+  const confirmed = await call(operator, 'confirm_commit', {
+    job_id: push.out.job_id,
+    username: junos.username,
+    password: junos.password,
+  });
+  assert.equal(confirmed.isError, false, JSON.stringify(confirmed.out));
+  assert.equal(confirmed.out.status, 'finished');
+  assert.equal(junos.confirmPending, false);
+  assert.ok(junos.running.includes('set system location mcp'));
 });
 
 test('when send_command_structured is called, then matched commands come back as records', async (t) => {

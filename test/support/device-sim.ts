@@ -67,6 +67,10 @@ export interface DeviceStats {
   diffs: number;
   /** Candidates discarded with changes in them (`rollback 0`, `abort`). */
   discards: number;
+  /** Confirmed commits confirmed in time. */
+  confirms: number;
+  /** Confirmed commits the device rolled back by itself when their window ended. */
+  rollbacks: number;
   /** Every line typed in answer to a question (`[confirm]`, `[yes/no]`), in order. */
   answers: string[];
   /** Every free text entered (a banner), its lines joined with `\n`, delimiter excluded. */
@@ -153,6 +157,11 @@ export interface StartDeviceOptions {
   enableCommands?: readonly string[];
   /** Replaces the platform's answer to an unknown command (`Unknown command`). */
   unknownText?: string;
+  /**
+   * Scales a confirmed commit's rollback window (default 1): 0.01 makes "1 minute" last 0.6 s,
+   * so a test sees the automatic rollback without waiting a minute.
+   */
+  confirmTimeScale?: number;
 }
 
 export interface SimulatedDevice {
@@ -171,6 +180,12 @@ export interface SimulatedDevice {
    * by nobody, waiting for someone's commit.
    */
   readonly uncommitted: boolean;
+  /** The configuration lines committed so far (through commit options), in order. */
+  readonly running: readonly string[];
+  /** Whether a confirmed commit waits for its confirmation. */
+  readonly confirmPending: boolean;
+  /** Resolves once the device has rolled back a confirmed commit by itself (at once if it did). */
+  rolledBack(): Promise<void>;
   /** The host key's public half as an OpenSSH line (`ssh-ed25519 AAAA…`). */
   readonly hostPublicKey: string;
   /** Replaces the faults; resolves once a `refuse` change took effect on the listener. */
@@ -206,6 +221,8 @@ function emptyStats(): DeviceStats {
     commits: 0,
     diffs: 0,
     discards: 0,
+    confirms: 0,
+    rollbacks: 0,
     answers: [],
     texts: [],
   };
@@ -237,6 +254,17 @@ interface DeviceState {
   lastMode: string | null;
   /** A shared candidate holds uncommitted changes (see `SimulatedDevice.uncommitted`). */
   uncommitted: boolean;
+  running: string[];
+  /** The confirmed commit waiting for its confirmation, or null. */
+  pendingConfirm: {
+    previous: string[];
+    timer: NodeJS.Timeout;
+    session: string | null;
+    minutes: number;
+  } | null;
+  confirmTimeScale: number;
+  /** Waiting for the next automatic rollback. */
+  rollbackWaiters: (() => void)[];
 }
 
 /**
@@ -277,6 +305,10 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     stats: emptyStats(),
     lastMode: null,
     uncommitted: false,
+    running: [],
+    pendingConfirm: null,
+    confirmTimeScale: options.confirmTimeScale ?? 1,
+    rollbackWaiters: [],
   };
   if (options.commandLatencyMs !== undefined)
     state.faults.commandLatencyMs = options.commandLatencyMs;
@@ -415,6 +447,16 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     get uncommitted() {
       return state.uncommitted;
     },
+    get running() {
+      return state.running;
+    },
+    get confirmPending() {
+      return state.pendingConfirm !== null;
+    },
+    rolledBack() {
+      if (state.stats.rollbacks > 0) return Promise.resolve();
+      return new Promise<void>((r) => state.rollbackWaiters.push(r));
+    },
     hostPublicKey,
     setFaults(faults: Faults) {
       state.faults = { ...faults };
@@ -434,6 +476,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       state.stats.sessionsOpen = open;
     },
     async stop() {
+      if (state.pendingConfirm !== null) clearTimeout(state.pendingConfirm.timer);
       await pending.catch(() => undefined);
       for (const c of clients) c.end();
       await new Promise<void>((r) => {
@@ -773,6 +816,16 @@ class Shell {
       await this.output(this.fill(textOf(d.save.output)));
       return true;
     }
+    const probe = d.confirmedCommit?.pending;
+    if (probe !== undefined && cmd === probe.command) {
+      const waiting = this.dev.pendingConfirm;
+      await this.output(
+        this.fill(textOf(waiting === null ? probe.idle : probe.waiting))
+          .replaceAll('{session}', waiting?.session ?? '')
+          .replaceAll('{timer}', String(waiting?.minutes ?? '')),
+      );
+      return true;
+    }
     const bulk = this.dev.bulkOutput;
     if (bulk !== undefined && cmd === bulk.command) {
       await this.output(bulkText(bulk.bytes));
@@ -849,6 +902,79 @@ class Shell {
     return true;
   }
 
+  /**
+   * The commit forms of `PlatformData.confirmedCommit`; false when `cmd` is none of them. A
+   * commit confirms a pending confirmed commit (EOS: only in that commit's session).
+   */
+  private async confirmedCommit(
+    cmd: string,
+    cc: NonNullable<PlatformData['confirmedCommit']>,
+  ): Promise<boolean> {
+    const dev = this.dev;
+    const pendingHere =
+      dev.pendingConfirm !== null &&
+      (dev.pendingConfirm.session === null || dev.pendingConfirm.session === this.session);
+    const confirm = (): void => {
+      if (!pendingHere || dev.pendingConfirm === null) return;
+      clearTimeout(dev.pendingConfirm.timer);
+      dev.pendingConfirm = null;
+      dev.stats.confirms++;
+    };
+    if (cc.check !== undefined && cmd === cc.check) {
+      confirm();
+      await this.output(this.fill(textOf(cc.checkOutput ?? '')));
+      return true;
+    }
+    const m = new RegExp(cc.commit).exec(cmd);
+    if (m === null) return false;
+    const timer = m.groups?.['timer'];
+    if (
+      this.changes.length === 0 &&
+      !this.pendingChanges &&
+      !pendingHere &&
+      cc.nothing !== undefined
+    ) {
+      await this.output(this.fill(textOf(cc.nothing)));
+      return true;
+    }
+    confirm();
+    const previous = [...dev.running];
+    dev.running.push(...this.changes);
+    dev.stats.commits++;
+    this.changes = [];
+    this.pendingChanges = false;
+    dev.uncommitted = false;
+    let text = textOf(cc.output);
+    if (timer !== undefined) {
+      const minutes =
+        cc.unit === 'minutes'
+          ? Number(timer)
+          : cc.unit === 'seconds'
+            ? Number(timer) / 60
+            : timer.split(':').reduce((acc, n, i) => acc + Number(n) * [60, 1, 1 / 60][i]!, 0);
+      const ms = minutes * 60_000 * dev.confirmTimeScale;
+      const session = this.session;
+      dev.pendingConfirm = {
+        previous,
+        session,
+        minutes,
+        timer: setTimeout(() => {
+          dev.running = previous;
+          dev.pendingConfirm = null;
+          dev.stats.rollbacks++;
+          for (const w of dev.rollbackWaiters.splice(0)) w();
+        }, ms),
+      };
+      text = textOf(cc.confirmedOutput).replaceAll('{timer}', timer);
+    }
+    if (cc.leaves === true) {
+      this.session = null;
+      this.leaveConfig();
+    }
+    await this.output(this.fill(text));
+    return true;
+  }
+
   private pushSubmode(cmd: string): boolean {
     for (const s of this.data.config?.submodes ?? []) {
       const m = new RegExp(s.regex).exec(cmd);
@@ -873,6 +999,9 @@ class Shell {
     const cfg = d.config;
     if (cfg === null) return this.handleExec(cmd);
     const blocks = cfg.style === 'blocks';
+    if (d.confirmedCommit !== undefined && (await this.confirmedCommit(cmd, d.confirmedCommit))) {
+      return true;
+    }
     if (d.commit !== null && cmd === d.commit.command) {
       this.dev.stats.commits++;
       this.pendingChanges = false;

@@ -146,6 +146,26 @@ export interface PlatformData {
     warnings?: readonly { regex: string; output: Text }[];
   };
   commit: null | { command: string; output: Text };
+  /**
+   * Commit options and confirmed commits: `commit` (regex, whole command) matches every commit
+   * form, named group `timer` the rollback window in `unit`. A confirmed commit applies the
+   * changes and rolls them back by itself when the window ends unless a later commit (or
+   * `check`) confirms it. `pending` answers `command` at the exec prompt with `waiting` (one
+   * line per pending commit, `{session}` filled) or `idle`. `nothing` is a commit's output when
+   * there is nothing to commit or confirm (XR). `leaves`: a commit leaves configuration mode
+   * (EOS sessions).
+   */
+  confirmedCommit?: {
+    commit: string;
+    unit: 'minutes' | 'seconds' | 'hms';
+    output: Text;
+    confirmedOutput: Text;
+    check?: string;
+    checkOutput?: Text;
+    pending?: { command: string; waiting: Text; idle: Text };
+    nothing?: Text;
+    leaves?: boolean;
+  };
   save: null | {
     commands: readonly string[];
     confirms?: readonly Confirm[];

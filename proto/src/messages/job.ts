@@ -1,3 +1,4 @@
+import { CommitOptions, ConfirmOf } from '../commit-options.js';
 import { Type, type Static } from 'typebox';
 import { Tags } from './send-command.js';
 import { SshSpec, type JumpHostSecrets } from '../ssh-options.js';
@@ -73,6 +74,10 @@ export const JobSpec = Type.Object(
     dry_run: Type.Optional(Type.Boolean()),
     /** Config jobs: RE2 patterns added to the platform's error patterns. Absent: none. */
     error_patterns: Type.Optional(Type.Array(Type.String())),
+    /** Config jobs: commit options (`commit` is then true). Absent: a plain commit, if any. */
+    commit_options: Type.Optional(CommitOptions),
+    /** Confirm jobs (POST /v2/jobs/{job_id}/confirm): the confirmed commit they confirm. */
+    confirm_of: Type.Optional(ConfirmOf),
     /** Answers to the commands' questions (send-command `answers`). Absent: none. */
     answers: Type.Optional(
       Type.Array(
@@ -235,6 +240,8 @@ export const JobRecord = Type.Object(
     diff: Type.Optional(NullableString),
     /** Config jobs with `checks`. */
     checks: Type.Optional(PrePostChecks),
+    /** Confirmed commits: when the device rolls the change back unless confirmed. */
+    confirm_by: Type.Optional(Type.String()),
   },
   { $id: 'JobRecord', additionalProperties: false },
 );
@@ -264,6 +271,14 @@ export const JobResult = Type.Object(
       }),
     ),
     checks: Type.Optional(PrePostChecks),
+    confirm_by: Type.Optional(
+      DateTime(
+        'Confirmed commits: when the device rolls the change back by itself unless POST /v2/jobs/{job_id}/confirm confirmed it first.',
+      ),
+    ),
+    confirm_of: Type.Optional(
+      Type.String({ description: 'Confirm jobs: the id of the confirmed commit they confirm.' }),
+    ),
     tags: Type.Optional(Tags),
     enqueued_at: Type.Optional(DateTime()),
     started_at: Type.Optional(NullableDateTime),
@@ -288,6 +303,8 @@ export function toJobResult(record: JobRecord): JobResult {
       : {}),
     ...(record.diff !== undefined ? { diff: record.diff } : {}),
     ...(record.checks !== undefined ? { checks: record.checks } : {}),
+    ...(record.confirm_by !== undefined ? { confirm_by: record.confirm_by } : {}),
+    ...(record.spec.confirm_of !== undefined ? { confirm_of: record.spec.confirm_of.job_id } : {}),
     tags: record.spec.tags,
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,

@@ -1,3 +1,4 @@
+import { CommitOptions } from '../commit-options.js';
 import { Type, type Static } from 'typebox';
 import {
   DEVICE_TEXT_PATTERN,
@@ -194,7 +195,10 @@ export const SendConfigRequest = Type.Object(
       Type.Boolean({ description: 'Save the running configuration to startup. Default false.' }),
     ),
     commit: Type.Optional(
-      Type.Boolean({ description: 'Commit on platforms that need it. Default false.' }),
+      Type.Union([Type.Boolean(), CommitOptions], {
+        description:
+          'Commit on platforms that need it (true). Or commit options on Junos, IOS-XR and EOS (a configuration session): {"comment", "confirmed_minutes" (1–60: a confirmed commit, confirmed with POST /v2/jobs/{job_id}/confirm), "check" (Junos commit check)}; an object on another platform is a 422. Default false.',
+      }),
     ),
     ...AnswerFields,
   },

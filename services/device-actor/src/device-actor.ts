@@ -226,6 +226,8 @@ export class DeviceActor {
       ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
       ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
       ...(spec.dry_run === true ? { dryRun: true } : {}),
+      ...(spec.commit_options !== undefined ? { commitOptions: spec.commit_options } : {}),
+      ...(spec.confirm_of !== undefined ? { confirmOf: spec.confirm_of } : {}),
       ...(spec.checks !== undefined ? { checks: spec.checks } : {}),
       textfsmTemplate: spec.textfsm_template,
       ttpTemplate: spec.ttp_template,

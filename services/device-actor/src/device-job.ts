@@ -3,6 +3,8 @@ import {
   SvcError,
   type CommandStatus,
   type PrePostCheck,
+  type CommitOptions,
+  type ConfirmOf,
   type JobKind,
 } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
@@ -48,6 +50,10 @@ export interface DeviceJob {
   checks?: readonly string[];
   /** Config jobs: load, diff and discard (or nothing where there is no candidate). */
   dryRun?: boolean;
+  /** Config jobs: commit options (Junos, IOS-XR, EOS); `commit` is true with them. */
+  commitOptions?: CommitOptions;
+  /** Confirm jobs: the confirmed commit to confirm. */
+  confirmOf?: ConfirmOf;
   /** Config jobs: RE2 patterns (checked by the gateway) added to the driver's error patterns. */
   errorPatterns?: readonly string[];
   /** Show jobs: stop at the first rejected command (default: run them all, keep every output). */
@@ -128,7 +134,12 @@ export interface DeviceOutcome {
   /** How each command of the job fared, in order (config: then the commit and save steps). */
   commandStatus: CommandStatus[] | null;
   /** Config workflow fields of the job record (a dry run's `diff`). */
-  workflow?: { diff?: string | null; checks?: Record<string, PrePostCheck> };
+  workflow?: {
+    diff?: string | null;
+    checks?: Record<string, PrePostCheck>;
+    /** Confirmed commits: when the device rolls back unless confirmed (ISO time). */
+    confirm_by?: string;
+  };
 }
 
 /**

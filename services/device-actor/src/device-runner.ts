@@ -5,6 +5,7 @@ import {
   UserPattern,
   PatternError,
   candidateDryRunOf,
+  commitFormsOf,
   codePointName,
   forbiddenCharIn,
   type CommandStatus,
@@ -24,6 +25,7 @@ import {
 } from './device-job.js';
 import { CliSession, type AnswersFor, type ShowOutcome } from './drivers/cli-session.js';
 import { dryRunCandidate } from './drivers/dry-run.js';
+import { commitWithOptions, confirmCommit, type CommitOutcome } from './drivers/commit-options.js';
 import { checkResults, runChecks } from './config-checks.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
@@ -91,7 +93,9 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     const driver = getDriver(platform);
     if (driver === undefined)
       throw new SvcError(ErrorCode.INTERNAL, `no driver for platform ${platform}`);
-    if (job.kind === 'config' && job.dryRun !== true) {
+    // Commit options and confirm jobs use the platform's commit forms (EOS: a session's commit).
+    const ownCommit = job.commitOptions !== undefined || job.confirmOf !== undefined;
+    if (job.kind === 'config' && job.dryRun !== true && !ownCommit) {
       // Refuse before touching the device: nothing half-applied.
       if (job.commit && driver.commit === null) {
         throw new SvcError(
@@ -175,6 +179,24 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
           detectedPlatform,
           pooled,
           commandStatus: null,
+        };
+      }
+      if (
+        job.kind === 'config' &&
+        (job.confirmOf !== undefined || job.commitOptions !== undefined)
+      ) {
+        const committed = await commitOptionsJob(cli, job, { answers, errorPatterns }, floorMs);
+        const post = pre !== null ? await runChecks(cli, checks, job.readTimeoutMs, 'post') : null;
+        ok = true;
+        return {
+          results: committed.results,
+          detectedPlatform,
+          pooled,
+          commandStatus: null,
+          workflow: {
+            ...(committed.confirmBy !== null ? { confirm_by: committed.confirmBy } : {}),
+            ...(pre !== null ? { checks: checkResults(checks, pre, post) } : {}),
+          },
         };
       }
       const outcome =
@@ -268,6 +290,36 @@ async function dryRun(
     session: `svc-${job.jobId.replace(/[^A-Za-z0-9]/g, '').slice(0, 12)}`,
   });
   return { results: done.results, workflow: { diff: done.diff } };
+}
+
+/**
+ * A push with commit options (comment, confirmed commit, commit check), or a confirm job: the
+ * platform's forms (proto `COMMIT_FORMS`); the gateway refused them on other platforms.
+ */
+async function commitOptionsJob(
+  cli: CliSession,
+  job: DeviceJob,
+  extra: { answers: AnswersFor | undefined; errorPatterns: UserPattern[] },
+  floorMs: number,
+): Promise<CommitOutcome> {
+  const forms = commitFormsOf(cli.driver.platform);
+  if (forms === null) {
+    throw new SvcError(
+      ErrorCode.COMMAND_ERROR,
+      `commit options and confirmed commits are not supported on platform ${cli.driver.platform}`,
+    );
+  }
+  if (job.confirmOf !== undefined) {
+    const results = await confirmCommit(cli, forms, job.confirmOf, job.readTimeoutMs);
+    return { results, confirmBy: null };
+  }
+  return commitWithOptions(cli, job.commands, forms, job.commitOptions ?? {}, {
+    timeoutMs: job.readTimeoutMs,
+    commitTimeoutMs: stepTimeoutMs(job.readTimeoutMs, floorMs),
+    jobId: job.jobId,
+    ...(extra.answers !== undefined ? { answers: extra.answers } : {}),
+    errorPatterns: extra.errorPatterns,
+  });
 }
 
 /** A config job's own error patterns (`error_patterns`), compiled for the linear-time engine. */

@@ -34,6 +34,8 @@ export function dedupKeyOf(caller: Caller, spec: JobSpec, username: string): str
     ...(spec.dry_run === true ? [{ dry_run: true }] : []),
     ...(spec.checks !== undefined ? [{ checks: spec.checks }] : []),
     ...(spec.error_patterns !== undefined ? [{ error_patterns: spec.error_patterns }] : []),
+    ...(spec.commit_options !== undefined ? [{ commit_options: spec.commit_options }] : []),
+    ...(spec.confirm_of !== undefined ? [{ confirm_of: spec.confirm_of }] : []),
   ]);
   return `d_${createHash('sha256').update(material, 'utf8').digest('hex')}`;
 }

@@ -161,15 +161,16 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     kind: JobKindName,
     body: Record<string, unknown>,
     extra: ToolExtra,
+    submitPath?: string,
   ): Promise<CallToolResult> => {
     const route = JOB_KINDS[kind];
     const policy = kind === 'config' ? {} : commandPolicyHeader;
-    const accepted = (await api.post(route.submit, body, { signal: extra.signal, headers: policy }))
-      .body;
+    const path = submitPath ?? route.submit;
+    const accepted = (await api.post(path, body, { signal: extra.signal, headers: policy })).body;
     if (!isRecord(accepted) || typeof accepted['job_id'] !== 'string') {
       throw AdapterError.of(
         AdapterErrorCode.BAD_RESPONSE,
-        `POST ${route.submit}: the answer has no job_id`,
+        `POST ${path}: the answer has no job_id`,
       );
     }
     const jobId = accepted['job_id'];
@@ -252,9 +253,28 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           ),
         ...workflowArgsShape,
         commit: z
-          .boolean()
+          .union([
+            z.boolean(),
+            z
+              .object({
+                comment: z.string().min(1).optional().describe('Commit comment (Junos, IOS-XR).'),
+                confirmed_minutes: z
+                  .number()
+                  .int()
+                  .min(1)
+                  .max(60)
+                  .optional()
+                  .describe(
+                    'Confirmed commit: the device rolls back after this many minutes unless confirm_commit confirms it; the result has confirm_by.',
+                  ),
+                check: z.boolean().optional().describe('Junos: commit check first.'),
+              })
+              .strict(),
+          ])
           .optional()
-          .describe('Commit the configuration (Junos, IOS XR and other commit platforms).'),
+          .describe(
+            'true: commit (Junos, IOS XR and other commit platforms). Or commit options on Junos, IOS-XR and EOS: comment, confirmed_minutes (1-60), check.',
+          ),
         save_config: z
           .boolean()
           .optional()
@@ -280,6 +300,44 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
             ...(args.save_config !== undefined ? { save_config: args.save_config } : {}),
           },
           extra,
+        ),
+      ),
+  );
+
+  server.registerTool(
+    'confirm_commit',
+    {
+      title: 'Confirm a confirmed commit',
+      description:
+        'Confirm a confirmed commit (send_config with commit.confirmed_minutes) before its confirm_by, ' +
+        'as a new job on the same device; only the caller who pushed it may. After confirm_by the ' +
+        'device has rolled the change back and the job fails with CONFIRM_EXPIRED.',
+      inputSchema: {
+        job_id: z.string().min(1).describe('The job id of the confirmed commit.'),
+        username: z.string().min(1).describe('Device username, passed to the device.'),
+        password: z.string().min(1).describe('Device password; never logged.'),
+        enable: z.string().optional().describe('Enable password; defaults to password.'),
+      },
+      outputSchema: JobToolOutput,
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
+    },
+    (args, extra) =>
+      guarded('confirm_commit', () =>
+        submitAndWait(
+          'confirm_commit',
+          'config',
+          {
+            username: args.username,
+            password: args.password,
+            ...(args.enable !== undefined ? { enable: args.enable } : {}),
+          },
+          extra,
+          `/v2/jobs/${encodeURIComponent(args.job_id)}/confirm`,
         ),
       ),
   );

@@ -8,10 +8,15 @@ import {
   basicCredentialIssues,
   replaySshSecrets,
   check,
+  commitFormsOf,
+  sessionNameOf,
   type DeviceSecrets,
+  type EnqueueResponse,
+  type JobRecord,
+  type JobSpec,
   type ValidationIssue,
 } from '@svc/proto';
-import { hasRole, mayUseContext } from '../caller.js';
+import { hasRole, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { JobIntake, parseJsonBody } from '../job-intake.js';
@@ -67,99 +72,209 @@ export function registerReplayRoutes(app: FastifyInstance, ctx: GatewayContext):
       }),
     },
     guarded<FastifyRequest<JobParams>>(async (req, reply) => {
-      const caller = await ctx.authenticate(req);
-      if (!hasRole(caller, 'operator'))
-        throw new HttpError(403, `role ${caller.role} may not replay jobs`);
-      const newId = JobIntake.jobIdFrom(header(req, 'x-request-id'));
-      const stored = await ctx.jobs.get(req.params.job_id);
-      if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
-      const record = stored.record;
-      // Strictly the submitter's, admin keys included (docs/security.md).
-      if (record.owner !== caller.id) throw HttpError.foreignJob();
+      const { caller, record, newId } = await ownJob(ctx, req, 'replay');
       if (record.status !== 'failed') {
         throw new HttpError(409, `only failed jobs can be replayed; this one is ${record.status}`);
       }
-      if (!mayUseContext(caller, record.spec.context)) {
-        throw new HttpError(403, `this key may not use context ${record.spec.context}`);
-      }
-
-      const raw = req.body as string | undefined;
-      const parsed = raw === undefined || raw.trim() === '' ? {} : parseJsonBody(raw);
-      const checked = check<ReplayRequest>(ReplayRequest, parsed, 'body');
-      if (!checked.ok) throw HttpError.validation(checked.issues);
-      const body = checked.value;
-      // The original job's key and jump-host credentials were never kept: given again here.
-      const ssh = replaySshSecrets(record.spec.ssh, body.ssh);
-      const issues: ValidationIssue[] = [...ssh.issues];
-      let username: string | null | undefined = body.username;
-      let password: string | null | undefined = body.password;
-      // A private key logs in without a password.
-      if (!caller.basic && !password && ssh.secrets.private_key !== null) password = '';
-      if (caller.basic) {
-        issues.push(...basicCredentialIssues(caller.basic));
-        ({ username, password } = caller.basic);
-      } else {
-        if (!username)
-          issues.push({
-            loc: ['body', 'username'],
-            msg: 'field required with Bearer authentication',
-            type: 'missing',
-          });
-        if (password == null || (password === '' && ssh.secrets.private_key === null))
-          issues.push({
-            loc: ['body', 'password'],
-            msg: 'field required with Bearer authentication',
-            type: 'missing',
-          });
-      }
-      if (body.webhook_secret != null && record.spec.webhook_url === null) {
-        issues.push({
-          loc: ['body', 'webhook_secret'],
-          msg: 'the job has no webhook_url',
-          type: 'value_error',
-        });
-      }
-      if (!ctx.config.SVC_CONTEXTS.includes(record.spec.context)) {
-        issues.push({
-          loc: ['body', 'context'],
-          msg: `context ${record.spec.context} no longer exists`,
-          type: 'value_error',
-        });
-      }
-      if (issues.length > 0 || !username || password == null) throw HttpError.validation(issues);
-
-      const secrets: DeviceSecrets = {
-        username,
-        password,
-        enable: body.enable ?? null,
-        webhook_secret: body.webhook_secret ?? null,
-        ...ssh.secrets,
-      };
-      const address = await ctx.intake.admitReplay(caller, record.spec, username);
-      const traceparent = header(req, 'traceparent');
-      const response = await ctx.intake.enqueue(
-        newId,
-        record.spec,
-        username,
-        ctx.sealer.seal(secrets),
-        caller,
-        traceparent,
-        { address, source: req.ip, replayOf: record.job_id },
-      );
-      ctx.audit.emit(AuditEvent.jobReplayed, {
-        request_id: response.job_id,
-        job_id: response.job_id,
-        username,
-        device_ip: record.spec.host,
-        platform: record.spec.platform,
-        status: 'queued',
-        duration_ms: 0,
-        caller: caller.id,
-        source_ip: req.ip,
-        context: record.spec.context,
-        replay_of: record.job_id,
+      const response = await resubmit(ctx, req, caller, record, record.spec, newId, {
+        event: AuditEvent.jobReplayed,
+        field: 'replay_of',
       });
       return accepted(reply, response.job_id, response);
     }, ctx.onStoreError),
   );
+  app.post<JobParams>(
+    '/v2/jobs/:job_id/confirm',
+    {
+      schema: routeSchema({
+        operationId: 'confirmCommit',
+        summary: 'Confirm a confirmed commit, as a new job on the same device',
+        description:
+          'The job must be a finished send-config with commit.confirmed_minutes (else 409). The new job confirms the commit on the device (Junos and IOS-XR `commit`, EOS `configure session <name>` + `commit`); after confirm_by the device has rolled the change back and the confirm job fails with CONFIRM_EXPIRED. Caller rules and body as a replay: only the submitter, with the caller’s current credentials.',
+        tags: ['jobs'],
+        access: 'caller',
+        params: JobIdParam,
+        body: ref(ReplayRequest),
+        bodyOptional: true,
+        requestHeaders: SubmitHeaders,
+        ok: { 202: ACCEPTED },
+        errors: [403, 404, 409, 422],
+      }),
+    },
+    guarded<FastifyRequest<JobParams>>(async (req, reply) => {
+      const { caller, record, newId } = await ownJob(ctx, req, 'confirm');
+      const forms = commitFormsOf(record.spec.platform);
+      if (
+        record.spec.kind !== 'config' ||
+        record.spec.commit_options?.confirmed_minutes === undefined ||
+        forms === null
+      ) {
+        throw new HttpError(
+          409,
+          `job ${record.job_id} is not a confirmed commit (a send-config with commit.confirmed_minutes): there is nothing to confirm`,
+        );
+      }
+      if (record.status !== 'finished' || record.confirm_by === undefined) {
+        throw new HttpError(
+          409,
+          `only a finished confirmed commit can be confirmed; job ${record.job_id} is ${record.status}`,
+        );
+      }
+      const spec: JobSpec = {
+        ...withoutWorkflow(record.spec),
+        commands: [...forms.confirm.commands],
+        commit: false,
+        save_config: false,
+        confirm_of: {
+          job_id: record.job_id,
+          ...(forms.confirm.enter?.includes('{session}') === true
+            ? { session: sessionNameOf(record.job_id) }
+            : {}),
+        },
+      };
+      const response = await resubmit(ctx, req, caller, record, spec, newId, {
+        event: AuditEvent.jobConfirmQueued,
+        field: 'confirm_of',
+      });
+      return accepted(reply, response.job_id, response);
+    }, ctx.onStoreError),
+  );
+}
+
+/** A spec without the fields of the change itself (a confirm job sends none of it). */
+function withoutWorkflow(spec: JobSpec): JobSpec {
+  const rest = { ...spec };
+  for (const field of [
+    'template',
+    'checks',
+    'dry_run',
+    'error_patterns',
+    'commit_options',
+    'answers',
+    'confirm_of',
+  ] as const) {
+    delete rest[field];
+  }
+  return rest;
+}
+
+/**
+ * The caller rules of a replay (and of a confirm): an operator or admin, strictly the
+ * submitter of the job (admin keys included: it runs under the caller's own device
+ * credentials), allowed the job's context.
+ */
+export async function ownJob(
+  ctx: GatewayContext,
+  req: FastifyRequest<JobParams>,
+  action: string,
+): Promise<{ caller: Caller; record: JobRecord; newId: string }> {
+  const caller = await ctx.authenticate(req);
+  if (!hasRole(caller, 'operator'))
+    throw new HttpError(403, `role ${caller.role} may not ${action} jobs`);
+  const newId = JobIntake.jobIdFrom(header(req, 'x-request-id'));
+  const stored = await ctx.jobs.get(req.params.job_id);
+  if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
+  const record = stored.record;
+  // Strictly the submitter's, admin keys included (docs/security.md).
+  if (record.owner !== caller.id) throw HttpError.foreignJob();
+  if (!mayUseContext(caller, record.spec.context)) {
+    throw new HttpError(403, `this key may not use context ${record.spec.context}`);
+  }
+  return { caller, record, newId };
+}
+
+/**
+ * Queues `spec` as a new job under the caller's current device credentials (the body of
+ * ReplayRequest), linked to `record` in the job message and the audit line.
+ */
+export async function resubmit(
+  ctx: GatewayContext,
+  req: FastifyRequest<JobParams>,
+  caller: Caller,
+  record: JobRecord,
+  spec: JobSpec,
+  newId: string,
+  link: { event: AuditEvent; field: string },
+): Promise<EnqueueResponse> {
+  const raw = req.body as string | undefined;
+  const parsed = raw === undefined || raw.trim() === '' ? {} : parseJsonBody(raw);
+  const checked = check<ReplayRequest>(ReplayRequest, parsed, 'body');
+  if (!checked.ok) throw HttpError.validation(checked.issues);
+  const body = checked.value;
+  // The original job's key and jump-host credentials were never kept: given again here.
+  const ssh = replaySshSecrets(record.spec.ssh, body.ssh);
+  const issues: ValidationIssue[] = [...ssh.issues];
+  let username: string | null | undefined = body.username;
+  let password: string | null | undefined = body.password;
+  // A private key logs in without a password.
+  if (!caller.basic && !password && ssh.secrets.private_key !== null) password = '';
+  if (caller.basic) {
+    issues.push(...basicCredentialIssues(caller.basic));
+    ({ username, password } = caller.basic);
+  } else {
+    if (!username)
+      issues.push({
+        loc: ['body', 'username'],
+        msg: 'field required with Bearer authentication',
+        type: 'missing',
+      });
+    if (password == null || (password === '' && ssh.secrets.private_key === null))
+      issues.push({
+        loc: ['body', 'password'],
+        msg: 'field required with Bearer authentication',
+        type: 'missing',
+      });
+  }
+  if (body.webhook_secret != null && record.spec.webhook_url === null) {
+    issues.push({
+      loc: ['body', 'webhook_secret'],
+      msg: 'the job has no webhook_url',
+      type: 'value_error',
+    });
+  }
+  if (!ctx.config.SVC_CONTEXTS.includes(record.spec.context)) {
+    issues.push({
+      loc: ['body', 'context'],
+      msg: `context ${record.spec.context} no longer exists`,
+      type: 'value_error',
+    });
+  }
+  if (issues.length > 0 || !username || password == null) throw HttpError.validation(issues);
+
+  const secrets: DeviceSecrets = {
+    username,
+    password,
+    enable: body.enable ?? null,
+    webhook_secret: body.webhook_secret ?? null,
+    ...ssh.secrets,
+  };
+  const address = await ctx.intake.admitReplay(caller, spec, username);
+  const traceparent = header(req, 'traceparent');
+  const response = await ctx.intake.enqueue(
+    newId,
+    spec,
+    username,
+    ctx.sealer.seal(secrets),
+    caller,
+    traceparent,
+    {
+      address,
+      source: req.ip,
+      ...(link.field === 'replay_of' ? { replayOf: record.job_id } : {}),
+    },
+  );
+  ctx.audit.emit(link.event, {
+    request_id: response.job_id,
+    job_id: response.job_id,
+    username,
+    device_ip: record.spec.host,
+    platform: record.spec.platform,
+    status: 'queued',
+    duration_ms: 0,
+    caller: caller.id,
+    source_ip: req.ip,
+    context: record.spec.context,
+    [link.field]: record.job_id,
+  });
+  return response;
 }

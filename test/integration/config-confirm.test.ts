@@ -1,0 +1,243 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  type InProcessStack,
+} from '../harness/mod.js';
+
+/**
+ * Commit options and confirmed commits end to end (docs/config-workflows.md): a real NATS
+ * server, the in-process services, simulated devices over SSH and real HTTP. Devices that must
+ * roll back in a test run with a scaled window (`confirmTimeScale`): the service is unchanged.
+ */
+
+let nats: NatsServerProcess;
+let stack: InProcessStack;
+let junos: SimulatedDevice;
+let xr: SimulatedDevice;
+let eos: SimulatedDevice;
+let ios: SimulatedDevice;
+/** Devices whose "1 minute" lasts 0.3 s: they roll back on their own in the tests. */
+let quick: SimulatedDevice[] = [];
+let auth: { basic: { username: string; password: string } };
+const ADMIN_SECRET = 'config-confirm-admin-secret';
+
+before(async () => {
+  nats = await NatsServerProcess.start();
+  junos = await startDevice({ platform: 'juniper_junos', hostname: 'J1' });
+  xr = await startDevice({ platform: 'cisco_xr', hostname: 'XR1' });
+  eos = await startDevice({ platform: 'arista_eos', hostname: 'E1', enable: 'svc-demo' });
+  ios = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
+  quick = await Promise.all(
+    ['juniper_junos', 'cisco_xr', 'arista_eos'].map((platform) =>
+      startDevice({ platform, hostname: 'Q1', enable: 'svc-demo', confirmTimeScale: 0.005 }),
+    ),
+  );
+  auth = { basic: { username: junos.username, password: junos.password } };
+  stack = await startInProcessStack(nats.url, { env: { SVC_ADMIN_SECRET: ADMIN_SECRET } });
+  await waitHealthy(stack.url);
+});
+
+after(async () => {
+  await stack?.stop();
+  for (const d of [junos, xr, eos, ios, ...quick]) await d?.stop();
+  await nats?.stop();
+});
+
+const body = (dev: SimulatedDevice, extra: Record<string, unknown>) => ({
+  host: '127.0.0.1',
+  port: dev.port,
+  platform: dev.platform,
+  ...extra,
+});
+
+async function submit(extra: Record<string, unknown>, dev: SimulatedDevice) {
+  return http('POST', `${stack.url}/v2/send-config`, { ...auth, body: body(dev, extra) });
+}
+
+async function finished(jobId: string) {
+  const done = await waitForJob(stack.url, jobId, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  return done.json;
+}
+
+async function jobCount(): Promise<number> {
+  const list = await http('GET', `${stack.url}/v2/jobs?per_page=1`, auth);
+  assert.equal(list.status, 200, list.text);
+  return list.json.pagination.total as number;
+}
+
+const cases = [
+  {
+    platform: 'juniper_junos',
+    dev: () => junos,
+    commit: { comment: 'svc change', confirmed_minutes: 5, check: true },
+    sent: ['commit check', 'commit confirmed 5 comment "svc change"'],
+    confirm: ['show system commit', 'commit'],
+  },
+  {
+    platform: 'cisco_xr',
+    dev: () => xr,
+    commit: { comment: 'svc change', confirmed_minutes: 5 },
+    sent: ['commit confirmed 300 comment svc change'],
+    confirm: ['commit'],
+  },
+  {
+    platform: 'arista_eos',
+    dev: () => eos,
+    commit: { confirmed_minutes: 5 },
+    sent: ['commit timer 00:05:00'],
+    confirm: ['show configuration sessions', 'commit'],
+  },
+];
+
+for (const c of cases) {
+  test(`${c.platform}: a confirmed commit has confirm_by; its confirm job finishes and the device keeps the change`, async () => {
+    const dev = c.dev();
+    const line = `set system location building-${dev.platform}`;
+    const before = Date.now();
+    const pushed = await submit({ commands: [line], commit: c.commit }, dev);
+    assert.equal(pushed.status, 202, pushed.text);
+    const job = await finished(pushed.json.job_id);
+    const sent = dev.stats.commands.map((r) => r.command);
+    for (const cmd of c.sent) assert.ok(sent.includes(cmd), `${cmd} sent: ${sent.join(' | ')}`);
+    assert.equal(typeof job.confirm_by, 'string');
+    const by = Date.parse(job.confirm_by);
+    assert.ok(by >= before + 5 * 60_000 && by <= Date.now() + 5 * 60_000, job.confirm_by);
+    assert.ok(dev.confirmPending, 'the device waits for the confirmation');
+    assert.ok(dev.running.includes(line));
+
+    dev.resetStats();
+    const confirm = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
+    assert.equal(confirm.status, 202, confirm.text);
+    const confirmed = await finished(confirm.json.job_id);
+    assert.equal(confirmed.confirm_of, pushed.json.job_id);
+    const confirmSent = dev.stats.commands.map((r) => r.command);
+    for (const cmd of c.confirm) assert.ok(confirmSent.includes(cmd), confirmSent.join(' | '));
+    assert.equal(dev.stats.confirms, 1);
+    assert.equal(dev.confirmPending, false);
+    assert.ok(dev.running.includes(line), 'the device keeps the change');
+  });
+}
+
+for (const [n, platform] of ['juniper_junos', 'cisco_xr', 'arista_eos'].entries()) {
+  test(`${platform}: a confirmed commit not confirmed is rolled back by the device; a late confirm fails CONFIRM_EXPIRED`, async () => {
+    const dev = quick[n]!;
+    const line = 'set system location lost-uplink';
+    const pushed = await submit({ commands: [line], commit: { confirmed_minutes: 1 } }, dev);
+    assert.equal(pushed.status, 202, pushed.text);
+    const job = await finished(pushed.json.job_id);
+    assert.equal(typeof job.confirm_by, 'string');
+    await dev.rolledBack();
+    assert.ok(!dev.running.includes(line), 'the device rolled the change back');
+
+    const late = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
+    assert.equal(late.status, 202, late.text);
+    const done = await waitForJob(stack.url, late.json.job_id, auth);
+    assert.equal(done.json.status, 'failed', done.text);
+    assert.equal(done.json.error_code, 'CONFIRM_EXPIRED');
+    assert.match(done.json.error, /rolled the change back/);
+    assert.equal(dev.stats.confirms, 0);
+    assert.ok(!dev.running.includes(line));
+  });
+}
+
+test('juniper_junos: commit with a comment and no window is a plain commit; confirming it is a 409', async () => {
+  const pushed = await submit(
+    { commands: ['set system location plain'], commit: { comment: 'plain' } },
+    junos,
+  );
+  assert.equal(pushed.status, 202, pushed.text);
+  const job = await finished(pushed.json.job_id);
+  assert.equal(job.confirm_by, undefined);
+  assert.ok(junos.stats.commands.some((r) => r.command === 'commit comment "plain"'));
+  const confirm = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
+  assert.equal(confirm.status, 409, confirm.text);
+  assert.match(confirm.json.detail ?? confirm.text, /not a confirmed commit/);
+});
+
+test('a confirm by anyone but the submitter is 403 (replay rules), and nothing is confirmed', async () => {
+  const pushed = await submit(
+    { commands: ['set system location owner'], commit: { confirmed_minutes: 5 } },
+    junos,
+  );
+  assert.equal(pushed.status, 202, pushed.text);
+  await finished(pushed.json.job_id);
+  const made = await http('POST', `${stack.url}/v2/api-keys`, {
+    basic: { username: 'admin', password: ADMIN_SECRET },
+    body: { role: 'operator', contexts: ['*'] },
+  });
+  assert.equal(made.status, 201, made.text);
+  const other = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, {
+    bearer: made.json.token as string,
+    body: { username: junos.username, password: junos.password },
+  });
+  assert.equal(other.status, 403, other.text);
+  assert.ok(junos.confirmPending, 'still waiting for its submitter');
+  // The submitter confirms it, so the device is left clean for the other tests.
+  const own = await http('POST', `${stack.url}/v2/jobs/${pushed.json.job_id}/confirm`, auth);
+  assert.equal(own.status, 202, own.text);
+  await finished(own.json.job_id);
+  assert.equal(junos.confirmPending, false);
+});
+
+test('a confirm of an unknown job is 404', async () => {
+  const missing = await http('POST', `${stack.url}/v2/jobs/nope/confirm`, auth);
+  assert.equal(missing.status, 404, missing.text);
+});
+
+const bad: [string, SimulatedDevice | (() => SimulatedDevice), unknown, (string | number)[]][] = [
+  [
+    'confirmed_minutes 0',
+    () => junos,
+    { confirmed_minutes: 0 },
+    ['body', 'commit', 'confirmed_minutes'],
+  ],
+  [
+    'confirmed_minutes 61',
+    () => junos,
+    { confirmed_minutes: 61 },
+    ['body', 'commit', 'confirmed_minutes'],
+  ],
+  ['a commit object on cisco_ios', () => ios, { comment: 'x' }, ['body', 'commit']],
+  ['a comment on arista_eos', () => eos, { comment: 'x' }, ['body', 'commit', 'comment']],
+  ['check on cisco_xr', () => xr, { check: true }, ['body', 'commit', 'check']],
+  [
+    'an unknown commit option',
+    () => junos,
+    { confirm_minutes: 5 },
+    ['body', 'commit', 'confirm_minutes'],
+  ],
+];
+test('arista_eos: save_config with a commit object is a 422 at save_config (a rollback would not undo the saved startup configuration)', async () => {
+  const count = await jobCount();
+  const refused = await submit(
+    { commands: ['hostname E9'], commit: { confirmed_minutes: 5 }, save_config: true },
+    eos,
+  );
+  assert.equal(refused.status, 422, refused.text);
+  const locs = (refused.json.validation_error.json as { loc: string[] }[]).map((i) =>
+    i.loc.join('.'),
+  );
+  assert.deepEqual(locs, ['body.save_config']);
+  assert.equal(await jobCount(), count, 'nothing queued');
+});
+
+for (const [what, dev, commit, loc] of bad) {
+  test(`when send-config has ${what}, then 422 names the field and nothing is queued`, async () => {
+    const d = typeof dev === 'function' ? dev() : dev;
+    const count = await jobCount();
+    const refused = await submit({ commands: ['set system location x'], commit }, d);
+    assert.equal(refused.status, 422, refused.text);
+    const locs = (refused.json.validation_error.json as { loc: (string | number)[] }[]).map((i) =>
+      i.loc.join('.'),
+    );
+    assert.ok(locs.includes(loc.join('.')), `${loc.join('.')} in ${locs.join(', ')}`);
+    assert.equal(await jobCount(), count, 'nothing queued');
+  });
+}
