@@ -177,7 +177,7 @@ test('when a client connects over streamable HTTP, then it gets a session and th
   const client = await connect(operator);
   const { tools } = await client.listTools();
   // The same catalogue as over stdio: job, batch, configuration template and key tools.
-  assert.equal(tools.length, 15);
+  assert.equal(tools.length, 16);
   for (const name of [
     'send_command_structured',
     'run_batch',
@@ -187,6 +187,7 @@ test('when a client connects over streamable HTTP, then it gets a session and th
     'list_config_templates',
     'render_config_template',
     'dry_run_config',
+    'confirm_commit',
   ])
     assert.ok(
       tools.some((t) => t.name === name),
@@ -280,7 +281,7 @@ test('when SVC_MCP_HTTP_AUTH_TOKEN is set, then only clients sending it get in',
     /401|Unauthorized|bearer/i,
   );
   const client = await connect(guarded, { authorization: `Bearer ${HTTP_TOKEN}` });
-  assert.equal((await client.listTools()).tools.length, 15);
+  assert.equal((await client.listTools()).tools.length, 16);
 });
 
 test('when send_command runs over HTTP, then the tool waits for the job and returns its results', async (t) => {
