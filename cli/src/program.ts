@@ -699,17 +699,16 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       await clientOf(cmd).request('DELETE', `/v2/send-command/${encodeURIComponent(id)}`);
       out(cmd, { job_id: id, cancelled: true }, () => `job ${id} cancelled\n`);
     });
-  jobs
-    .command('replay')
-    .description('run a failed job again with your current credentials')
-    .argument('<job_id>')
-    .option('--wait', 'wait for the new job to end')
-    .option('--timeout <seconds>', 'with --wait: stop waiting after this long (exit 7)', seconds)
-    .action(async (id: string, o: { wait?: boolean; timeout?: number }, cmd: Command) => {
-      // The current device credentials, enable secret included, as `svc run` sends them.
+  /**
+   * `jobs replay` and `jobs confirm`: a new job from an earlier one, logged in with the current
+   * device credentials (enable secret included, as `svc run` sends them).
+   */
+  const resubmit =
+    (route: 'replay' | 'confirm') =>
+    async (id: string, o: { wait?: boolean; timeout?: number }, cmd: Command) => {
       const { body } = await clientOf(cmd).request(
         'POST',
-        `/v2/jobs/${encodeURIComponent(id)}/replay`,
+        `/v2/jobs/${encodeURIComponent(id)}/${route}`,
         { body: credentialFields(cmd) },
       );
       if (!o.wait) {
@@ -720,7 +719,14 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       if (globals(cmd).output === 'table') printJobResults(io, job, null);
       else io.out(structured(job, globals(cmd).output as 'json' | 'yaml'));
       exitCode = jobExit(job.status as string);
-    });
+    };
+  jobs
+    .command('replay')
+    .description('run a failed job again with your current credentials')
+    .argument('<job_id>')
+    .option('--wait', 'wait for the new job to end')
+    .option('--timeout <seconds>', 'with --wait: stop waiting after this long (exit 7)', seconds)
+    .action(resubmit('replay'));
   jobs
     .command('confirm')
     .description(
@@ -729,22 +735,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     .argument('<job_id>')
     .option('--wait', 'wait for the confirm job to end')
     .option('--timeout <seconds>', 'with --wait: stop waiting after this long (exit 7)', seconds)
-    .action(async (id: string, o: { wait?: boolean; timeout?: number }, cmd: Command) => {
-      // The confirm job logs in with the current device credentials, as a replay does.
-      const { body } = await clientOf(cmd).request(
-        'POST',
-        `/v2/jobs/${encodeURIComponent(id)}/confirm`,
-        { body: credentialFields(cmd) },
-      );
-      if (!o.wait) {
-        out(cmd, body, () => `${body.job_id as string}\n`);
-        return;
-      }
-      const job = await waitJob(cmd, body.job_id as string, o);
-      if (globals(cmd).output === 'table') printJobResults(io, job, null);
-      else io.out(structured(job, globals(cmd).output as 'json' | 'yaml'));
-      exitCode = jobExit(job.status as string);
-    });
+    .action(resubmit('confirm'));
   jobs
     .command('transcript')
     .description("a job's device session transcript (the job's owner only)")

@@ -43,7 +43,7 @@ export async function commitWithOptions(
 ): Promise<CommitOutcome> {
   const { timeoutMs } = options;
   const session = sessionNameOf(options.jobId);
-  await enter(cli, forms.enter, session, timeoutMs);
+  await enterConfig(cli, forms.enter, session, timeoutMs);
   const results: Record<string, string> = {};
   const send = async (cmd: string, wait: number, index?: number): Promise<void> => {
     const out = cli.driver.cleanConfigOutput(
@@ -104,7 +104,7 @@ export async function confirmCommit(
     const pattern = UserPattern.compile(forms.pending.pattern.replaceAll('{session}', session));
     if (!shown.split('\n').some((l) => pattern.find(l) !== null)) throw expired();
   }
-  await enter(cli, forms.confirm.enter, session, timeoutMs);
+  await enterConfig(cli, forms.confirm.enter, session, timeoutMs);
   const gone = forms.expired !== null ? UserPattern.compile(forms.expired) : null;
   for (const cmd of forms.confirm.commands) {
     const out = cli.driver.cleanConfigOutput(await cli.command(cmd, { timeoutMs, follow: 'exit' }));
@@ -126,7 +126,11 @@ export async function confirmCommit(
   return results;
 }
 
-async function enter(
+/**
+ * Enters configuration mode by the platform's `form` (`{session}` replaced by a session name:
+ * EOS configuration sessions), or its plain one; refused or not at a configuration prompt: thrown.
+ */
+export async function enterConfig(
   cli: CliSession,
   form: string | null,
   session: string,

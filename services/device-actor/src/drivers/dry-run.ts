@@ -1,5 +1,6 @@
 import { ErrorCode, SvcError, type CandidateDryRun, type UserPattern } from '@svc/proto';
 import type { AnswersFor, CliSession } from './cli-session.js';
+import { enterConfig } from './commit-options.js';
 
 /** What a dry run gives back: each line's output, and the device's diff (null: no candidate). */
 export interface DryRunOutcome {
@@ -27,23 +28,8 @@ export async function dryRunCandidate(
   plan: CandidateDryRun,
   options: DryRunOptions,
 ): Promise<DryRunOutcome> {
-  const config = cli.driver.config;
   const { timeoutMs } = options;
-  const enter = plan.enter?.replaceAll('{session}', options.session) ?? config.enter;
-  if (enter === null) {
-    throw new SvcError(
-      ErrorCode.INTERNAL,
-      `platform ${cli.driver.platform} has no configuration mode`,
-    );
-  }
-  const entered = await cli.command(enter, { timeoutMs, follow: 'config' });
-  const refused = cli.findError(entered);
-  if (refused !== undefined || !config.isConfig(cli.prompt)) {
-    throw new SvcError(
-      ErrorCode.COMMAND_ERROR,
-      `could not enter configuration mode with "${enter}": ${refused ?? cli.prompt}`,
-    );
-  }
+  await enterConfig(cli, plan.enter ?? null, options.session, timeoutMs);
   const results: Record<string, string> = {};
   try {
     for (const [index, line] of lines.entries()) {
