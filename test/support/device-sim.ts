@@ -1,5 +1,6 @@
 import ssh2, { type Algorithms, type Connection, type ServerChannel } from 'ssh2';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Server as NetServer, Socket } from 'node:net';
 import { generateHostKey, generateRsaHostKey } from './host-key.js';
 import {
   loadPlatform,
@@ -401,6 +402,13 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       });
     },
   );
+  // ssh2 names a connection only once the client sent its identification line: a socket that
+  // never sent one would keep server.close() waiting for ever, so stop() cuts raw sockets too.
+  const sockets = new Set<Socket>();
+  (server as unknown as { _srv: NetServer })._srv.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   let port = options.port ?? 0;
   const listen = (): Promise<void> =>
     new Promise((resolve, reject) => {
@@ -479,7 +487,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       if (state.pendingConfirm !== null) clearTimeout(state.pendingConfirm.timer);
       await pending.catch(() => undefined);
       for (const c of clients) c.end();
-      await new Promise<void>((r) => {
+      const closed = new Promise<void>((r) => {
         if (!listening) {
           r();
           return;
@@ -487,9 +495,11 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
         listening = false;
         server.close(() => r());
       });
-      // end() asks politely; anything still open after a moment is cut.
+      // end() asks politely; anything still open after a moment is cut, so that the server's
+      // close (which waits for every connection) always ends.
       await sleep(10);
-      for (const c of clients) (c as unknown as { _sock?: { destroy(): void } })._sock?.destroy();
+      for (const socket of sockets) socket.destroy();
+      await closed;
     },
   };
   return device;
