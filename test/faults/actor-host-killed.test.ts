@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startFleet } from '@svc/test/support';
-import { NatsServerProcess, ServiceProcess, http, testEnv } from '../harness/mod.js';
+import { NatsServerProcess, ServiceProcess, http, testEnv, waitUntil } from '../harness/mod.js';
 
 /**
  * Fault scenario of issue 23 (finding 3), run by `npm run test:faults`: services as separate
@@ -65,7 +65,9 @@ test("when an actor host is killed under load, then every device's jobs still ru
     }
   };
   const clients = Array.from({ length: DEVICES }, (_, i) => client(i));
-  while (accepted.length < 30) await new Promise((r) => setTimeout(r, 50));
+  await waitUntil(() => accepted.length >= 30, '30 accepted jobs before the kill', {
+    timeoutMs: 120_000,
+  });
   await victim.kill('SIGKILL');
   const acceptedAtKill = accepted.length;
   // Past the reaper's threshold, so that the killed host's jobs are handed back under load.

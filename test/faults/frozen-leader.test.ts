@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startFleet } from '@svc/test/support';
-import { NatsCluster, http, startInProcessStack, waitHealthy } from '../harness/mod.js';
+import { NatsCluster, http, startInProcessStack, waitHealthy, waitUntil } from '../harness/mod.js';
 
 /**
  * Fault scenario of issue 23 (finding 1 and 5), run by `npm run test:faults`, not by `npm test`:
@@ -73,7 +73,9 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
     }
   };
   const clients = Array.from({ length: DEVICES }, (_, i) => client(i));
-  while (accepted.length < 20) await new Promise((r) => setTimeout(r, 100));
+  await waitUntil(() => accepted.length >= 20, '20 accepted jobs before the freeze', {
+    timeoutMs: 120_000,
+  });
 
   const nc = await connect({ servers: cluster.url.split(',') });
   const leader = (await (await jetstreamManager(nc)).streams.info('SVC_JOBS')).cluster?.leader;

@@ -22,3 +22,5 @@ export type { ReceivedSpan } from './otlp-collector.js';
 export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
+export { waitUntil } from './wait.js';
+export type { WaitOptions } from './wait.js';

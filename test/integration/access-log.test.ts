@@ -11,6 +11,7 @@ import {
   startInProcessStack,
   waitHealthy,
   type InProcessStack,
+  waitUntil,
 } from '../harness/mod.js';
 
 const lines: Record<string, unknown>[] = [];
@@ -43,13 +44,11 @@ after(async () => {
 /** The access-log line of the request that answered with this X-Request-ID. */
 async function accessLine(requestId: string): Promise<Record<string, unknown>> {
   // The line is written when the response has been sent: the answer can arrive first.
-  for (let i = 0; i < 200; i++) {
-    const line = lines.find((l) => l['logger'] === 'svc.access' && l['request_id'] === requestId);
-    if (line) return line;
-    await new Promise((r) => setImmediate(r));
-    if (i > 20) await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`no access line for ${requestId}`);
+  return waitUntil(
+    () => lines.find((l) => l['logger'] === 'svc.access' && l['request_id'] === requestId),
+    `the access line of ${requestId}`,
+    { timeoutMs: 5_000, everyMs: 5 },
+  );
 }
 
 test('when requests are refused, missing, invalid or accepted, then each leaves one access line with method, path, status, duration, request id and caller id, and no credential', async () => {

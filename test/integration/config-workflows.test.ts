@@ -8,6 +8,7 @@ import {
   waitForJob,
   waitHealthy,
   type InProcessStack,
+  waitUntil,
 } from '../harness/mod.js';
 
 /**
@@ -572,13 +573,10 @@ test('when a push arrives while an identical dry run is in flight, then it is it
     });
     assert.equal(dry.status, 202, dry.text);
     // The dry run is in flight: the device holds it at its diff.
-    for (
-      let i = 0;
-      i < 600 && !dev.stats.commands.some((c) => c.command === 'show | compare');
-      i++
-    ) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntil(
+      () => dev.stats.commands.some((c) => c.command === 'show | compare'),
+      'the dry run at its diff',
+    );
     const push = await http('POST', `${stack.url}/v2/send-config`, { ...auth, body });
     assert.equal(push.status, 202, push.text);
     assert.equal(push.json.deduplicated, false, push.text);
@@ -690,12 +688,10 @@ test('when checks repeat a command or are not a list of strings, then 422 names 
 // ---- config batches (slice 8) ----
 
 async function waitForBatch(batchId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 600; i++) {
+  return waitUntil(async () => {
     const b = await http('GET', `${stack.url}/v2/batches/${batchId}`, auth);
-    if (b.json.status !== 'running') return b.json as Record<string, unknown>;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`batch ${batchId} still running`);
+    return b.json.status !== 'running' && (b.json as Record<string, unknown>);
+  }, `batch ${batchId} to end`);
 }
 
 test('when a config batch rolls a stored template out in waves, then each device gets the batch vars merged with its own, with rendered lines and checks in its job', async () => {

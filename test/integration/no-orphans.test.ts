@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NatsServerProcess, ServiceProcess, testEnv } from '../harness/mod.js';
+import { NatsServerProcess, ServiceProcess, testEnv, waitUntil } from '../harness/mod.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -55,17 +55,15 @@ async function childrenOf(pid: number): Promise<number[]> {
 
 /** Resolves once the process is gone (signal 0 fails); rejects after a generous deadline. */
 async function gone(pid: number): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  await waitUntil(async () => {
     try {
       process.kill(pid, 0);
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-      if (/^\d+ \(.*\) Z /.test(stat)) return;
     } catch {
-      return;
+      return true;
     }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`process ${pid} is still running`);
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    return /^\d+ \(.*\) Z /.test(stat);
+  }, `process ${pid} to end`);
 }
 
 async function exited(p: ServiceProcess): Promise<number | null> {
@@ -120,11 +118,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       await rm(dataDir, { recursive: true, force: true });
     });
     // The nats-server is running: from here on the launcher owns a child.
-    let nats: number[] = [];
-    for (let i = 0; i < 400 && nats.length === 0; i++) {
-      nats = await processesWith(join(dataDir, 'nats'));
-      if (nats.length === 0) await new Promise((r) => setTimeout(r, 25));
-    }
+    const nats = await waitUntil(
+      async () => {
+        const found = await processesWith(join(dataDir, 'nats'));
+        return found.length > 0 && found;
+      },
+      `the launcher's nats-server:\n${launcher.output.join('\n')}`,
+    );
     assert.equal(nats.length, 1, launcher.output.join('\n'));
     launcher.child.kill(signal);
     await exited(launcher);
@@ -164,10 +164,10 @@ test('when npm run start:gateway gets SIGTERM, then the gateway process gets it 
     if (npm.exitCode === null) npm.kill('SIGKILL');
     await nats.stop();
   });
-  for (let i = 0; !output.some((l) => l.includes('gateway listening')); i++) {
-    if (npm.exitCode !== null || i > 1200) throw new Error(output.join('\n'));
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntil(() => {
+    if (npm.exitCode !== null) throw new Error(output.join('\n'));
+    return output.some((l) => l.includes('gateway listening'));
+  }, 'the gateway under npm to listen');
   // Every node process under npm (through a shell or not).
   const tree = async (pid: number): Promise<number[]> => {
     const kids = await childrenOf(pid);

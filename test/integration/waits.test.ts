@@ -3,7 +3,14 @@
 // naming NATS until it is up. Real processes, real nats-server, real HTTP.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NatsServerProcess, ServiceProcess, freePort, http, testEnv } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  freePort,
+  http,
+  testEnv,
+  waitUntil,
+} from '../harness/mod.js';
 
 const NATS_SECRET = 'Nats-Pw-never-in-a-line';
 
@@ -43,12 +50,10 @@ test('when the gateway starts while NATS is unreachable, then it says it waits f
   });
   const url = await gateway.httpUrl();
   assert.equal(url, line.http, 'the same listener address once NATS is up');
-  for (let i = 0; ; i++) {
+  await waitUntil(async () => {
     const h = await http('GET', `${url}/healthcheck`);
-    if (h.json?.components?.redis?.status === 'healthy') break;
-    if (i > 400) throw new Error(h.text);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+    return h.json?.components?.redis?.status === 'healthy';
+  }, 'a healthy store on /healthcheck');
   assert.ok(gateway.output.some((l) => /connected to NATS/.test(l)));
   assert.ok(!gateway.output.some((l) => l.includes(NATS_SECRET)), 'no NATS password logged');
 });
