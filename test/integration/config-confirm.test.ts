@@ -7,6 +7,7 @@ import {
   startInProcessStack,
   waitForJob,
   waitHealthy,
+  waitUntil,
   type InProcessStack,
 } from '../harness/mod.js';
 
@@ -238,6 +239,87 @@ for (const [what, dev, commit, loc] of bad) {
       i.loc.join('.'),
     );
     assert.ok(locs.includes(loc.join('.')), `${loc.join('.')} in ${locs.join(', ')}`);
+    assert.equal(await jobCount(), count, 'nothing queued');
+  });
+}
+
+async function waitForBatch(batchId: string): Promise<Record<string, unknown>> {
+  return waitUntil(async () => {
+    const b = await http('GET', `${stack.url}/v2/batches/${batchId}`, auth);
+    return b.json.status !== 'running' && (b.json as Record<string, unknown>);
+  }, `batch ${batchId} to end`);
+}
+
+test('when a config batch gives a commit object, then every device job commits with it (confirm_by each) and each confirm job confirms its own', async () => {
+  junos.resetStats();
+  xr.resetStats();
+  const line = 'set system location batch-rollout';
+  const made = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      platform: 'juniper_junos',
+      commands: [line],
+      commit: { comment: 'fleet', confirmed_minutes: 5 },
+      canary: 1,
+      devices: [
+        { host: '127.0.0.1', port: junos.port },
+        { host: '127.0.0.1', port: xr.port, platform: 'cisco_xr' },
+      ],
+    },
+  });
+  assert.equal(made.status, 202, made.text);
+  const summary = await waitForBatch(made.json.batch_id);
+  assert.equal(summary['status'], 'finished', JSON.stringify(summary));
+  const sentJ = junos.stats.commands.map((r) => r.command);
+  const sentX = xr.stats.commands.map((r) => r.command);
+  assert.ok(sentJ.includes('commit confirmed 5 comment "fleet"'), sentJ.join(' | '));
+  assert.ok(sentX.includes('commit confirmed 300 comment fleet'), sentX.join(' | '));
+  for (const [ref, dev] of [
+    [made.json.jobs[0], junos],
+    [made.json.jobs[1], xr],
+  ] as [{ job_id: string }, SimulatedDevice][]) {
+    const job = await finished(ref.job_id);
+    assert.equal(typeof job.confirm_by, 'string', JSON.stringify(job));
+    assert.ok(dev.confirmPending, `${dev.platform} waits for the confirmation`);
+    const confirm = await http('POST', `${stack.url}/v2/jobs/${ref.job_id}/confirm`, auth);
+    assert.equal(confirm.status, 202, confirm.text);
+    await finished(confirm.json.job_id);
+    assert.equal(dev.confirmPending, false);
+    assert.ok(dev.running.includes(line));
+  }
+});
+
+for (const [what, commit, devices, loc] of [
+  ['confirmed_minutes 61', { confirmed_minutes: 61 }, [], 'body.commit.confirmed_minutes'],
+  ['an unknown commit option', { confirm_minutes: 5 }, [], 'body.commit.confirm_minutes'],
+  [
+    'check with a cisco_xr device',
+    { check: true },
+    [{ platform: 'cisco_xr' }],
+    'body.commit.check',
+  ],
+] as [string, unknown, Record<string, unknown>[], string][]) {
+  test(`when a config batch has a commit object with ${what}, then 422 names the field and nothing is queued`, async () => {
+    const count = await jobCount();
+    const refused = await http('POST', `${stack.url}/v2/batches`, {
+      ...auth,
+      body: {
+        kind: 'config',
+        platform: 'juniper_junos',
+        commands: ['set system location x'],
+        commit,
+        devices: [
+          { host: '127.0.0.1', port: junos.port },
+          ...devices.map((d) => ({ host: '127.0.0.1', port: xr.port, ...d })),
+        ],
+      },
+    });
+    assert.equal(refused.status, 422, refused.text);
+    const locs = (refused.json.validation_error.json as { loc: (string | number)[] }[]).map((i) =>
+      i.loc.join('.'),
+    );
+    assert.ok(locs.includes(loc), `${loc} in ${locs.join(', ')}`);
     assert.equal(await jobCount(), count, 'nothing queued');
   });
 }

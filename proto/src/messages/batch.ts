@@ -63,7 +63,12 @@ export const BatchRequest = Type.Object(
     save_config: Type.Optional(
       Type.Boolean({ description: 'config batches: save. Default false.' }),
     ),
-    commit: Type.Optional(Type.Boolean({ description: 'config batches: commit. Default false.' })),
+    commit: Type.Optional(
+      Type.Union(SendConfigRequest.properties.commit.anyOf, {
+        description:
+          'config batches: commit (true), or the commit options of send-config ({"comment", "confirmed_minutes", "check"}) for every device, checked against each device\'s platform; each confirmed commit is confirmed per job (POST /v2/jobs/{job_id}/confirm). Default false.',
+      }),
+    ),
     // The configuration workflow fields of send-config (docs/config-workflows.md).
     commands: Type.Optional(ConnectionFields.commands),
     template: Type.Optional(

@@ -207,6 +207,13 @@ export class Batches {
         });
       }
     }
+    if (typeof req.commit === 'object' && req.kind !== 'config') {
+      issues.push({
+        loc: ['body', 'commit'],
+        msg: 'commit options apply to config batches only',
+        type: 'value_error',
+      });
+    }
     // The webhook belongs to the batch (one delivery at its end), not to each job.
     try {
       this.intake.checkWebhookUrl(req.webhook_url ?? null);
