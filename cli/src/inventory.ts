@@ -13,7 +13,23 @@ export interface InventoryDevice {
   password?: string;
   enable?: string;
   tags?: Record<string, string>;
+  /**
+   * The host's own variables, for a config batch's template (only when asked for: see
+   * `InventoryOptions.vars`): Ansible's group and host vars without its connection variables
+   * (`ansible_*`, `svc_*`), Nornir's `data`. A CSV inventory has none.
+   */
+  vars?: Record<string, unknown>;
 }
+
+export interface InventoryOptions {
+  /** Only the hosts of this group (YAML and INI inventories). */
+  group?: string;
+  /** Give each device its host vars (`InventoryDevice.vars`). Default false. */
+  vars?: boolean;
+}
+
+/** Variables that say how to reach a host (and may be secrets): never template variables. */
+const CONNECTION_VAR = /^(?:ansible|svc)_/;
 
 /**
  * Platform names other tools use, mapped to ours: Ansible's `ansible_network_os` (short and
@@ -195,6 +211,11 @@ type Vars = Record<string, unknown>;
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** A host's variables a template may use: every one but those saying how to reach it. */
+function templateVars(vars: Vars): Vars {
+  return Object.fromEntries(Object.entries(vars).filter(([k]) => !CONNECTION_VAR.test(k)));
+}
+
 /** The device of an Ansible host from its merged variables (host vars over group vars). */
 function ansibleDevice(name: string, vars: Vars, source: string): InventoryDevice {
   return device(
@@ -260,9 +281,10 @@ class AnsibleGroups {
   /**
    * The devices, hosts in the order first seen. A host's variables: its groups' and their
    * ancestors' vars, shallower groups first and by name within a depth (so a child group wins
-   * over its parent), then its own. `only`: the hosts of that group and its descendants.
+   * over its parent), then its own. `only`: the hosts of that group and its descendants;
+   * `withVars`: each device carries its variables but the connection ones.
    */
-  devices(only?: string): InventoryDevice[] {
+  devices(only?: string, withVars = false): InventoryDevice[] {
     if (only !== undefined && !this.groups.has(only)) throw bad(this.source, `no group ${only}`);
     const depth = this.#depths();
     const parents = new Map<string, string[]>();
@@ -287,7 +309,10 @@ class AnsibleGroups {
       );
       const vars: Vars = {};
       for (const g of ordered) Object.assign(vars, this.groups.get(g)?.vars);
-      out.push(ansibleDevice(host, { ...vars, ...own }, this.source));
+      const merged = { ...vars, ...own };
+      const found = ansibleDevice(host, merged, this.source);
+      if (withVars) found.vars = templateVars(merged);
+      out.push(found);
     }
     return out;
   }
@@ -302,6 +327,7 @@ export function parseAnsibleInventory(
   doc: unknown,
   source: string,
   group?: string,
+  withVars = false,
 ): InventoryDevice[] {
   if (!isObject(doc)) throw bad(source, 'not a YAML mapping');
   const model = new AnsibleGroups(source);
@@ -326,7 +352,7 @@ export function parseAnsibleInventory(
     }
   };
   for (const [name, node] of Object.entries(doc)) walk(name, node, 0);
-  return model.devices(group);
+  return model.devices(group, withVars);
 }
 
 /** One `key=value` token list of an INI host line or vars line (quotes as shlex reads them). */
@@ -364,6 +390,7 @@ export function parseAnsibleIniInventory(
   text: string,
   source: string,
   group?: string,
+  withVars = false,
 ): InventoryDevice[] {
   const model = new AnsibleGroups(source);
   let section = 'ungrouped';
@@ -403,7 +430,7 @@ export function parseAnsibleIniInventory(
     }
     model.addHost(section, host, vars);
   }
-  return model.devices(group);
+  return model.devices(group, withVars);
 }
 
 /**
@@ -411,7 +438,12 @@ export function parseAnsibleIniInventory(
  * groups, data}`. `connection_options.netmiko.extras.secret` is the enable secret, and
  * `data.tags` (a mapping) the tags. `group` keeps the hosts listing that group.
  */
-export function parseNornirHosts(doc: unknown, source: string, group?: string): InventoryDevice[] {
+export function parseNornirHosts(
+  doc: unknown,
+  source: string,
+  group?: string,
+  withVars = false,
+): InventoryDevice[] {
   if (!isObject(doc)) throw bad(source, 'not a YAML mapping');
   const out: InventoryDevice[] = [];
   for (const [name, node] of Object.entries(doc)) {
@@ -428,21 +460,22 @@ export function parseNornirHosts(doc: unknown, source: string, group?: string): 
         if (text !== undefined) tags[k] = text;
       }
     }
-    out.push(
-      device(
-        {
-          host: h['hostname'] ?? name,
-          port: h['port'],
-          platform: h['platform'],
-          username: h['username'],
-          password: h['password'],
-          enable: extras['secret'],
-          tags,
-        },
-        source,
-        `host ${name}`,
-      ),
+    const found = device(
+      {
+        host: h['hostname'] ?? name,
+        port: h['port'],
+        platform: h['platform'],
+        username: h['username'],
+        password: h['password'],
+        enable: extras['secret'],
+        tags,
+      },
+      source,
+      `host ${name}`,
     );
+    // Nornir's host data is what its templates read as the host's variables.
+    if (withVars) found.vars = templateVars(data);
+    out.push(found);
   }
   return out;
 }
@@ -459,10 +492,8 @@ function looksAnsible(doc: Record<string, unknown>): boolean {
  * The devices named by `--hosts`: `@FILE` reads an inventory (CSV by its `.csv` name, otherwise
  * YAML: Ansible or Nornir by shape), anything else is a comma-separated list of hosts.
  */
-export function loadInventory(
-  spec: string,
-  options: { group?: string; cwd?: string } = {},
-): InventoryDevice[] {
+export function loadInventory(spec: string, options: InventoryOptions = {}): InventoryDevice[] {
+  const withVars = options.vars === true;
   let devices: InventoryDevice[];
   if (spec.startsWith('@')) {
     const path = spec.slice(1);
@@ -476,7 +507,7 @@ export function loadInventory(
       if (options.group !== undefined) throw bad(path, '--group applies to YAML inventories');
       devices = parseCsvInventory(text, path);
     } else if (extname(path).toLowerCase() === '.ini') {
-      devices = parseAnsibleIniInventory(text, path, options.group);
+      devices = parseAnsibleIniInventory(text, path, options.group, withVars);
     } else {
       let doc: unknown;
       let yamlError: Error | null = null;
@@ -488,11 +519,11 @@ export function loadInventory(
       const yamlFile = ['.yml', '.yaml'].includes(extname(path).toLowerCase());
       if (isObject(doc)) {
         devices = looksAnsible(doc)
-          ? parseAnsibleInventory(doc, path, options.group)
-          : parseNornirHosts(doc, path, options.group);
+          ? parseAnsibleInventory(doc, path, options.group, withVars)
+          : parseNornirHosts(doc, path, options.group, withVars);
       } else if (!yamlFile) {
         // Not a YAML mapping: Ansible's default INI format (files named `hosts`, `inventory`).
-        devices = parseAnsibleIniInventory(text, path, options.group);
+        devices = parseAnsibleIniInventory(text, path, options.group, withVars);
       } else {
         throw bad(path, yamlError?.message ?? 'not a YAML mapping');
       }

@@ -250,15 +250,22 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     ...(o.transcript ? { transcript: true } : {}),
   });
 
-  const devicesOf = (o: JobFlags): InventoryDevice[] | null => {
+  /** `withVars`: each inventory device carries its host vars (a config batch's template). */
+  const devicesOf = (o: JobFlags, withVars = false): InventoryDevice[] | null => {
     if (o.host !== undefined && o.hosts !== undefined) {
       throw new CliError(ExitCode.usage, 'give --host or --hosts, not both');
     }
     if (o.group !== undefined && o.hosts === undefined) {
       throw new CliError(ExitCode.usage, '--group needs --hosts @inventory.yaml');
     }
-    if (o.hosts !== undefined)
-      return loadInventory(o.hosts, o.group !== undefined ? { group: o.group } : {});
+    if (o.hosts !== undefined) {
+      return loadInventory(o.hosts, {
+        ...(o.group !== undefined ? { group: o.group } : {}),
+        vars: withVars,
+      }).map(({ vars, ...d }) =>
+        vars !== undefined && Object.keys(vars).length > 0 ? { ...d, vars } : d,
+      );
+    }
     if (o.host === undefined)
       throw new CliError(ExitCode.usage, 'give --host HOST or --hosts @INVENTORY');
     return null;
@@ -547,13 +554,8 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         ...(o.save ? { save_config: true } : {}),
         ...commitField(o),
       };
-      const devices = devicesOf(o);
-      if (devices !== null && typeof body['commit'] === 'object') {
-        throw new CliError(
-          ExitCode.usage,
-          '--commit-comment, --confirm-minutes and --commit-check are for one device, not --hosts',
-        );
-      }
+      // A template's vars are the batch's (--var, --vars-file) under each host's own.
+      const devices = devicesOf(o, workflow['template'] !== undefined);
       if (devices === null) {
         if (
           o.canary !== undefined ||

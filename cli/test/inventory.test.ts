@@ -217,3 +217,45 @@ test('when a CSV cell is quoted across lines, then it is one field and later lin
     /line 4: port/,
   );
 });
+
+test('when host vars are asked for, then each Ansible host carries its group and host vars without ansible_/svc_ ones, and each Nornir host its data', () => {
+  const doc = parseYaml(`
+all:
+  vars:
+    ansible_password: pw
+    vlan: 10
+  children:
+    spine:
+      vars:
+        asn: 65001
+        svc_platform: cisco_ios
+      hosts:
+        s1:
+          ansible_host: 10.1.0.1
+          loopback: 192.0.2.1
+          vlan: 20
+`);
+  assert.deepEqual(parseAnsibleInventory(doc, 'hosts.yml', undefined, true), [
+    {
+      host: '10.1.0.1',
+      platform: 'cisco_ios',
+      password: 'pw',
+      vars: { vlan: 20, asn: 65001, loopback: '192.0.2.1' },
+    },
+  ]);
+  assert.deepEqual(
+    parseAnsibleIniInventory('r1 ansible_host=10.0.0.1 site=ams\n', 'hosts', undefined, true),
+    [{ host: '10.0.0.1', vars: { site: 'ams' } }],
+  );
+  const nornir = parseYaml(`
+r1:
+  hostname: 192.0.2.1
+  data:
+    site: fra
+    vlans: [10, 20]
+`);
+  assert.deepEqual(parseNornirHosts(nornir, 'hosts.yaml', undefined, true), [
+    { host: '192.0.2.1', vars: { site: 'fra', vlans: [10, 20] } },
+  ]);
+  assert.equal(parseAnsibleInventory(doc, 'hosts.yml')[0]?.vars, undefined, 'only when asked');
+});

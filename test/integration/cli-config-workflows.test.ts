@@ -221,3 +221,57 @@ test('when svc config makes a confirmed commit with a comment, then it prints co
   assert.equal(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, /--confirm-minutes: a whole number from 1 to 60/);
 });
+
+test('when svc config rolls a template out to an inventory, then each device renders with its own host vars (group vars under them) over --var', async () => {
+  const a = await startDevice({ platform: 'cisco_ios', hostname: 'A1', enable: 'svc-demo' });
+  const b = await startDevice({ platform: 'cisco_ios', hostname: 'B1', enable: 'svc-demo' });
+  try {
+    const inventory = file(
+      'hosts.yml',
+      [
+        'all:',
+        '  vars:',
+        '    ansible_network_os: cisco.ios.ios',
+        '    ansible_password: not-a-template-var',
+        '    vlan: 30',
+        '  hosts:',
+        '    a1:',
+        '      ansible_host: 127.0.0.1',
+        `      ansible_port: ${a.port}`,
+        '      h: A2',
+        '    b1:',
+        '      ansible_host: 127.0.0.1',
+        `      ansible_port: ${b.port}`,
+        '      h: B2',
+        '      vlan: 40',
+        '',
+      ].join('\n'),
+    );
+    const run = await svc([
+      'config',
+      '--hosts',
+      `@${inventory}`,
+      '--template-file',
+      file(
+        'hv.j2',
+        'hostname {{ h }}\nvlan {{ vlan }}\n{% if ansible_password is defined %}bad{% endif %}',
+      ),
+      '--var',
+      'vlan=10',
+      '--var',
+      'h=unused',
+      '-o',
+      'json',
+    ]);
+    assert.equal(run.code, 0, run.stderr + run.stdout);
+    const jobs = (JSON.parse(run.stdout) as { jobs: { rendered?: string[]; port: number }[] }).jobs;
+    const byPort = new Map(jobs.map((j) => [j.port, j.rendered]));
+    assert.deepEqual(byPort.get(a.port), ['hostname A2', 'vlan 30']);
+    assert.deepEqual(byPort.get(b.port), ['hostname B2', 'vlan 40']);
+    assert.equal(a.hostname, 'A2');
+    assert.equal(b.hostname, 'B2');
+  } finally {
+    await a.stop();
+    await b.stop();
+  }
+});
