@@ -323,3 +323,76 @@ for (const [what, commit, devices, loc] of [
     assert.equal(await jobCount(), count, 'nothing queued');
   });
 }
+
+/** The diff a dry run of `line` shows on `dev`: the candidate holds nothing else. */
+async function dryRunDiff(dev: SimulatedDevice, line: string): Promise<string> {
+  const dry = await submit({ commands: [line], dry_run: true }, dev);
+  assert.equal(dry.status, 202, dry.text);
+  return (await finished(dry.json.job_id)).diff as string;
+}
+
+for (const c of [
+  {
+    what: 'the commit',
+    platform: 'juniper_junos',
+    dev: () => junos,
+    commit: { comment: 'guarded' },
+    step: 'commit comment "guarded"',
+    said: 'error: configuration check-out failed',
+    discard: 'rollback 0',
+  },
+  {
+    what: 'commit check',
+    platform: 'juniper_junos',
+    dev: () => junos,
+    commit: { check: true, confirmed_minutes: 5 },
+    step: 'commit check',
+    said: 'error: configuration check-out failed',
+    discard: 'rollback 0',
+  },
+  {
+    what: 'the commit',
+    platform: 'cisco_xr',
+    dev: () => xr,
+    commit: { comment: 'guarded' },
+    step: 'commit comment guarded',
+    said: '% Failed to commit one or more configuration items',
+    discard: 'abort',
+  },
+]) {
+  test(`${c.platform}: when the device refuses ${c.what}, then the job fails COMMAND_ERROR with the device's words and the candidate is discarded`, async () => {
+    const dev = c.dev();
+    dev.resetStats();
+    const line = 'set system location refuse-commit';
+    const pushed = await submit({ commands: [line], commit: c.commit }, dev);
+    assert.equal(pushed.status, 202, pushed.text);
+    const done = await waitForJob(stack.url, pushed.json.job_id, auth);
+    assert.equal(done.json.status, 'failed', done.text);
+    assert.equal(done.json.error_code, 'COMMAND_ERROR');
+    assert.ok(done.json.error.includes(c.step), done.json.error);
+    assert.ok(done.json.error.includes(c.said), done.json.error);
+    assert.ok(String(done.json.results?.[c.step]).includes(c.said), done.text);
+    const status = done.json.command_status as { command: string; status: string }[];
+    assert.deepEqual(
+      status.map((s) => [s.command, s.status]),
+      [
+        [line, 'ok'],
+        ...(c.step === 'commit check'
+          ? [
+              ['commit check', 'error'],
+              ['commit confirmed 5', 'not_run'],
+            ]
+          : [[c.step, 'error']]),
+      ],
+    );
+    const sent = dev.stats.commands.map((r) => r.command);
+    assert.ok(sent.includes(c.discard), `${c.discard} sent: ${sent.join(' | ')}`);
+    assert.equal(dev.stats.commits, 0);
+    assert.equal(dev.confirmPending, false);
+    assert.ok(!dev.running.includes(line));
+    assert.deepEqual(dev.candidate, [], 'nothing left in a shared candidate');
+    const diff = await dryRunDiff(dev, 'set system location after-refusal');
+    assert.ok(!diff.includes('refuse-commit'), diff);
+    assert.ok(diff.includes('after-refusal'), diff);
+  });
+}

@@ -181,6 +181,12 @@ export interface SimulatedDevice {
    * by nobody, waiting for someone's commit.
    */
   readonly uncommitted: boolean;
+  /**
+   * The lines a shared candidate holds that no session committed or discarded (Junos): a
+   * session that leaves configuration mode, or is cut, with changes leaves them here, and the
+   * next `configure` starts from them.
+   */
+  readonly candidate: readonly string[];
   /** The configuration lines committed so far (through commit options), in order. */
   readonly running: readonly string[];
   /** Whether a confirmed commit waits for its confirmation. */
@@ -255,6 +261,8 @@ interface DeviceState {
   lastMode: string | null;
   /** A shared candidate holds uncommitted changes (see `SimulatedDevice.uncommitted`). */
   uncommitted: boolean;
+  /** See `SimulatedDevice.candidate`. */
+  candidate: string[];
   running: string[];
   /** The confirmed commit waiting for its confirmation, or null. */
   pendingConfirm: {
@@ -306,6 +314,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     stats: emptyStats(),
     lastMode: null,
     uncommitted: false,
+    candidate: [],
     running: [],
     pendingConfirm: null,
     confirmTimeScale: options.confirmTimeScale ?? 1,
@@ -455,6 +464,9 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
     get uncommitted() {
       return state.uncommitted;
     },
+    get candidate() {
+      return state.candidate;
+    },
     get running() {
       return state.running;
     },
@@ -545,6 +557,8 @@ class Shell {
     });
     stream.on('close', () => {
       this.closed = true;
+      // A session cut in configuration mode leaves its changes in a shared candidate (Junos).
+      if (this.mode === 'config') this.keepSharedCandidate();
       this.wake();
     });
   }
@@ -801,6 +815,11 @@ class Shell {
       if (this.mode === 'user' && d.enable !== null) return this.unknown(cmd);
       this.mode = 'config';
       this.stack = [];
+      if (cfg.candidate === 'shared') {
+        // The shared candidate: what earlier sessions left in it is this session's too.
+        this.changes = [...this.dev.candidate];
+        this.pendingChanges = this.changes.length > 0;
+      }
       await this.output(this.fill(textOf(cfg.enterOutput)));
       return true;
     }
@@ -931,12 +950,14 @@ class Shell {
       dev.stats.confirms++;
     };
     if (cc.check !== undefined && cmd === cc.check) {
+      if (await this.refuseCommit()) return true;
       confirm();
       await this.output(this.fill(textOf(cc.checkOutput ?? '')));
       return true;
     }
     const m = new RegExp(cc.commit).exec(cmd);
     if (m === null) return false;
+    if (await this.refuseCommit()) return true;
     const timer = m.groups?.['timer'];
     if (
       this.changes.length === 0 &&
@@ -954,6 +975,7 @@ class Shell {
     this.changes = [];
     this.pendingChanges = false;
     dev.uncommitted = false;
+    dev.candidate = [];
     let text = textOf(cc.output);
     if (timer !== undefined) {
       const minutes =
@@ -985,6 +1007,23 @@ class Shell {
     return true;
   }
 
+  /** Prints the refusal of `commitRefused` when the candidate holds its line; true then. */
+  private async refuseCommit(): Promise<boolean> {
+    const refused = this.data.commitRefused;
+    if (refused === undefined) return false;
+    const line = new RegExp(refused.line);
+    if (!this.changes.some((c) => line.test(c))) return false;
+    await this.output(this.fill(textOf(refused.output)));
+    return true;
+  }
+
+  /** A shared candidate keeps this session's uncommitted changes (see `SimulatedDevice.candidate`). */
+  private keepSharedCandidate(): void {
+    if (this.data.config?.candidate !== 'shared' || !this.pendingChanges) return;
+    this.dev.candidate = [...this.changes];
+    this.dev.uncommitted = true;
+  }
+
   private pushSubmode(cmd: string): boolean {
     for (const s of this.data.config?.submodes ?? []) {
       const m = new RegExp(s.regex).exec(cmd);
@@ -1013,9 +1052,11 @@ class Shell {
       return true;
     }
     if (d.commit !== null && cmd === d.commit.command) {
+      if (await this.refuseCommit()) return true;
       this.dev.stats.commits++;
       this.pendingChanges = false;
       this.dev.uncommitted = false;
+      this.dev.candidate = [];
       this.changes = [];
       await this.output(this.fill(textOf(d.commit.output)));
       return true;
@@ -1044,6 +1085,7 @@ class Shell {
       this.changes = [];
       this.pendingChanges = false;
       this.dev.uncommitted = false;
+      this.dev.candidate = [];
       await this.output(textOf(cfg.rollbackOutput));
       return true;
     }
@@ -1074,7 +1116,7 @@ class Shell {
         if (!shared) this.pendingChanges = false;
       }
       // A shared candidate keeps what was not committed after the session leaves.
-      if (cfg.candidate === 'shared' && this.pendingChanges) this.dev.uncommitted = true;
+      this.keepSharedCandidate();
       this.pendingChanges = false;
       this.changes = [];
       this.session = null;

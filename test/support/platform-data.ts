@@ -166,6 +166,12 @@ export interface PlatformData {
     nothing?: Text;
     leaves?: boolean;
   };
+  /**
+   * A commit the device refuses: while the candidate holds a line matching `line` (regex),
+   * every commit form (`commit`, the `confirmedCommit` forms and its `check`) prints `output`
+   * and changes nothing; the candidate keeps its lines.
+   */
+  commitRefused?: { line: string; output: Text };
   save: null | {
     commands: readonly string[];
     confirms?: readonly Confirm[];

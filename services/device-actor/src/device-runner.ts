@@ -186,13 +186,16 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         (job.confirmOf !== undefined || job.commitOptions !== undefined)
       ) {
         const committed = await commitOptionsJob(cli, job, { answers, errorPatterns }, floorMs);
+        // A rejected step failed the job with every output (the candidate already discarded).
+        const failure = jobFailure(committed, true, detectedPlatform);
+        if (failure !== null) throw failure;
         const post = pre !== null ? await runChecks(cli, checks, job.readTimeoutMs, 'post') : null;
         ok = true;
         return {
           results: committed.results,
           detectedPlatform,
           pooled,
-          commandStatus: null,
+          commandStatus: committed.status.length > 0 ? committed.status : null,
           workflow: {
             ...(committed.confirmBy !== null ? { confirm_by: committed.confirmBy } : {}),
             ...(pre !== null ? { checks: checkResults(checks, pre, post) } : {}),
@@ -311,7 +314,7 @@ async function commitOptionsJob(
   }
   if (job.confirmOf !== undefined) {
     const results = await confirmCommit(cli, forms, job.confirmOf, job.readTimeoutMs);
-    return { results, confirmBy: null };
+    return { results, status: [], failure: null, confirmBy: null };
   }
   return commitWithOptions(cli, job.commands, forms, job.commitOptions ?? {}, {
     timeoutMs: job.readTimeoutMs,

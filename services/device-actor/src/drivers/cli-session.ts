@@ -788,8 +788,11 @@ export class CliSession {
     ssh.clear();
   }
 
-  /** Sends the exit (or abort) commands until the prompt is no longer a configuration prompt. */
-  private async leaveConfig(commands: readonly string[], timeoutMs: number): Promise<void> {
+  /**
+   * Sends the exit (or abort) commands until the prompt is no longer a configuration prompt;
+   * still there after some rounds: thrown. The one way every configuration path leaves.
+   */
+  async leaveConfig(commands: readonly string[], timeoutMs: number): Promise<void> {
     const config = this.driver.config;
     // Nested blocks (FortiOS `config` inside `edit`) need the exit more than once.
     for (let round = 0; round < 8 && config.isConfig(this.prompt); round++) {

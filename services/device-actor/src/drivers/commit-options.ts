@@ -6,17 +6,17 @@ import {
   sessionNameOf,
   type CommitForms,
   type CommitOptions,
+  type CommandStatus,
   type ConfirmOf,
 } from '@svc/proto';
-import type { AnswersFor, CliSession } from './cli-session.js';
+import type { AnswersFor, CliSession, ShowOutcome } from './cli-session.js';
 
 /**
  * Pushes with commit options (comment, confirmed commit, commit check) and confirms a confirmed
  * commit later (docs/config-workflows.md). The forms per platform are proto's `COMMIT_FORMS`.
  */
 
-export interface CommitOutcome {
-  results: Record<string, string>;
+export interface CommitOutcome extends ShowOutcome {
   /** Confirmed commits: when the device rolls the change back unless confirmed. */
   confirmBy: string | null;
 }
@@ -32,7 +32,9 @@ export interface CommitRunOptions {
 /**
  * Enters configuration mode (EOS: a configuration session named after the job), types the
  * lines, runs `commit check` when asked, commits with the options and leaves configuration
- * mode. A rejected line, check or commit fails the job and the candidate is discarded.
+ * mode. Every step's output and status are kept; a line, check or commit the device rejects
+ * ends the job (`failure`) and the candidate is discarded before the session goes anywhere
+ * (Junos keeps an uncommitted change in its shared candidate for the next session).
  */
 export async function commitWithOptions(
   cli: CliSession,
@@ -43,42 +45,90 @@ export async function commitWithOptions(
 ): Promise<CommitOutcome> {
   const { timeoutMs } = options;
   const session = sessionNameOf(options.jobId);
-  await enterConfig(cli, forms.enter, session, timeoutMs);
+  const check = commit.check === true ? forms.check : null;
+  const commitCommand = forms.command(commit);
+  const steps = [...lines, ...(check !== null ? [check] : []), commitCommand];
   const results: Record<string, string> = {};
-  const send = async (cmd: string, wait: number, index?: number): Promise<void> => {
-    const out = cli.driver.cleanConfigOutput(
-      await cli.command(cmd, {
-        timeoutMs: wait,
-        follow: 'exit',
-        confirmations: index !== undefined ? (options.answers?.(index) ?? []) : [],
-      }),
-    );
+  const status: CommandStatus[] = [];
+  let failure: SvcError | null = null;
+  const finish = (confirmBy: string | null): CommitOutcome => {
+    for (const name of steps.slice(status.length))
+      status.push({ command: name, status: 'not_run' });
+    return { results, status, failure, confirmBy };
+  };
+  /** Sends one step and records how it fared; false when it ended the job. */
+  const step = async (cmd: string, wait: number, index?: number): Promise<boolean> => {
+    let out: string;
+    try {
+      out = cli.driver.cleanConfigOutput(
+        await cli.command(cmd, {
+          timeoutMs: wait,
+          follow: 'exit',
+          confirmations: index !== undefined ? (options.answers?.(index) ?? []) : [],
+        }),
+      );
+    } catch (err) {
+      failure = SvcError.from(err);
+      const timedOut =
+        failure.code === ErrorCode.READ_TIMEOUT || failure.code === ErrorCode.JOB_TIMEOUT;
+      status.push({ command: cmd, status: timedOut ? 'timeout' : 'error', error: failure.message });
+      return false;
+    }
     results[cmd] = out;
     const error = cli.findError(out, undefined, options.errorPatterns);
     if (error !== undefined) {
-      throw new SvcError(
+      failure = new SvcError(
         ErrorCode.COMMAND_ERROR,
         `command "${cmd}" rejected by the device: ${error}`,
       );
+      status.push({ command: cmd, status: 'error', error });
+      return false;
     }
+    status.push({ command: cmd, status: 'ok' });
+    return true;
   };
-  try {
-    for (const [index, line] of lines.entries()) await send(line, timeoutMs, index);
-    if (commit.check === true && forms.check !== null) {
-      await send(forms.check, options.commitTimeoutMs);
-    }
-  } catch (err) {
-    if (!cli.isClosed) await abort(cli, timeoutMs).catch(() => cli.destroy());
-    throw err;
+  await enterConfig(cli, forms.enter, session, timeoutMs);
+  let sent = true;
+  for (const [index, line] of lines.entries()) {
+    sent = await step(line, timeoutMs, index);
+    if (!sent) break;
   }
+  if (sent && check !== null) sent = await step(check, options.commitTimeoutMs);
   const started = Date.now();
-  await send(forms.command(commit), options.commitTimeoutMs);
-  const confirmBy =
+  if (sent) sent = await step(commitCommand, options.commitTimeoutMs);
+  if (!sent) {
+    await discardAfterFailure(cli, failure, timeoutMs);
+    return finish(null);
+  }
+  try {
+    await cli.leaveConfig(cli.driver.config.exit, timeoutMs);
+  } catch (err) {
+    // Committed, then stuck in configuration mode: the outputs are kept with the failure.
+    failure = SvcError.from(err);
+  }
+  return finish(
     commit.confirmed_minutes !== undefined
       ? new Date(started + commit.confirmed_minutes * 60_000).toISOString()
-      : null;
-  await leave(cli, timeoutMs);
-  return { results, confirmBy };
+      : null,
+  );
+}
+
+/**
+ * After a step failed: a rejection (the device answered) discards the candidate and leaves
+ * configuration mode; a timeout or lost session leaves the state unknown, so the session is
+ * dropped (it is never pooled again either way).
+ */
+async function discardAfterFailure(
+  cli: CliSession,
+  failure: SvcError | null,
+  timeoutMs: number,
+): Promise<void> {
+  if (cli.isClosed) return;
+  if (failure?.code !== ErrorCode.COMMAND_ERROR) {
+    cli.destroy();
+    return;
+  }
+  await discardCandidate(cli, timeoutMs).catch(() => cli.destroy());
 }
 
 /**
@@ -110,19 +160,19 @@ export async function confirmCommit(
     const out = cli.driver.cleanConfigOutput(await cli.command(cmd, { timeoutMs, follow: 'exit' }));
     results[cmd] = out;
     if (gone !== null && out.split('\n').some((l) => gone.find(l) !== null)) {
-      await leave(cli, timeoutMs);
+      await cli.leaveConfig(cli.driver.config.exit, timeoutMs).catch(() => cli.destroy());
       throw expired();
     }
     const error = cli.findError(out);
     if (error !== undefined) {
-      await abort(cli, timeoutMs).catch(() => cli.destroy());
+      await discardCandidate(cli, timeoutMs).catch(() => cli.destroy());
       throw new SvcError(
         ErrorCode.COMMAND_ERROR,
         `command "${cmd}" rejected by the device: ${error}`,
       );
     }
   }
-  await leave(cli, timeoutMs);
+  await cli.leaveConfig(cli.driver.config.exit, timeoutMs);
   return results;
 }
 
@@ -154,28 +204,17 @@ export async function enterConfig(
   }
 }
 
-/** Leaves configuration mode (a commit that already left it, EOS, needs nothing). */
-async function leave(cli: CliSession, timeoutMs: number): Promise<void> {
+/**
+ * Discards the candidate with the platform's own discard (Junos `rollback 0`, IOS-XR and EOS
+ * sessions `abort`; EOS `end` would leave the session pending), else the driver's abort, then
+ * leaves configuration mode. One place for dry runs and commits: a candidate is never left
+ * behind for the next session.
+ */
+export async function discardCandidate(cli: CliSession, timeoutMs: number): Promise<void> {
   const config = cli.driver.config;
-  for (let round = 0; round < 4 && config.isConfig(cli.prompt); round++) {
-    for (const cmd of config.exit) {
-      if (!config.isConfig(cli.prompt)) break;
-      await cli.command(cmd, {
-        timeoutMs,
-        follow: 'exit',
-        confirmations: config.exitConfirmations,
-      });
-    }
-  }
-}
-
-/** Discards the candidate with the platform's abort, then leaves configuration mode. */
-async function abort(cli: CliSession, timeoutMs: number): Promise<void> {
-  const config = cli.driver.config;
-  // The candidate's own discard (EOS: `abort` ends the session; `end` would leave it pending).
   for (const cmd of candidateDryRunOf(cli.driver.platform)?.discard ?? config.abort) {
     if (!config.isConfig(cli.prompt)) break;
     await cli.command(cmd, { timeoutMs, follow: 'exit', confirmations: config.exitConfirmations });
   }
-  await leave(cli, timeoutMs);
+  await cli.leaveConfig(config.exit, timeoutMs);
 }

@@ -1,6 +1,6 @@
 import { ErrorCode, SvcError, type CandidateDryRun, type UserPattern } from '@svc/proto';
 import type { AnswersFor, CliSession } from './cli-session.js';
-import { enterConfig } from './commit-options.js';
+import { discardCandidate, enterConfig } from './commit-options.js';
 
 /** What a dry run gives back: each line's output, and the device's diff (null: no candidate). */
 export interface DryRunOutcome {
@@ -52,32 +52,7 @@ export async function dryRunCandidate(
     const diff = await cli.command(plan.diff, { timeoutMs, follow: 'config' });
     return { results, diff: diffText(diff) };
   } finally {
-    if (!cli.isClosed) await discard(cli, plan, timeoutMs);
-  }
-}
-
-/** Discards the candidate, then leaves configuration mode (the driver's exit commands). */
-async function discard(cli: CliSession, plan: CandidateDryRun, timeoutMs: number): Promise<void> {
-  const config = cli.driver.config;
-  for (const cmd of plan.discard) {
-    if (!config.isConfig(cli.prompt)) break;
-    await cli.command(cmd, { timeoutMs, follow: 'exit', confirmations: config.exitConfirmations });
-  }
-  for (let round = 0; round < 4 && config.isConfig(cli.prompt); round++) {
-    for (const cmd of config.exit) {
-      if (!config.isConfig(cli.prompt)) break;
-      await cli.command(cmd, {
-        timeoutMs,
-        follow: 'exit',
-        confirmations: config.exitConfirmations,
-      });
-    }
-  }
-  if (config.isConfig(cli.prompt)) {
-    throw new SvcError(
-      ErrorCode.COMMAND_ERROR,
-      `could not leave configuration mode after discarding the dry run (prompt ${cli.prompt})`,
-    );
+    if (!cli.isClosed) await discardCandidate(cli, timeoutMs);
   }
 }
 
