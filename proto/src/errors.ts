@@ -27,6 +27,7 @@ export const ErrorCode = {
   SSH_KEY_INVALID: 'SSH_KEY_INVALID',
   RESULT_TOO_LARGE: 'RESULT_TOO_LARGE',
   CONFIRM_EXPIRED: 'CONFIRM_EXPIRED',
+  ACTOR_OUTDATED: 'ACTOR_OUTDATED',
   INTERNAL: 'INTERNAL',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -93,6 +94,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
     retryable: false,
     meaning:
       'a confirm job found no confirmed commit waiting on the device: its window passed and the device rolled the change back by itself',
+  },
+  ACTOR_OUTDATED: {
+    retryable: true,
+    meaning:
+      'the actor host given the job lacks a capability the job needs (an earlier release, placed there by a dispatcher of an earlier release): nothing was sent to the device; upgrade actor hosts, then dispatchers, then gateways (docs/operations.md)',
   },
   INTERNAL: { retryable: true, meaning: 'an internal error of the service' },
 };

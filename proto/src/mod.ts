@@ -247,4 +247,10 @@ export {
 } from './commit-options.js';
 export type { CommitForms } from './commit-options.js';
 export { CANDIDATE_DRY_RUNS, candidateDryRunOf, dryRunProblem } from './dry-run.js';
+export {
+  ACTOR_CAPABILITIES,
+  ActorCapability,
+  missingCapabilities,
+  requiredCapabilities,
+} from './actor-capabilities.js';
 export type { CandidateDryRun } from './dry-run.js';

@@ -126,6 +126,12 @@ export const JobEnvelope = Type.Object(
     /** The record's `dedup_key` and `batch_id`, so that `queuedRecordOf` rebuilds it exactly. */
     dedup_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
     batch_id: Type.Optional(Type.String()),
+    /**
+     * Capabilities the actor host must have to run the job (`requiredCapabilities` of the
+     * spec): the dispatcher places it only on a host whose heartbeat lists them, and an actor
+     * host refuses it (ACTOR_OUTDATED) when it lacks one. Absent: none.
+     */
+    requires: Type.Optional(Type.Array(Type.String())),
   },
   { $id: 'JobEnvelope', additionalProperties: false },
 );
@@ -402,6 +408,11 @@ export const WorkerHeartbeat = Type.Object(
     pool_misses: Type.Integer({ description: 'jobs that opened a new session since start' }),
     /** Set while the host shuts down: place nothing more on it. */
     draining: Type.Boolean(),
+    /**
+     * What the host understands (`ACTOR_CAPABILITIES`). Absent in heartbeats of hosts of
+     * earlier releases: no job that `requires` anything is placed there.
+     */
+    capabilities: Type.Optional(Type.Array(Type.String())),
   },
   { $id: 'WorkerHeartbeat' },
 );

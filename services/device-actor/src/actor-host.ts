@@ -22,6 +22,7 @@ import {
   JobStore,
   MetricsRegistry,
   jobFailureCounter,
+  ACTOR_CAPABILITIES,
   Streams,
   Subjects,
   SvcError,
@@ -170,6 +171,7 @@ export async function startActorHost(
       pool_hits: pool.hits,
       pool_misses: pool.misses,
       draining,
+      capabilities: [...ACTOR_CAPABILITIES],
     };
     await stores[Buckets.workers].put(hostId, encodeJson(hb));
   };

@@ -1,5 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import {
+  ACTOR_CAPABILITIES,
+  missingCapabilities,
   AuditEvent,
   ErrorCode,
   SpanKind,
@@ -101,7 +103,19 @@ export class DeviceActor {
     jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
 
     const secrets = ctx.sealer.open<DeviceSecrets>(envelope.sealed);
-    const ended = await this.#execute(startedStored, envelope, secrets, jlog, t0);
+    // A job this host would misread (a dry run taken for a push) never reaches the device.
+    const missing = missingCapabilities(envelope.requires, ACTOR_CAPABILITIES);
+    const ended =
+      missing.length > 0
+        ? await ctx.lifecycle.fail(
+            jobId,
+            'started',
+            new SvcError(
+              ErrorCode.ACTOR_OUTDATED,
+              `actor host ${ctx.hostId} cannot run this job: it lacks ${missing.join(', ')}; nothing was sent to the device (upgrade actor hosts before dispatchers and gateways)`,
+            ),
+          )
+        : await this.#execute(startedStored, envelope, secrets, jlog, t0);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     await ctx.jobs.publishEvent(ended).catch(() => undefined);

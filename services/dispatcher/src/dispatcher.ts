@@ -264,8 +264,23 @@ export async function startDispatcher(
     envelope: JobEnvelope,
     deviceKey: string,
   ): Promise<void> {
-    const job = { id: envelope.job_id, handBack: envelope.placement > 0 };
+    const job = {
+      id: envelope.job_id,
+      handBack: envelope.placement > 0,
+      ...(envelope.requires !== undefined ? { requires: envelope.requires } : {}),
+    };
     let host = await placement.place(context, deviceKey, job, endedAt);
+    if (
+      !host &&
+      job.requires &&
+      placement.liveHosts(context, Date.now(), job.requires).length === 0
+    ) {
+      // Operators see why a job does not start: every live host is of an earlier release.
+      log.warn(
+        { job_id: envelope.job_id, context, requires: job.requires },
+        `job waits for an actor host with ${job.requires.join(', ')} (upgrade actor hosts)`,
+      );
+    }
     // No live host, or the device's earlier jobs are coming back from a host that left: hold
     // this message (keeping order) until it may go.
     while (!host && !stopping) {

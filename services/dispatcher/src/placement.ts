@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { WorkerHeartbeat } from '@svc/proto';
+import { missingCapabilities, type WorkerHeartbeat } from '@svc/proto';
 
 /** What a host's heartbeat says: beating, silent for longer than the liveness, or leaving. */
 export type HostState = 'live' | 'suspect' | 'gone';
@@ -24,6 +24,11 @@ export interface JobToPlace {
   id: string;
   /** A copy handed back by the reaper or a stopping host (`placement` > 0). */
   handBack: boolean;
+  /**
+   * Capabilities the job needs of its host (the envelope's `requires`): only a host whose
+   * heartbeat lists them all may run it; none live, the job waits for one.
+   */
+  requires?: readonly string[];
 }
 
 /**
@@ -71,10 +76,11 @@ export class Placement {
     return now - Date.parse(beat.last_beat) <= this.livenessMs ? 'live' : 'suspect';
   }
 
-  liveHosts(context: string, now = Date.now()): string[] {
+  liveHosts(context: string, now = Date.now(), requires?: readonly string[]): string[] {
     const out: string[] = [];
     for (const [id, beat] of this.#hosts) {
       if (!beat.contexts.includes(context)) continue;
+      if (missingCapabilities(requires, beat.capabilities).length > 0) continue;
       if (this.hostState(id, now) === 'live') out.push(id);
     }
     return out;
@@ -97,6 +103,19 @@ export class Placement {
     const current = this.#devices.get(deviceKey);
     if (job.handBack) return this.#placeHandBack(context, deviceKey, job, current, now);
     const isSettled = async (jobId: string) => (await endedAt(jobId)) !== null;
+    if (current && !this.#capable(current.host, job.requires)) {
+      // The device's host would misread this job (an earlier release): the job waits until
+      // the device's jobs there have ended (or, that host gone, the hand-back wait passed),
+      // then the device moves to a host that can run it.
+      if (!(await isSettled(current.lastJob))) {
+        if (this.hostState(current.host, now) !== 'gone') return null;
+        current.goneSince ??= now;
+        if (now - current.goneSince < this.handBackWaitMs) return null;
+      }
+      const host = this.#pick(context, deviceKey, now, job.requires);
+      if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
+      return host;
+    }
     if (current) {
       const state = this.hostState(current.host, now);
       if (state === 'live') {
@@ -117,9 +136,14 @@ export class Placement {
         if (now - current.goneSince < this.handBackWaitMs) return null;
       }
     }
-    const host = this.#pick(context, deviceKey, now);
+    const host = this.#pick(context, deviceKey, now, job.requires);
     if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
     return host;
+  }
+
+  /** Whether the host's last heartbeat lists every capability in `requires`. */
+  #capable(hostId: string, requires: readonly string[] | undefined): boolean {
+    return missingCapabilities(requires, this.#hosts.get(hostId)?.capabilities).length === 0;
   }
 
   /** True when the device may move to its preferred host (another live host). */
@@ -150,12 +174,13 @@ export class Placement {
     const usable = (h: string | undefined): h is string =>
       h !== undefined &&
       this.hostState(h, now) === 'live' &&
-      this.#hosts.get(h)!.contexts.includes(context);
+      this.#hosts.get(h)!.contexts.includes(context) &&
+      this.#capable(h, job.requires);
     const host = usable(current?.next)
       ? current.next
       : usable(current?.host)
         ? current.host
-        : this.#pick(context, deviceKey, now);
+        : this.#pick(context, deviceKey, now, job.requires);
     if (!host) return null;
     if (current) current.next = host;
     return host;
@@ -171,11 +196,16 @@ export class Placement {
       this.#devices.set(deviceKey, { host, lastJob: job.id });
   }
 
-  /** The live host with the highest rendezvous score for the device, or null. */
-  #pick(context: string, deviceKey: string, now: number): string | null {
+  /** The live host (with `requires`) with the highest rendezvous score for the device, or null. */
+  #pick(
+    context: string,
+    deviceKey: string,
+    now: number,
+    requires?: readonly string[],
+  ): string | null {
     let best: string | null = null;
     let bestScore = -1n;
-    for (const host of this.liveHosts(context, now)) {
+    for (const host of this.liveHosts(context, now, requires)) {
       const score = rendezvousScore(deviceKey, host);
       if (score > bestScore) {
         best = host;

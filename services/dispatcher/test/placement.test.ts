@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { WorkerHeartbeat } from '@svc/proto';
+import {
+  ACTOR_CAPABILITIES,
+  ActorCapability,
+  requiredCapabilities,
+  type WorkerHeartbeat,
+} from '@svc/proto';
 import { Placement, rendezvousScore } from '../src/placement.js';
 
 const LIVENESS_MS = 1000;
@@ -194,4 +199,56 @@ test('when rebalancing is off, then a device stays on its host while that host i
     await p.place('default', device, { id: 'j2', handBack: false }, isSettled, later),
     'b',
   );
+});
+
+/** A heartbeat of a host of this release (it lists its capabilities). */
+function capableBeat(hostId: string, at: number): WorkerHeartbeat {
+  return { ...beat(hostId, at), capabilities: [...ACTOR_CAPABILITIES] };
+}
+
+test('when a job requires a capability, then it is placed only on a host whose heartbeat lists it; a host of an earlier release still gets the jobs that need none', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  // `a` is an earlier release (no capabilities in its heartbeat) and the device's preferred host.
+  p.update('a', beat('a', T0));
+  p.update('b', capableBeat('b', T0));
+  const plain = deviceOn('a');
+  assert.equal(await p.place('default', plain, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  const dry = `${deviceOn('a')}|dry`;
+  const requires = requiredCapabilities({ dry_run: true } as never);
+  assert.deepEqual(requires, ['config_workflows']);
+  const placed = await p.place(
+    'default',
+    dry,
+    { id: 'j2', handBack: false, requires },
+    isSettled,
+    T0,
+  );
+  assert.equal(placed, 'b');
+  // With no capable host live, the job waits (null) rather than going to `a`.
+  p.update('b', null);
+  assert.equal(
+    await p.place('default', `${dry}2`, { id: 'j3', handBack: false, requires }, isSettled, T0),
+    null,
+  );
+  assert.equal(
+    await p.place('default', `${dry}2`, { id: 'j3', handBack: true, requires }, isSettled, T0),
+    null,
+  );
+});
+
+test('when a device sits on a host of an earlier release and a job needs a capability, then it waits for the device jobs there to end, then moves to a capable host', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { ended, isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', capableBeat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  const requires = [ActorCapability.configWorkflows];
+  const job = { id: 'j2', handBack: false, requires };
+  assert.equal(await p.place('default', device, job, isSettled, T0), null, 'behind j1');
+  ended.add('j1');
+  assert.equal(await p.place('default', device, job, isSettled, T0), 'b');
+  // The device is on `b` now: its next plain job follows it there, in order.
+  assert.equal(await p.place('default', device, { id: 'j3', handBack: false }, isSettled, T0), 'b');
 });

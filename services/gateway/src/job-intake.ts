@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
+  requiredCapabilities,
   AuditEvent,
   SendCommandRequest,
   SendCommandStructuredRequest,
@@ -724,6 +725,9 @@ export class JobIntake {
       dedup_key: extras.dedupKey ?? null,
       ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
     };
+    // A host that would misread the job (a dry run pushed for real) never runs it.
+    const requires = requiredCapabilities(spec);
+    if (requires.length > 0) envelope.requires = requires;
     // The record is the envelope's queued form (one definition, shared with the actor, which
     // starts the job by a compare-and-set on this revision without reading the record).
     const record = queuedRecordOf(envelope);
