@@ -805,3 +805,66 @@ test('when a config batch is a dry run with error patterns, then every job is a 
   assert.match(job.diff, /\+ {2}set system ntp server 192\.0\.2\.5/);
   assert.equal(junos.stats.commits, 0);
 });
+
+// ---- variables never add configuration lines (issue 27) ----
+
+test('when a template variable holds a line break or another control character, then 422 names the variable and nothing is rendered, queued or pushed; line breaks the template makes itself stay', async () => {
+  for (const [vars, loc] of [
+    [{ h: 'R1\nusername evil privilege 15 secret x' }, ['body', 'vars', 'h']],
+    [{ h: 'R1\r' }, ['body', 'vars', 'h']],
+    [{ h: 'R1', vlans: [{ id: 10, name: 'users\u0085x' }] }, ['body', 'vars', 'vlans', 0, 'name']],
+  ] as [Record<string, unknown>, (string | number)[]][]) {
+    const r = await http('POST', `${stack.url}/v2/config-templates/render`, {
+      ...auth,
+      body: {
+        template:
+          'hostname {{ h }}{% for v in vlans %}\nvlan {{ v.id }}\n name {{ v.name }}{% endfor %}',
+        vars: { vlans: [], ...vars },
+      },
+    });
+    assert.equal(r.status, 422, r.text);
+    assert.deepEqual(r.json.validation_error.json[0].loc, loc, r.text);
+    assert.match(r.json.validation_error.json[0].msg, /U\+00(0A|0D|85)/);
+    assert.ok(!r.text.includes('evil'), 'the value is not echoed');
+  }
+  // A variable the template does not read may hold anything (an inventory's notes).
+  const unused = await http('POST', `${stack.url}/v2/config-templates/render`, {
+    ...auth,
+    body: { template: 'hostname {{ h }}', vars: { h: 'R1', notes: 'a\nb' } },
+  });
+  assert.equal(unused.status, 200, unused.text);
+  assert.deepEqual(unused.json.lines, ['hostname R1']);
+
+  const before = await jobCount();
+  const pushed = await http('POST', `${stack.url}/v2/send-config`, {
+    ...auth,
+    body: iosBody({
+      template: { text: 'hostname {{ h }}', vars: { h: 'R1\nusername evil privilege 15' } },
+    }),
+  });
+  assert.equal(pushed.status, 422, pushed.text);
+  assert.deepEqual(pushed.json.validation_error.json[0].loc, ['body', 'template', 'vars', 'h']);
+  assert.equal(await jobCount(), before, 'nothing queued');
+  await onlyThisLineReachesTheDevice('hostname R1');
+
+  const beforeBatch = await jobCount();
+  const batch = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      platform: 'cisco_ios',
+      template: { text: 'hostname {{ h }}\nvlan {{ vlan }}', vars: { vlan: '10\nvlan 99' } },
+      devices: [
+        { host: '127.0.0.1', port: ios.port, vars: { h: 'R1' } },
+        { host: '127.0.0.2', port: ios.port, vars: { h: 'R2\nusername evil' } },
+      ],
+    },
+  });
+  assert.equal(batch.status, 422, batch.text);
+  const locs = (batch.json.validation_error.json as { loc: (string | number)[] }[]).map((i) =>
+    i.loc.join('.'),
+  );
+  assert.ok(locs.includes('body.template.vars.vlan'), locs.join(', '));
+  assert.ok(locs.includes('body.devices.1.vars.h'), locs.join(', '));
+  assert.equal(await jobCount(), beforeBatch, 'nothing queued');
+});

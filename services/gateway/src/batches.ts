@@ -267,8 +267,15 @@ export class Batches {
         throw new HttpError(err.status, `devices[${i}]: ${err.message}`, err.headers);
       for (const issue of err.issues) {
         const field = issue.loc[1];
-        if (issue.type === 'undefined_variable') {
-          // A variable this device lacks: named where the device would give it.
+        const variable = issue.loc[3];
+        if (
+          issue.type === 'undefined_variable' ||
+          (issue.loc[2] === 'vars' &&
+            typeof variable === 'string' &&
+            device.vars !== undefined &&
+            Object.hasOwn(device.vars, variable))
+        ) {
+          // A variable this device lacks, or a bad value it gave: named where the device gives it.
           issues.push({ ...issue, loc: ['body', 'devices', i, 'vars', ...issue.loc.slice(3)] });
           continue;
         }

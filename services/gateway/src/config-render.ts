@@ -1,5 +1,5 @@
 import nunjucks from 'nunjucks';
-import type { ValidationIssue } from '@svc/proto';
+import { codePointName, forbiddenCharIn, type ValidationIssue } from '@svc/proto';
 
 /**
  * Configuration templates: Jinja2 syntax through Nunjucks, rendered to configuration lines
@@ -93,8 +93,11 @@ function hardenRuntime(): void {
   };
 }
 
-/** The variables a template reads that it does not set itself, in order of first use. */
-export function freeVariables(ast: NjNode): { free: string[]; loads: string[] } {
+/**
+ * The variables a template reads that it does not set itself, in order of first use: `free`
+ * must be given, `reads` also holds those it treats as optional.
+ */
+export function freeVariables(ast: NjNode): { free: string[]; reads: string[]; loads: string[] } {
   const used: string[] = [];
   const assigned = new Set<string>();
   const loads: string[] = [];
@@ -188,11 +191,13 @@ export function freeVariables(ast: NjNode): { free: string[]; loads: string[] } 
   };
   walk(ast);
   const free: string[] = [];
-  for (const name of used) {
-    if (assigned.has(name) || BUILTINS.has(name) || optional.has(name)) continue;
-    if (!free.includes(name)) free.push(name);
+  const reads: string[] = [];
+  for (const name of [...used, ...optional]) {
+    if (assigned.has(name) || BUILTINS.has(name)) continue;
+    if (!reads.includes(name)) reads.push(name);
+    if (!optional.has(name) && !free.includes(name)) free.push(name);
   }
-  return { free, loads };
+  return { free, reads, loads };
 }
 
 /** A template's syntax problems, or null: checked when it is stored and before each render. */
@@ -237,7 +242,13 @@ export function renderConfig(
   hardenRuntime();
   const problems = templateProblems(text, at);
   if (problems.length > 0) throw new TemplateProblem(problems);
-  const { free } = freeVariables(internals.parser.parse(text));
+  const { free, reads } = freeVariables(internals.parser.parse(text));
+  // A value's line break would become a configuration line of its own (`hostname R1\nusername
+  // …`): only the template's own text makes lines. Variables it does not read are not judged.
+  const unsafe = reads.flatMap((name) =>
+    Object.hasOwn(vars, name) ? controlCharIssues(vars[name], [...at.vars, name]) : [],
+  );
+  if (unsafe.length > 0) throw new TemplateProblem(unsafe);
   const missing = free.filter((name) => !Object.hasOwn(vars, name));
   if (missing.length > 0) {
     throw new TemplateProblem(
@@ -260,6 +271,35 @@ export function renderConfig(
     .split(/\r?\n/)
     .map((l) => l.trimEnd())
     .filter((l) => l !== '');
+}
+
+/**
+ * Issues for each string in a variable's value (keys of mappings included, at any depth) that
+ * holds a line break or another control character; the value itself is never echoed.
+ */
+function controlCharIssues(value: unknown, loc: (string | number)[], depth = 0): ValidationIssue[] {
+  if (depth > 32) return [];
+  if (typeof value === 'string') {
+    const found = forbiddenCharIn(value);
+    if (found === null) return [];
+    return [
+      {
+        loc,
+        msg: `character ${codePointName(found.codePoint)} at position ${found.index} is not allowed in a template variable: a line break would add a configuration line (no line breaks or other control characters; let the template make the lines, e.g. loop over a list)`,
+        type: 'value_error',
+      },
+    ];
+  }
+  if (Array.isArray(value)) {
+    return value.flatMap((v, i) => controlCharIssues(v, [...loc, i], depth + 1));
+  }
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).flatMap(([k, v]) => [
+      ...controlCharIssues(k, [...loc, k], depth + 1),
+      ...controlCharIssues(v, [...loc, k], depth + 1),
+    ]);
+  }
+  return [];
 }
 
 function syntaxMessage(err: unknown): string {
