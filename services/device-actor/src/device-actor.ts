@@ -25,6 +25,7 @@ import {
   type DeviceJob,
 } from './device-job.js';
 import type { Admitted } from './device-admission.js';
+import { DeviceClaim } from './device-claim.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 import { TranscriptRecorder } from './transcript.js';
@@ -240,10 +241,30 @@ export class DeviceActor {
       },
       recorder,
     };
-    if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
+    // One session per device whatever address reaches it: the job claims its device's key.
+    const claim = new DeviceClaim(ctx.deviceLocks);
+    job.claim = claim;
+    if (address !== null) {
+      const verify = ctx.admission.verifierFor(spec, address, jlog);
+      job.verifyHostKey = async (key) => {
+        const refusal = await verify?.(key);
+        if (refusal) return refusal;
+        // First contact (nothing was pinned for this address): the key is known only now. A
+        // device busy at another address is left before any credential is sent.
+        const device = ctx.admission.deviceOfAcceptedKey(spec, key);
+        if (device === null || claim.tryTake(device)) return null;
+        return new SvcError(
+          ErrorCode.INTERNAL,
+          `${spec.host}:${spec.port} is busy at another address`,
+        );
+      };
+    }
     // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
       admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
+      // A device known by its key waits for its session before connecting.
+      const pinned = address !== null ? await ctx.admission.pinnedDeviceOf(spec, address) : null;
+      if (pinned !== null) await claim.take(pinned, controller.signal);
       const outcome = await withSpan(
         'device session',
         {
@@ -253,8 +274,24 @@ export class DeviceActor {
             'svc.commands': spec.commands.length,
           },
         },
-        () => ctx.runner(job),
+        async () => {
+          for (;;) {
+            try {
+              return await ctx.runner(job);
+            } catch (err) {
+              if (claim.busy === null) throw err;
+              // Met at the handshake a device that another address holds: wait, then again.
+              const busy = claim.busy;
+              claim.busy = null;
+              reached = false;
+              jumpsPassed = 0;
+              await claim.take(busy, controller.signal);
+            }
+          }
+        },
       );
+      // The session is closed or warm in the pool by now: other addresses may have the device.
+      claim.release();
       await ctx.admission.succeeded(admitted);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const parsed =
@@ -336,6 +373,7 @@ export class DeviceActor {
       }
       return ended;
     } finally {
+      claim.release();
       clearTimeout(timer);
       ctx.running.delete(jobId);
     }
