@@ -70,13 +70,26 @@ export class DeviceActor {
   async #settle({ envelope, msg }: Delivery): Promise<void> {
     const { ctx } = this;
     if (ctx.draining()) return; // handed back on stop
+    // One session per device whatever address reaches it: a device known by its pinned host
+    // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
+    // holds its session. A first contact claims the key at the handshake instead.
+    const claim = new DeviceClaim(ctx.deviceLocks);
+    const pinned =
+      envelope.address !== undefined
+        ? await ctx.admission.pinnedDeviceOf(envelope.spec, envelope.address)
+        : null;
+    if (pinned !== null) await claim.take(pinned, new AbortController().signal);
+    if (ctx.draining()) {
+      claim.release();
+      return; // handed back on stop
+    }
     await ctx.sessions.acquire();
     try {
       // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
       const parent = extractTraceContext(msg.headers);
       const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
       await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
-        this.#run(envelope),
+        this.#run(envelope, claim),
       );
       msg.ack();
     } catch (err) {
@@ -85,11 +98,12 @@ export class DeviceActor {
       ctx.log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');
       msg.nak(5000);
     } finally {
+      claim.release();
       ctx.sessions.release();
     }
   }
 
-  async #run(envelope: JobEnvelope): Promise<void> {
+  async #run(envelope: JobEnvelope, claim: DeviceClaim): Promise<void> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
@@ -102,7 +116,7 @@ export class DeviceActor {
     jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
 
     const secrets = ctx.sealer.open<DeviceSecrets>(envelope.sealed);
-    const ended = await this.#execute(startedStored, envelope, secrets, jlog, t0);
+    const ended = await this.#execute(startedStored, envelope, secrets, jlog, t0, claim);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     await ctx.jobs.publishEvent(ended).catch(() => undefined);
@@ -169,6 +183,7 @@ export class DeviceActor {
     secrets: DeviceSecrets,
     jlog: Logger,
     t0: number,
+    claim: DeviceClaim,
   ): Promise<JobRecord | null> {
     const { ctx } = this;
     const { config } = ctx;
@@ -241,8 +256,7 @@ export class DeviceActor {
       },
       recorder,
     };
-    // One session per device whatever address reaches it: the job claims its device's key.
-    const claim = new DeviceClaim(ctx.deviceLocks);
+    // The job's claim on its device's key (taken before it started when the address is pinned).
     job.claim = claim;
     if (address !== null) {
       const verify = ctx.admission.verifierFor(spec, address, jlog);
@@ -262,9 +276,6 @@ export class DeviceActor {
     // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
       admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
-      // A device known by its key waits for its session before connecting.
-      const pinned = address !== null ? await ctx.admission.pinnedDeviceOf(spec, address) : null;
-      if (pinned !== null) await claim.take(pinned, controller.signal);
       const outcome = await withSpan(
         'device session',
         {
@@ -285,7 +296,13 @@ export class DeviceActor {
               claim.busy = null;
               reached = false;
               jumpsPassed = 0;
-              await claim.take(busy, controller.signal);
+              // Its host slot is free meanwhile: a job holding the key may be waiting for one.
+              ctx.sessions.release();
+              try {
+                await claim.take(busy, controller.signal);
+              } finally {
+                await ctx.sessions.acquire();
+              }
             }
           }
         },
@@ -373,7 +390,7 @@ export class DeviceActor {
       }
       return ended;
     } finally {
-      claim.release();
+      claim.release(); // idempotent: released early after a session, or here after a failure
       clearTimeout(timer);
       ctx.running.delete(jobId);
     }
