@@ -265,6 +265,8 @@ export async function startDispatcher(
     deviceKey: string,
   ): Promise<void> {
     const job = { id: envelope.job_id, handBack: envelope.placement > 0 };
+    // An address with a pinned host key prefers the host of that key: one device, one host.
+    if (envelope.device !== undefined) placement.prefer(deviceKey, envelope.device);
     let host = await placement.place(context, deviceKey, job, endedAt);
     // No live host, or the device's earlier jobs are coming back from a host that left: hold
     // this message (keeping order) until it may go.

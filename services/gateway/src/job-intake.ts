@@ -731,6 +731,9 @@ export class JobIntake {
         : this.depth.ahead(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
     const address = extras.address !== undefined ? extras.address : await resolveHost(spec.host);
+    // Placement prefers the host of the device's pinned key: its addresses meet on one host.
+    // Read alongside the record's creation (the record does not hold it).
+    const deviceRead = this.pinnedDeviceOf(spec, address).catch(() => null);
     const envelope: JobEnvelope = {
       v: 1,
       job_id: jobId,
@@ -752,8 +755,10 @@ export class JobIntake {
     if (Date.now() >= deadline) throw storeTimedOut();
     let revision: number;
     try {
-      [revision] = await Promise.all([this.jobs.create(record), aheadRead]);
+      let device: string | null;
+      [revision, device] = await Promise.all([this.jobs.create(record), deviceRead, aheadRead]);
       envelope.record_revision = revision;
+      if (device !== null) envelope.device = device;
     } catch (err) {
       if (/exists|wrong last sequence/i.test(String(err))) {
         throw new HttpError(409, `a job with id ${jobId} already exists`);
