@@ -20,8 +20,10 @@ export const CommandPolicySettings = {
   }),
   COMMAND_DENY_PATTERNS: Type.Array(Type.String(), {
     default: [],
+    // A pattern may need a comma (`x{2,}`, `a,b`): the JSON array form holds any.
+    jsonArray: true,
     description:
-      'More commands refused wherever read-only is in force: RE2 patterns, comma-separated (a pattern cannot hold a comma), matched anywhere in the command (anchor with ^).',
+      'More commands refused wherever read-only is in force: RE2 patterns, comma-separated, or a JSON array of strings when a pattern holds a comma (`["^ping .* repeat [0-9]{4,}", "^show tech"]`); matched anywhere in the command (anchor with ^).',
   }),
 };
 

@@ -18,7 +18,7 @@ export type ConfigCheck<T> = (values: Readonly<Partial<T>>) => readonly string[]
 /**
  * Reads a service's settings from environment variables named as the schema's properties.
  * Text is converted by the property's type (integers, numbers, booleans `true`/`false`, string
- * arrays as comma-separated lists); unset variables take the schema default. Every bad variable
+ * arrays as comma-separated lists, or JSON arrays where the schema says `jsonArray`); unset variables take the schema default. Every bad variable
  * is reported at once. The result is frozen.
  */
 export function loadConfig<S extends TObject>(
@@ -30,13 +30,21 @@ export function loadConfig<S extends TObject>(
   const out: Record<string, unknown> = {};
   for (const [name, prop] of Object.entries<TSchema>(schema.properties)) {
     const raw = env[name];
-    const p = prop as TSchema & { default?: unknown; type?: string; items?: { type?: string } };
+    const p = prop as TSchema & {
+      default?: unknown;
+      type?: string;
+      items?: { type?: string };
+      jsonArray?: boolean;
+    };
     if (raw === undefined || raw === '') {
       if (p.default !== undefined) out[name] = structuredClone(p.default);
       continue;
     }
-    const value = fromText(raw, p.type, p.items?.type);
-    if (value === undefined)
+    const value =
+      p.jsonArray === true
+        ? (jsonList(raw) ?? fromText(raw, p.type, p.items?.type))
+        : fromText(raw, p.type, p.items?.type);
+    if (value === undefined || value === null)
       problems.push(`${name}: cannot read ${JSON.stringify(raw)} as ${p.type}`);
     else out[name] = value;
   }
@@ -60,6 +68,23 @@ export function loadConfig<S extends TObject>(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(out) as Readonly<Static<S>>;
+}
+
+/**
+ * A string list written as a JSON array (`["a,b", "c"]`), for lists whose items may hold a
+ * comma (schema option `jsonArray`): the list when `raw` is one, undefined (read it as a
+ * comma-separated list) when it is not JSON, null (cannot read) for an array of anything else.
+ */
+function jsonList(raw: string): string[] | null | undefined {
+  if (!raw.trim().startsWith('[')) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return undefined; // `[a-z]+x` is a comma-separated list whose first item starts with `[`
+  }
+  if (!Array.isArray(parsed) || !parsed.every((x) => typeof x === 'string')) return null;
+  return parsed.filter((x) => x.trim().length > 0);
 }
 
 function fromText(raw: string, type?: string, itemType?: string): unknown {

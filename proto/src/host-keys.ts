@@ -109,7 +109,12 @@ export class HostKeyStore {
   /** The device key of the host key pinned for this address (`<context>|hostkey:<fp>`), or null. */
   async pinnedDeviceOf(context: string, address: string, port: number): Promise<string | null> {
     const pin = await this.get(context, address, port).catch(() => null);
-    return pin !== null ? `${context}|hostkey:${pin.fingerprint}` : null;
+    return pin !== null ? HostKeyStore.deviceOf(context, pin.fingerprint) : null;
+  }
+
+  /** The device key of a host key (`<context>|hostkey:<fingerprint>`): one device, any address. */
+  static deviceOf(context: string, fingerprint: string): string {
+    return `${context}|hostkey:${fingerprint}`;
   }
 
   async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {

@@ -1,7 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  generateHostKey,
+  publicKeyOf,
+  startDevice,
+  type SessionCounter,
+  type SimulatedDevice,
+} from '@svc/test/support';
 import {
   NatsServerProcess,
   http,
@@ -11,6 +17,7 @@ import {
   type InProcessStack,
 } from '../harness/mod.js';
 
+const ADMIN_SECRET = 'actors-guards-admin-secret-0123';
 let nats: NatsServerProcess;
 let stack: InProcessStack;
 const devices: SimulatedDevice[] = [];
@@ -27,6 +34,7 @@ before(async () => {
       JOB_TIMEOUT: '3',
       RATE_LIMIT_DEVICE_PER_MINUTE: '0',
       JOB_DEDUP_ENABLED: 'false',
+      SVC_ADMIN_SECRET: ADMIN_SECRET,
     },
   });
   await waitHealthy(stack.url);
@@ -81,6 +89,44 @@ test('when 20 clients submit to one device at once, then the device never sees t
   );
   assert.ok(done.every((r) => r.json.status === 'finished'));
   assert.equal(d.stats.maxConcurrentSessions, 1);
+});
+
+test('when one device (one pinned host key) is reached at three addresses, then its jobs meet on one actor host and hold one session at a time', async () => {
+  const hostKey = generateHostKey();
+  const sessions: SessionCounter = { open: 0, max: 0 };
+  const addresses = await Promise.all(
+    ['127.0.0.10', '127.0.0.11', '127.0.0.12'].map((host) =>
+      device({
+        platform: 'cisco_ios',
+        host,
+        hostKey,
+        sessionCounter: sessions,
+        commandLatencyMs: 20,
+      }),
+    ),
+  );
+  // An admin loaded the device's key for each address (what a first contact at each pins).
+  for (const d of addresses) {
+    const pin = await http('PUT', `${stack.url}/v2/host-keys/default/${d.host}/${d.port}`, {
+      basic: { username: 'admin', password: ADMIN_SECRET },
+      body: { public_key: publicKeyOf(hostKey) },
+    });
+    assert.equal(pin.status, 200, pin.text);
+  }
+  const answers = await Promise.all(
+    addresses.flatMap((d) =>
+      [0, 1].map((i) => submit(d, [`show interface GigabitEthernet0/${i}`])),
+    ),
+  );
+  for (const a of answers) assert.equal(a.status, 202, a.text);
+  const done = await Promise.all(
+    answers.map((a) => waitForJob(stack.url, a.json.job_id, authOf(addresses[0]!))),
+  );
+  assert.deepEqual(
+    done.map((r) => r.json.status),
+    done.map(() => 'finished'),
+  );
+  assert.equal(sessions.max, 1);
 });
 
 test('when a device keeps refusing connections, then its breaker opens, fails jobs fast with CIRCUIT_OPEN, and one probe closes it again', async () => {

@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SvcError } from '@svc/proto';
 import { createDeviceRunner, SessionPool } from '@svc/device-actor';
-import { jobFor, startDevice, type SimulatedDevice } from '@svc/test/support';
+import {
+  generateHostKey,
+  jobFor,
+  startDevice,
+  type SessionCounter,
+  type SimulatedDevice,
+} from '@svc/test/support';
 
 function setup(
   t: { after(fn: () => Promise<void>): void },
@@ -98,4 +104,34 @@ test('when a pooled job fails, then its session is not returned', async (t) => {
   const dev = await device(t);
   await assert.rejects(run(jobFor(dev, { commands: ['show nonsense'] })));
   assert.equal(pool.size, 0);
+});
+
+test('when one device (one host key) is reached at two addresses, then its warm session at one is closed before a session at the other logs in', async (t) => {
+  const { pool, run } = setup(t);
+  const hostKey = generateHostKey();
+  const sessions: SessionCounter = { open: 0, max: 0 };
+  const [a, b] = await Promise.all(
+    ['127.0.0.8', '127.0.0.9'].map((host) =>
+      startDevice({ platform: 'cisco_ios', host, hostKey, sessionCounter: sessions }),
+    ),
+  );
+  t.after(() => a!.stop());
+  t.after(() => b!.stop());
+  // What the actor claims for a job: the device key of its pinned host key.
+  const device = 'default|hostkey:SHA256:one-device';
+  // Both addresses pinned already: the claim holds the key before the job connects.
+  await run(jobFor(a!, { commands: ['show version'], claim: { held: device } }));
+  assert.equal(pool.size, 1);
+  await run(jobFor(b!, { commands: ['show version'], claim: { held: device } }));
+  assert.equal(sessions.max, 1);
+  // First contact: the key is known only once the handshake accepted it.
+  const claim: { held: string | null } = { held: null };
+  const verifyHostKey = (): Promise<null> => {
+    claim.held = device;
+    return Promise.resolve(null);
+  };
+  await run(jobFor(a!, { commands: ['show ip interface brief'], claim, verifyHostKey }));
+  assert.equal(sessions.max, 1);
+  assert.equal(a!.stats.handshakes + b!.stats.handshakes, 3);
+  assert.equal(pool.size, 1);
 });

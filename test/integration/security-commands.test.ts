@@ -1,10 +1,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
+import { Sealer, connectNats } from '@svc/proto';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
   http,
+  silentLogger,
   startInProcessStack,
+  testEnv,
   waitForJob,
   waitHealthy,
   type InProcessStack,
@@ -20,23 +24,25 @@ import {
 let nats: NatsServerProcess;
 let stack: InProcessStack;
 let device: SimulatedDevice;
+const ENV = {
+  SVC_CONTEXTS: 'default,ro',
+  WORKER_CONTEXTS: 'default,ro',
+  COMMAND_POLICY: 'ro=read-only',
+  COMMAND_DENY_PATTERNS: '^show tech',
+  JOB_DEDUP_ENABLED: 'false',
+};
+/** Gateways started by a test with other settings, on the same NATS (stopped at the end). */
+const later: { stop(): Promise<void> }[] = [];
 
 before(async () => {
   nats = await NatsServerProcess.start();
   device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  stack = await startInProcessStack(nats.url, {
-    env: {
-      SVC_CONTEXTS: 'default,ro',
-      WORKER_CONTEXTS: 'default,ro',
-      COMMAND_POLICY: 'ro=read-only',
-      COMMAND_DENY_PATTERNS: '^show tech',
-      JOB_DEDUP_ENABLED: 'false',
-    },
-  });
+  stack = await startInProcessStack(nats.url, { env: ENV });
   await waitHealthy(stack.url);
 });
 
 after(async () => {
+  for (const g of later) await g.stop();
   await stack?.stop();
   await device?.stop();
   await nats?.stop();
@@ -99,4 +105,120 @@ test('when a request asks for read-only in a context that allows any command, th
   // Without the header the default context runs what it is given (the policy is the context's).
   const plain = await submit(['show clock']);
   assert.equal(plain.status, 202, plain.text);
+});
+
+/** A second gateway on the same NATS and keys, with other settings (a changed policy). */
+async function gatewayWith(env: Record<string, string>): Promise<RunningGateway> {
+  const all = testEnv(nats.url, { ...ENV, ...env });
+  const nc = await connectNats(nats.url, 'gateway-changed');
+  const gateway = await startGateway(loadGatewayConfig(all), {
+    nc,
+    sealer: Sealer.fromSetting(all['SVC_ENCRYPTION_KEY']!),
+    log: silentLogger('gateway-changed'),
+  });
+  later.push({
+    async stop() {
+      await gateway.stop();
+      await nc.close();
+    },
+  });
+  return gateway;
+}
+
+/** The caller's jobs as the gateway lists them. */
+async function jobCount(url: string): Promise<number> {
+  const list = await http('GET', `${url}/v2/jobs`, auth());
+  assert.equal(list.status, 200, list.text);
+  return list.json.pagination.total as number;
+}
+
+test('when a failed job is replayed after its context became read-only, or with X-Svc-Command-Policy: read-only, then it is a 422 naming the command and nothing is queued', async () => {
+  // A job the context allowed when it was submitted, failed (nothing listens at that port).
+  const gone = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  await gone.stop();
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth(),
+    body: {
+      host: '127.0.0.1',
+      port: gone.port,
+      platform: 'cisco_ios',
+      commands: ['show clock', 'reload'],
+    },
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const failed = await waitForJob(stack.url, submitted.json.job_id, auth());
+  assert.equal(failed.json.status, 'failed', failed.text);
+  const replay = (url: string, headers: Record<string, string> = {}) =>
+    http('POST', `${url}/v2/jobs/${submitted.json.job_id}/replay`, {
+      ...auth(),
+      headers,
+      body: {},
+    });
+  const refused = (r: { status: number; text: string; json: any }) => {
+    assert.equal(r.status, 422, r.text);
+    const issue = r.json.validation_error.json[0];
+    assert.deepEqual(issue.loc, ['body', 'commands', 1]);
+    assert.equal(issue.type, 'command_not_allowed');
+    assert.ok(issue.msg.includes('reload'), issue.msg);
+  };
+  const jobsBefore = await jobCount(stack.url);
+  // The request asks for read-only for itself (what the MCP adapter sends), v2 and v1 alike.
+  refused(await replay(stack.url, { 'x-svc-command-policy': 'read-only' }));
+  refused(
+    await http('POST', `${stack.url}/v1/jobs/${submitted.json.job_id}/replay`, {
+      ...auth(),
+      headers: { 'x-svc-command-policy': 'read-only' },
+      body: {},
+    }),
+  );
+  // The context's policy became read-only since (a gateway started with the new setting).
+  const changed = await gatewayWith({ COMMAND_POLICY: 'read-only' });
+  refused(await replay(changed.httpUrl!));
+  assert.equal(await jobCount(stack.url), jobsBefore, 'nothing was queued');
+  // Where the policy still allows it, the same replay is queued.
+  assert.equal((await replay(stack.url)).status, 202);
+});
+
+test('when a v1 send_command asks for read-only, then the same list holds as on v2', async () => {
+  const before = device.stats.handshakes;
+  for (const route of ['/v1/send_command', '/v1/send_command_structured']) {
+    const r = await http('POST', `${stack.url}${route}`, {
+      ...auth(),
+      headers: { 'x-svc-command-policy': 'read-only' },
+      body: {
+        host: '127.0.0.1',
+        port: device.port,
+        platform: 'cisco_ios',
+        commands: ['show version', 'reload'],
+      },
+    });
+    assert.equal(r.status, 422, `${route}: ${r.text}`);
+    const issue = r.json.validation_error.json[0];
+    assert.deepEqual(issue.loc, ['body', 'commands', 1]);
+    assert.equal(issue.type, 'command_not_allowed');
+    const bad = await http('POST', `${stack.url}${route}`, {
+      ...auth(),
+      headers: { 'x-svc-command-policy': 'anything' },
+      body: {
+        host: '127.0.0.1',
+        port: device.port,
+        platform: 'cisco_ios',
+        commands: ['show version'],
+      },
+    });
+    assert.equal(bad.status, 422, `${route}: ${bad.text}`);
+  }
+  // A read-only context refuses on v1 too.
+  const ro = await http('POST', `${stack.url}/v1/send_command`, {
+    ...auth(),
+    body: {
+      host: '127.0.0.1',
+      port: device.port,
+      platform: 'cisco_ios',
+      commands: ['conf t'],
+      context: 'ro',
+    },
+  });
+  assert.equal(ro.status, 422, ro.text);
+  assert.equal(device.stats.handshakes, before, 'nothing reached the device');
 });

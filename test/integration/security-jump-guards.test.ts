@@ -5,6 +5,7 @@ import {
   startDevice,
   startJumpHost,
   type JumpHost,
+  type SessionCounter,
   type SimulatedDevice,
   type StartJumpHostOptions,
 } from '@svc/test/support';
@@ -157,4 +158,45 @@ test('when one device (one pinned host key) is reached at two addresses, then fa
     JSON.stringify(fourth),
   );
   assert.equal(a.stats.authFailures + b.stats.authFailures, 3);
+});
+
+test('when one device (one pinned host key) is reached at three addresses, then three jobs through them hold one session at a time, from first contact on', async () => {
+  const hostKey = generateHostKey();
+  const sessions: SessionCounter = { open: 0, max: 0 };
+  const devices = await Promise.all(
+    ['127.0.0.3', '127.0.0.4', '127.0.0.5'].map((host) =>
+      startDevice({
+        platform: 'cisco_ios',
+        enable: 'svc-demo',
+        host,
+        hostKey,
+        sessionCounter: sessions,
+        commandLatencyMs: 50,
+      }),
+    ),
+  );
+  started.push(...devices);
+  const owner = ownerOf(devices[0]!);
+  const at = async (d: SimulatedDevice, n: number) => {
+    const s = await http('POST', `${stack.url}/v2/send-command`, {
+      ...owner,
+      body: { host: d.host, port: d.port, commands: [`show interface GigabitEthernet0/${n}`] },
+    });
+    assert.equal(s.status, 202, s.text);
+    return (await waitForJob(stack.url, s.json.job_id, owner)).json;
+  };
+  // Three jobs at once, at three addresses never reached before (no key pinned yet), then three
+  // more once each address has pinned the same key.
+  for (const round of [0, 1]) {
+    const done = await Promise.all(devices.map((d, i) => at(d, round * 3 + i)));
+    assert.deepEqual(
+      done.map((r) => `${r.status} ${r.error_code ?? ''}`),
+      ['finished ', 'finished ', 'finished '],
+    );
+    assert.equal(sessions.max, 1, `round ${round}`);
+  }
+  assert.equal(
+    devices.reduce((n, d) => n + d.stats.handshakes, 0),
+    6,
+  );
 });

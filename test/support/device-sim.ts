@@ -101,6 +101,11 @@ export interface StartDeviceOptions {
    * on the same port must be given the key it had, or the service sees a changed key.
    */
   hostKey?: string;
+  /**
+   * Sessions counted together with other simulators given the same object: one device reached
+   * at several addresses (simulators sharing a `hostKey`) shows how many it holds at once.
+   */
+  sessionCounter?: SessionCounter;
   /** Login methods offered. Default password and keyboard-interactive. */
   authMethods?: ('password' | 'keyboard-interactive' | 'publickey')[];
   /**
@@ -293,6 +298,12 @@ function parseAuthorizedKeys(lines: readonly string[]): ssh2.ParsedKey[] {
   });
 }
 
+/** Sessions open now and the most ever open at once, across the simulators that share it. */
+export interface SessionCounter {
+  open: number;
+  max: number;
+}
+
 export async function startDevice(options: StartDeviceOptions): Promise<SimulatedDevice> {
   const data = loadPlatform(options.platform);
   const state: DeviceState = {
@@ -347,6 +358,7 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
       conn.on('close', () => {
         clients.delete(conn);
         if (ready) state.stats.sessionsOpen--;
+        if (ready && options.sessionCounter) options.sessionCounter.open--;
       });
       conn.on('authentication', (ctx) => {
         const methods = options.authMethods ?? ['password', 'keyboard-interactive'];
@@ -397,6 +409,8 @@ export async function startDevice(options: StartDeviceOptions): Promise<Simulate
           state.stats.maxConcurrentSessions,
           state.stats.sessionsOpen,
         );
+        const counter = options.sessionCounter;
+        if (counter) counter.max = Math.max(counter.max, ++counter.open);
         conn.on('session', (acceptSession) => {
           const session = acceptSession();
           session.on('pty', (acceptPty) => acceptPty());

@@ -11,6 +11,7 @@ export type {
   CommandRecord,
   DeviceStats,
   StartDeviceOptions,
+  SessionCounter,
   SimulatedDevice,
 } from './device-sim.js';
 export { startFleet } from './fleet.js';

@@ -114,6 +114,13 @@ export const JobEnvelope = Type.Object(
      * then; the actor resolves it once itself.
      */
     address: Type.Optional(Type.String()),
+    /**
+     * The device key of the host key pinned for `address` at submission
+     * (`<context>|hostkey:<fingerprint>`), when one was: placement prefers the actor host chosen
+     * by it, so that every address of one device meets on one host (where one session per device
+     * key holds). Absent before first contact and in envelopes of older gateways.
+     */
+    device: Type.Optional(Type.String()),
     enqueued_at: Type.String(),
     /** How many times the job has been placed; re-placement after a host loss increments it. */
     placement: Type.Integer({ minimum: 0 }),

@@ -13,6 +13,7 @@ import type { KV } from '@nats-io/kv';
 import type { DeviceActorConfig } from './config.js';
 import type { RunDeviceJob } from './device-job.js';
 import type { DeviceAdmission } from './device-admission.js';
+import type { DeviceLocks } from './device-claim.js';
 import type { Semaphore } from './mailbox.js';
 
 /** Turns raw outputs of a structured job into parsed results (per command). */
@@ -40,6 +41,8 @@ export interface ActorContext {
   readonly parseOutputs: ParseOutputs | undefined;
   /** ACTOR_MAX_SESSIONS across every device of the host. */
   readonly sessions: Semaphore;
+  /** DEVICE_MAX_SESSIONS per device key (pinned host key), across the device's addresses. */
+  readonly deviceLocks: DeviceLocks;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
   readonly running: Map<string, AbortController>;
   readonly transcripts: KV;

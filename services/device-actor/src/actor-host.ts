@@ -43,6 +43,7 @@ import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from './config.js';
 import { DeviceActor } from './device-actor.js';
 import { DeviceAdmission } from './device-admission.js';
+import { DeviceLocks } from './device-claim.js';
 import type { RunDeviceJob } from './device-job.js';
 import { Semaphore } from './mailbox.js';
 
@@ -116,6 +117,7 @@ export async function startActorHost(
     runner: deps.runner,
     parseOutputs: deps.parseOutputs,
     sessions,
+    deviceLocks: new DeviceLocks(config.DEVICE_MAX_SESSIONS),
     running,
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),

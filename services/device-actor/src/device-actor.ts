@@ -27,6 +27,7 @@ import {
   type DeviceJob,
 } from './device-job.js';
 import type { Admitted } from './device-admission.js';
+import { DeviceClaim } from './device-claim.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
 import { TranscriptRecorder } from './transcript.js';
@@ -71,13 +72,26 @@ export class DeviceActor {
   async #settle({ envelope, msg }: Delivery): Promise<void> {
     const { ctx } = this;
     if (ctx.draining()) return; // handed back on stop
+    // One session per device whatever address reaches it: a device known by its pinned host
+    // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
+    // holds its session. A first contact claims the key at the handshake instead.
+    const claim = new DeviceClaim(ctx.deviceLocks);
+    const pinned =
+      envelope.address !== undefined
+        ? await ctx.admission.pinnedDeviceOf(envelope.spec, envelope.address)
+        : null;
+    if (pinned !== null) await claim.take(pinned, new AbortController().signal);
+    if (ctx.draining()) {
+      claim.release();
+      return; // handed back on stop
+    }
     await ctx.sessions.acquire();
     try {
       // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
       const parent = extractTraceContext(msg.headers);
       const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
       await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
-        this.#run(envelope),
+        this.#run(envelope, claim),
       );
       msg.ack();
     } catch (err) {
@@ -86,11 +100,12 @@ export class DeviceActor {
       ctx.log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');
       msg.nak(5000);
     } finally {
+      claim.release();
       ctx.sessions.release();
     }
   }
 
-  async #run(envelope: JobEnvelope): Promise<void> {
+  async #run(envelope: JobEnvelope, claim: DeviceClaim): Promise<void> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
@@ -115,7 +130,7 @@ export class DeviceActor {
               `actor host ${ctx.hostId} cannot run this job: it lacks ${missing.join(', ')}; nothing was sent to the device (upgrade actor hosts before dispatchers and gateways)`,
             ),
           )
-        : await this.#execute(startedStored, envelope, secrets, jlog, t0);
+        : await this.#execute(startedStored, envelope, secrets, jlog, t0, claim);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     await ctx.jobs.publishEvent(ended).catch(() => undefined);
@@ -182,6 +197,7 @@ export class DeviceActor {
     secrets: DeviceSecrets,
     jlog: Logger,
     t0: number,
+    claim: DeviceClaim,
   ): Promise<JobRecord | null> {
     const { ctx } = this;
     const { config } = ctx;
@@ -254,7 +270,23 @@ export class DeviceActor {
       },
       recorder,
     };
-    if (address !== null) job.verifyHostKey = ctx.admission.verifierFor(spec, address, jlog);
+    // The job's claim on its device's key (taken before it started when the address is pinned).
+    job.claim = claim;
+    if (address !== null) {
+      const verify = ctx.admission.verifierFor(spec, address, jlog);
+      job.verifyHostKey = async (key) => {
+        const refusal = await verify?.(key);
+        if (refusal) return refusal;
+        // First contact (nothing was pinned for this address): the key is known only now. A
+        // device busy at another address is left before any credential is sent.
+        const device = ctx.admission.deviceOfAcceptedKey(spec, key);
+        if (device === null || claim.tryTake(device)) return null;
+        return new SvcError(
+          ErrorCode.INTERNAL,
+          `${spec.host}:${spec.port} is busy at another address`,
+        );
+      };
+    }
     // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
       admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
@@ -267,8 +299,30 @@ export class DeviceActor {
             'svc.commands': spec.commands.length,
           },
         },
-        () => ctx.runner(job),
+        async () => {
+          for (;;) {
+            try {
+              return await ctx.runner(job);
+            } catch (err) {
+              if (claim.busy === null) throw err;
+              // Met at the handshake a device that another address holds: wait, then again.
+              const busy = claim.busy;
+              claim.busy = null;
+              reached = false;
+              jumpsPassed = 0;
+              // Its host slot is free meanwhile: a job holding the key may be waiting for one.
+              ctx.sessions.release();
+              try {
+                await claim.take(busy, controller.signal);
+              } finally {
+                await ctx.sessions.acquire();
+              }
+            }
+          }
+        },
       );
+      // The session is closed or warm in the pool by now: other addresses may have the device.
+      claim.release();
       await ctx.admission.succeeded(admitted);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const parsed =
@@ -350,6 +404,7 @@ export class DeviceActor {
       }
       return ended;
     } finally {
+      claim.release(); // idempotent: released early after a session, or here after a failure
       clearTimeout(timer);
       ctx.running.delete(jobId);
     }

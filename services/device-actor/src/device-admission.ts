@@ -8,6 +8,7 @@ import {
   SvcError,
   algorithmsFor,
   deviceNetworkPolicy,
+  fingerprintOf,
   hostKeyModes,
   resolveHost,
   sshProfiles,
@@ -111,6 +112,23 @@ export class DeviceAdmission {
       { context: spec.context, host: spec.host, address, port: spec.port },
       log,
     );
+  }
+
+  /**
+   * The device key (its pinned host key's) of the job's address before it connects, or null
+   * when nothing is pinned there yet (first contact) or the store does not answer.
+   */
+  async pinnedDeviceOf(spec: JobRecord['spec'], address: string): Promise<string | null> {
+    return this.hostKeys.pinnedDeviceOf(spec.context, address, spec.port);
+  }
+
+  /**
+   * The device key of a host key the handshake accepted (it is the pinned one), or null when the
+   * context does not check host keys (HOST_KEY_POLICY off: the address is the device).
+   */
+  deviceOfAcceptedKey(spec: JobRecord['spec'], key: Buffer): string | null {
+    if (this.hostKeyMode(spec.context) === 'off') return null;
+    return HostKeyStore.deviceOf(spec.context, fingerprintOf(key));
   }
 
   /**

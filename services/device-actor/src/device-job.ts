@@ -70,6 +70,11 @@ export interface DeviceJob {
   onReached?: () => void;
   /** Called when jump host `index` logged in and forwarded to the next hop. */
   onJumpPassed?: (index: number) => void;
+  /**
+   * The job's hold on its device's key (pinned host key) on this actor host: warm sessions are
+   * kept and closed by it, so that a device reached at several addresses holds one session.
+   */
+  claim?: { readonly held: string | null };
   /** The host-key check of this job's context (absent: any key is accepted). */
   verifyHostKey?: VerifyHostKey;
   /** Private key for public-key login to the device (tried before the password). */

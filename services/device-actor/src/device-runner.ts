@@ -63,14 +63,15 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
   const staleCheckMs = options.staleCheckMs ?? 2000;
   const floorMs = options.commitSaveFloorMs ?? COMMIT_SAVE_FLOOR_MS;
 
-  async function run(job: DeviceJob): Promise<DeviceOutcome> {
-    if (job.signal.aborted) throw abortError(job.signal);
+  async function run(given: DeviceJob): Promise<DeviceOutcome> {
+    if (given.signal.aborted) throw abortError(given.signal);
+    const job = closingWarmAtHandshake(given, options.pool);
     let platform = job.platform;
     let detectedPlatform: string | null = null;
     const pool = options.pool;
     if (platform === AUTODETECT) {
       // One session per device: a warm one goes before the fingerprinting session opens.
-      await pool?.closeDevice(job.address, job.port);
+      await pool?.closeDevice(deviceOf(job));
       platform = await autodetectPlatform(job);
       detectedPlatform = platform;
     }
@@ -153,7 +154,7 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
     if (pooled) job.onReached?.();
     // One session per device: any warm session of this device (another user's, or one this
     // job may not reuse) is closed before a new one opens.
-    else await pool?.closeDevice(job.address, job.port);
+    else await pool?.closeDevice(deviceOf(job));
     cli ??= await CliSession.open(
       withLoginCredentials(driver, job.username, job.password),
       sessionOptionsOf(job),
@@ -243,7 +244,10 @@ export function createDeviceRunner(options: DeviceRunnerOptions): RunDeviceJob {
         !job.signal.aborted &&
         (await cli.returnHome(Math.min(staleCheckMs, job.readTimeoutMs)))
       ) {
-        pool.release(parts, platform, cli);
+        // Kept under the device's key too (known by now if it has one): another address of
+        // the device closes it before opening its own.
+        const device = job.claim?.held ?? undefined;
+        pool.release({ ...parts, ...(device !== undefined ? { device } : {}) }, platform, cli);
       } else if (ok) {
         void cli.close().catch(() => undefined);
       } else {
@@ -473,4 +477,29 @@ export function rejectionMessage(status: readonly CommandStatus[], total: number
   const each = bad.map((s) => `"${s.command}": ${s.error ?? ''}`).join('; ');
   const sent = status.filter((s) => s.status !== 'not_run').length;
   return `${bad.length} of ${sent} commands rejected by the device: ${each}${tail}`;
+}
+
+/** Where a job's device is for the pool: its address, and its key when the job holds one. */
+function deviceOf(job: DeviceJob): { host: string; port: number; device?: string } {
+  const device = job.claim?.held ?? undefined;
+  return { host: job.address, port: job.port, ...(device !== undefined ? { device } : {}) };
+}
+
+/**
+ * The job with a host-key check that, once the key is accepted, closes the warm sessions of the
+ * device it names (kept at its other addresses): at first contact the device is known only then,
+ * and its warm session elsewhere must go before this one logs in.
+ */
+function closingWarmAtHandshake(job: DeviceJob, pool: SessionPool | null): DeviceJob {
+  const verify = job.verifyHostKey;
+  if (pool === null || verify === undefined) return job;
+  return {
+    ...job,
+    verifyHostKey: async (key) => {
+      const refusal = await verify(key);
+      const device = job.claim?.held;
+      if (refusal === null && device != null) await pool.closeDevice({ device });
+      return refusal;
+    },
+  };
 }

@@ -22,6 +22,8 @@ export interface PoolKeyParts {
   username: string;
   password: string;
   enable: string | null;
+  /** The device whatever address reaches it (its pinned host key's key), when known. */
+  device?: string;
   /** The session's route besides the device (algorithms, jump hosts); default none. */
   route?: string;
   /** Other secrets of the login (private key, passphrase, jump-host credentials). */
@@ -30,7 +32,9 @@ export interface PoolKeyParts {
 
 interface Entry {
   /** Host and port: the device, whoever is logged in. */
-  device: string;
+  address: string;
+  /** The device's key when known: its sessions at any address. */
+  device: string | null;
   identity: string;
   secretHash: string;
   platform: string;
@@ -106,7 +110,8 @@ export class SessionPool {
     }
     const { identity, secretHash } = this.keyOf(parts);
     const entry: Entry = {
-      device: JSON.stringify([parts.host.toLowerCase(), parts.port]),
+      address: addressOf(parts.host, parts.port),
+      device: parts.device ?? null,
       identity,
       secretHash,
       platform,
@@ -124,12 +129,18 @@ export class SessionPool {
   }
 
   /**
-   * Closes every warm session of one device (any user), and waits until they are gone: done
-   * before a job opens its own session, so that the device never sees two from this host.
+   * Closes every warm session of one device (any user) — at its address, or at any address when
+   * its key is given — and waits until they are gone: done before a job opens its own session,
+   * so that the device never sees two from this host.
    */
-  async closeDevice(host: string, port: number): Promise<void> {
-    const device = JSON.stringify([host.toLowerCase(), port]);
-    const gone = this.idle.filter((e) => e.device === device);
+  async closeDevice(where: { host?: string; port?: number; device?: string }): Promise<void> {
+    const address =
+      where.host !== undefined && where.port !== undefined
+        ? addressOf(where.host, where.port)
+        : null;
+    const gone = this.idle.filter(
+      (e) => e.address === address || (where.device !== undefined && e.device === where.device),
+    );
     await Promise.all(gone.map((e) => this.drop(e)));
   }
 
@@ -171,4 +182,8 @@ export class SessionPool {
       secretHash,
     };
   }
+}
+
+function addressOf(host: string, port: number): string {
+  return JSON.stringify([host.toLowerCase(), port]);
 }

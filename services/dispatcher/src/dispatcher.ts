@@ -269,6 +269,8 @@ export async function startDispatcher(
       handBack: envelope.placement > 0,
       ...(envelope.requires !== undefined ? { requires: envelope.requires } : {}),
     };
+    // An address with a pinned host key prefers the host of that key: one device, one host.
+    if (envelope.device !== undefined) placement.prefer(deviceKey, envelope.device);
     let host = await placement.place(context, deviceKey, job, endedAt);
     if (
       !host &&

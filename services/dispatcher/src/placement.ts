@@ -47,6 +47,8 @@ export interface JobToPlace {
 export class Placement {
   readonly #hosts = new Map<string, WorkerHeartbeat>();
   readonly #devices = new Map<string, DevicePlacement>();
+  /** What a device's preferred host is chosen by, when not by its own key (`prefer`). */
+  readonly #preferBy = new Map<string, string>();
 
   /**
    * @param livenessMs heartbeat age within which a host is live (DISPATCH_HOST_LIVENESS)
@@ -63,6 +65,16 @@ export class Placement {
      */
     private readonly rebalanceIdleMs = 0,
   ) {}
+
+  /**
+   * Chooses a device's preferred host by `key` instead of its own key: every address of one
+   * device (its pinned host key) prefers one host. Where the device is placed already it stays
+   * (its jobs keep their order) until it may move (`rebalanceIdleMs`).
+   */
+  prefer(deviceKey: string, key: string): void {
+    if (key === deviceKey) this.#preferBy.delete(deviceKey);
+    else this.#preferBy.set(deviceKey, key);
+  }
 
   /** Feeds a heartbeat (or its deletion, as null) from the `svc-workers` watch. */
   update(hostId: string, beat: WorkerHeartbeat | null): void {
@@ -205,8 +217,9 @@ export class Placement {
   ): string | null {
     let best: string | null = null;
     let bestScore = -1n;
+    const by = this.#preferBy.get(deviceKey) ?? deviceKey;
     for (const host of this.liveHosts(context, now, requires)) {
-      const score = rendezvousScore(deviceKey, host);
+      const score = rendezvousScore(by, host);
       if (score > bestScore) {
         best = host;
         bestScore = score;

@@ -252,3 +252,30 @@ test('when a device sits on a host of an earlier release and a job needs a capab
   // The device is on `b` now: its next plain job follows it there, in order.
   assert.equal(await p.place('default', device, { id: 'j3', handBack: false }, isSettled, T0), 'b');
 });
+
+test('when addresses of one device (one pinned host key) are placed, then they prefer the host of that key, and an address placed before its pin moves there once idle', async () => {
+  const p = new Placement(LIVENESS_MS, 60_000, 330_000);
+  const { ended, isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  // Two addresses whose own keys prefer different hosts, and a host key that prefers b.
+  const onA = deviceOn('a');
+  const onB = deviceOn('b');
+  let device = 'default|hostkey:SHA256:0';
+  for (let i = 1; rendezvousScore(device, 'b') < rendezvousScore(device, 'a'); i++) {
+    device = `default|hostkey:SHA256:${i}`;
+  }
+  // First contact at onA: no key pinned yet, it goes where its address prefers.
+  assert.equal(await p.place('default', onA, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  // Both addresses pinned now: onB goes to the key's host; onA stays behind its job on a.
+  p.prefer(onB, device);
+  assert.equal(await p.place('default', onB, { id: 'j2', handBack: false }, isSettled, T0), 'b');
+  p.prefer(onA, device);
+  assert.equal(await p.place('default', onA, { id: 'j3', handBack: false }, isSettled, T0), 'a');
+  // Once onA has had no job for the rebalance idle time, it joins the device's host.
+  ended.add('j3');
+  const later = T0 + 330_000;
+  p.update('a', beat('a', later));
+  p.update('b', beat('b', later));
+  assert.equal(await p.place('default', onA, { id: 'j4', handBack: false }, isSettled, later), 'b');
+});

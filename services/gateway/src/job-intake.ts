@@ -19,6 +19,7 @@ import {
   resolveHost,
   type AddressPolicy,
   type AuditLog,
+  type CommandMode,
   type CommandPolicy,
   type HostKeyStore,
   type DeviceInputLimits,
@@ -261,16 +262,7 @@ export class JobIntake {
     askedPolicy?: string,
   ): Promise<PreparedJob> {
     JobIntake.mustSubmit(caller);
-    const asked = askedCommandMode(askedPolicy);
-    if (asked === undefined) {
-      throw HttpError.validation([
-        {
-          loc: ['header', 'X-Svc-Command-Policy'],
-          msg: 'value is not read-only or any',
-          type: 'enum',
-        },
-      ]);
-    }
+    const asked = JobIntake.askedMode(askedPolicy);
     const checked = check<SendConfigRequest & SendCommandStructuredRequest>(
       schema ?? SCHEMAS[kind],
       parsed,
@@ -318,23 +310,7 @@ export class JobIntake {
         });
       }
     }
-    // Read-only (the context's mode, or asked for by the request): each refused command is
-    // named at its index, nothing is queued.
-    if (
-      (kind === 'command' || kind === 'structured') &&
-      this.options.commandPolicy?.modeFor(spec.context, asked) === 'read-only'
-    ) {
-      for (const [i, command] of spec.commands.entries()) {
-        const why = this.options.commandPolicy.readOnlyRefusal(command, spec.platform);
-        if (why !== null) {
-          refused.push({
-            loc: ['body', 'commands', i],
-            msg: `command "${command}" is refused: context ${spec.context} runs read-only commands here and ${why}`,
-            type: 'command_not_allowed',
-          });
-        }
-      }
-    }
+    refused.push(...this.commandRefusals(spec, asked));
     if (refused.length > 0) throw HttpError.validation(refused);
     // Resolved once: every guard below and the actor see the same device, and the actor
     // connects to exactly this address.
@@ -347,6 +323,43 @@ export class JobIntake {
         ? spec
         : { ...spec, webhook_url: this.sealer.seal(spec.webhook_url) };
     return { spec: sealedSpec, secrets, address, caller };
+  }
+
+  /** `X-Svc-Command-Policy` as sent (null when absent); 422 when it is not a mode. */
+  static askedMode(value: string | undefined): CommandMode | null {
+    const asked = askedCommandMode(value);
+    if (asked === undefined) {
+      throw HttpError.validation([
+        {
+          loc: ['header', 'X-Svc-Command-Policy'],
+          msg: 'value is not read-only or any',
+          type: 'enum',
+        },
+      ]);
+    }
+    return asked;
+  }
+
+  /**
+   * Under read-only (the context's mode now, or asked for by the request), each command of a
+   * send-command job that the policy refuses, named at its index. Submissions and replays alike:
+   * a job accepted under a laxer policy is judged again when it is replayed.
+   */
+  private commandRefusals(spec: JobSpec, asked: CommandMode | null): ValidationIssue[] {
+    const policy = this.options.commandPolicy;
+    if (spec.kind === 'config' || policy?.modeFor(spec.context, asked) !== 'read-only') return [];
+    const refused: ValidationIssue[] = [];
+    for (const [i, command] of spec.commands.entries()) {
+      const why = policy.readOnlyRefusal(command, spec.platform);
+      if (why !== null) {
+        refused.push({
+          loc: ['body', 'commands', i],
+          msg: `command "${command}" is refused: context ${spec.context} runs read-only commands here and ${why}`,
+          type: 'command_not_allowed',
+        });
+      }
+    }
+    return refused;
   }
 
   /**
@@ -486,10 +499,17 @@ export class JobIntake {
   }
 
   /**
-   * The guards of a submission that a replay runs too (lockout, budget, queue depth); returns
-   * the device's resolved address.
+   * The guards of a submission that a replay runs too (command policy as it is now, lockout,
+   * budget, queue depth); returns the device's resolved address.
    */
-  async admitReplay(caller: Caller, spec: JobSpec, username: string): Promise<string | null> {
+  async admitReplay(
+    caller: Caller,
+    spec: JobSpec,
+    username: string,
+    askedPolicy?: string,
+  ): Promise<string | null> {
+    const refused = this.commandRefusals(spec, JobIntake.askedMode(askedPolicy));
+    if (refused.length > 0) throw HttpError.validation(refused);
     const address = await resolveHost(spec.host);
     await this.checkLockout(caller, spec, username, address);
     const grant = await this.takeBudget(caller, spec, address);
@@ -712,6 +732,9 @@ export class JobIntake {
         : this.depth.ahead(spec.context).catch(() => 0);
     const enqueuedAt = new Date().toISOString();
     const address = extras.address !== undefined ? extras.address : await resolveHost(spec.host);
+    // Placement prefers the host of the device's pinned key: its addresses meet on one host.
+    // Read alongside the record's creation (the record does not hold it).
+    const deviceRead = this.pinnedDeviceOf(spec, address).catch(() => null);
     const envelope: JobEnvelope = {
       v: 1,
       job_id: jobId,
@@ -736,8 +759,10 @@ export class JobIntake {
     if (Date.now() >= deadline) throw storeTimedOut();
     let revision: number;
     try {
-      [revision] = await Promise.all([this.jobs.create(record), aheadRead]);
+      let device: string | null;
+      [revision, device] = await Promise.all([this.jobs.create(record), deviceRead, aheadRead]);
       envelope.record_revision = revision;
+      if (device !== null) envelope.device = device;
     } catch (err) {
       if (/exists|wrong last sequence/i.test(String(err))) {
         throw new HttpError(409, `a job with id ${jobId} already exists`);

@@ -248,7 +248,12 @@ export async function resubmit(
     webhook_secret: body.webhook_secret ?? null,
     ...ssh.secrets,
   };
-  const address = await ctx.intake.admitReplay(caller, spec, username);
+  const address = await ctx.intake.admitReplay(
+    caller,
+    spec,
+    username,
+    header(req, 'x-svc-command-policy'),
+  );
   const traceparent = header(req, 'traceparent');
   const response = await ctx.intake.enqueue(
     newId,

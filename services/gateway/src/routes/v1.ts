@@ -88,6 +88,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         caller,
         requestId: header(req, 'x-request-id'),
         idempotencyKey: header(req, 'x-idempotency-key'),
+        commandPolicy: header(req, 'x-svc-command-policy'),
         source: req.ip,
         deadline: deadlineOf(req),
         schema,
@@ -276,6 +277,13 @@ async function replayFallback(
       enable: typeof enable === 'string' ? enable : null,
     };
   }
+  // The guards of a replay: the command policy as it is now, lockout, budgets, queue depth.
+  const address = await ctx.intake.admitReplay(
+    caller,
+    record.spec,
+    creds.username,
+    header(req, 'x-svc-command-policy'),
+  );
   const sealed = ctx.sealer.seal({ ...creds, webhook_secret: null });
   const response = await ctx.intake.enqueue(
     randomUUID(),
@@ -283,6 +291,8 @@ async function replayFallback(
     creds.username,
     sealed,
     caller,
+    undefined,
+    { address, source: req.ip, replayOf: record.job_id },
   );
   return accepted(reply, response.job_id, response);
 }

@@ -1,0 +1,52 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ErrorCode, SvcError } from '@svc/proto';
+import { DeviceClaim, DeviceLocks } from '../src/device-claim.js';
+
+const never = new AbortController().signal;
+
+test('when a second job claims a device key another job holds, then it gets it only once the first lets go', async () => {
+  const locks = new DeviceLocks(1);
+  const first = new DeviceClaim(locks);
+  const second = new DeviceClaim(locks);
+  await first.take('default|hostkey:SHA256:a', never);
+  let granted = false;
+  const waiting = second.take('default|hostkey:SHA256:a', never).then(() => {
+    granted = true;
+  });
+  // Another device is not held back.
+  assert.equal(new DeviceClaim(locks).tryTake('default|hostkey:SHA256:b'), true);
+  assert.equal(granted, false);
+  first.release();
+  await waiting;
+  assert.equal(second.held, 'default|hostkey:SHA256:a');
+});
+
+test('when the key is busy at the handshake, then tryTake says so and names it', () => {
+  const locks = new DeviceLocks(1);
+  assert.equal(new DeviceClaim(locks).tryTake('k'), true);
+  const late = new DeviceClaim(locks);
+  assert.equal(late.tryTake('k'), false);
+  assert.equal(late.busy, 'k');
+  assert.equal(late.held, null);
+});
+
+test('when a waiting job is cancelled, then it stops waiting with the cancel and takes no place', async () => {
+  const locks = new DeviceLocks(1);
+  const holder = new DeviceClaim(locks);
+  await holder.take('k', never);
+  const cancel = new AbortController();
+  const waiter = new DeviceClaim(locks).take('k', cancel.signal);
+  cancel.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
+  await assert.rejects(waiter, (err: unknown) => (err as SvcError).code === ErrorCode.CANCELLED);
+  holder.release();
+  assert.equal(locks.size, 0);
+  assert.equal(new DeviceClaim(locks).tryTake('k'), true);
+});
+
+test('when DEVICE_MAX_SESSIONS is 2, then two jobs hold a device key at once', () => {
+  const locks = new DeviceLocks(2);
+  assert.equal(new DeviceClaim(locks).tryTake('k'), true);
+  assert.equal(new DeviceClaim(locks).tryTake('k'), true);
+  assert.equal(new DeviceClaim(locks).tryTake('k'), false);
+});
