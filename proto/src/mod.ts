@@ -248,3 +248,17 @@ export {
 export type { CommitForms } from './commit-options.js';
 export { CANDIDATE_DRY_RUNS, candidateDryRunOf, dryRunProblem } from './dry-run.js';
 export type { CandidateDryRun } from './dry-run.js';
+export {
+  ADMIN_SECRET_FILE,
+  COMMUNITY_TEMPLATES_DIR,
+  DEFAULT_DATA_DIR,
+  TEXTFSM_COLLECTION,
+  TLS_CERT_FILE,
+  TLS_DIR,
+  TTP_COLLECTION,
+  adminSecretOf,
+  communityTemplateDirs,
+  localDataDir,
+  localService,
+} from './local-data.js';
+export type { LocalService } from './local-data.js';
