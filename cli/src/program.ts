@@ -6,6 +6,8 @@ import { dirname } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { parseTemplateFiles, parseTtp } from '@svc/parsers';
 import { ApiClient } from './api-client.js';
+import { localDataDir } from '@svc/proto/local-data';
+import { registerCommunityTemplateCommands } from './community-templates.js';
 import { COMMAND_TREE, bashCompletion, zshCompletion } from './completion.js';
 import {
   configWorkflowFields,
@@ -912,6 +914,10 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     });
 
   registerConfigTemplateCommands(program, { clientOf, out, readStdin: () => cli.readStdin() });
+  registerCommunityTemplateCommands(program, {
+    out,
+    dataDir: () => localDataDir(cli.env['SVC_DATA_DIR']),
+  });
 
   program
     .command('completion')

@@ -164,6 +164,18 @@ export const CommandStatus = Type.Object(
           "error: the device's error line, or what ended the command; timeout: the wait that ran out.",
       }),
     ),
+    parsed: Type.Optional(
+      Type.Boolean({
+        description:
+          'Structured jobs only: whether a template parsed this output (its results entry is then a list of records); false when no template matched, a string is kept.',
+      }),
+    ),
+    template: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Structured jobs only: the template that parsed the output: a community TextFSM template by its index name (`cisco_ios_show_version.textfsm`, several joined by `:`), a `ttp://` reference, or `textfsm_template` / `ttp_template` for template text the job carried; null when not parsed.',
+      }),
+    ),
   },
   { $id: 'CommandStatus', additionalProperties: false },
 );
