@@ -136,6 +136,12 @@ function printJobResults(io: Io, job: Json, heading: string | null): void {
   }
 }
 
+/** A batch job's device: its inventory name, when it has one, then `host:port`. */
+function deviceLabel(j: Json): string {
+  const where = `${j.host as string}:${j.port as number}`;
+  return typeof j.name === 'string' ? `${j.name} (${where})` : where;
+}
+
 function batchCountsLine(s: Json): string {
   const c = s.counts ?? {};
   const ended = (c.finished ?? 0) + (c.failed ?? 0) + (c.cancelled ?? 0);
@@ -361,7 +367,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       let text = '';
       if (printOutputs) {
         for (const j of jobs) {
-          text += `=== ${j.host as string}:${j.port as number} [${j.status as string}] ===\n`;
+          text += `=== ${deviceLabel(j)} [${j.status as string}] ===\n`;
           for (const v of Object.values((j.results ?? {}) as Record<string, unknown>))
             text += resultText(v);
           if (j.status !== 'finished' && j.error)
@@ -369,7 +375,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         }
       } else {
         text += table(
-          ['host', 'port', 'status', 'error_code', 'error'],
+          ['name', 'host', 'port', 'status', 'error_code', 'error'],
           jobs.map((j) => ({ ...j, error: j.error ?? null })),
         );
       }
@@ -623,7 +629,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     .argument('<batch_id>')
     .action(async (id: string, _o: unknown, cmd: Command) => {
       const jobs = await batchJobs(cmd, id);
-      out(cmd, jobs, () => table(['job_id', 'host', 'port', 'status', 'error_code'], jobs));
+      out(cmd, jobs, () => table(['job_id', 'name', 'host', 'port', 'status', 'error_code'], jobs));
     });
   batch
     .command('cancel')

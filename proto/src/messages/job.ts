@@ -126,6 +126,8 @@ export const JobEnvelope = Type.Object(
     /** The record's `dedup_key` and `batch_id`, so that `queuedRecordOf` rebuilds it exactly. */
     dedup_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
     batch_id: Type.Optional(Type.String()),
+    /** The record's `device_name`, likewise. */
+    device_name: Type.Optional(Type.String()),
   },
   { $id: 'JobEnvelope', additionalProperties: false },
 );
@@ -248,6 +250,8 @@ export const JobRecord = Type.Object(
     dedup_key: NullableString,
     /** The batch the job belongs to (POST /v2/batches); absent for single jobs. */
     batch_id: Type.Optional(NullableString),
+    /** Batch jobs: the device entry's inventory `name`, for its events; absent when none. */
+    device_name: Type.Optional(Type.String()),
     /** Dry runs: the device's diff of the candidate, or null where there is no candidate. */
     diff: Type.Optional(NullableString),
     /** Config jobs with `checks`. */
@@ -350,6 +354,10 @@ export const JobEvent = Type.Object(
     at: Type.String({ description: 'ISO 8601 time of the change' }),
     context: Type.String(),
     host: Type.String(),
+    /** The device's SSH port. Absent in events of older services. */
+    port: Type.Optional(Type.Integer()),
+    /** Batch jobs: the device entry's inventory name; absent when it had none. */
+    name: Type.Optional(Type.String()),
     platform: Type.String(),
     error_code: Type.Optional(NullableString),
     error: Type.Optional(NullableString),
