@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import {
+  DEFAULT_DATA_DIR,
   DriverSettings,
   HostKeySettings,
   loadDriverDir,
@@ -105,7 +106,7 @@ export const DeviceActorConfig = Type.Object({
       'Directory that ttp:// template references resolve under. Empty: the ttp_templates collection `svc templates install` put in SVC_DATA_DIR/templates/ttp_templates, when there.',
   }),
   SVC_DATA_DIR: Type.String({
-    default: '.svc-data',
+    default: DEFAULT_DATA_DIR,
     description:
       'Local data directory (as for `npm start`): the actor reads community templates installed under its templates/ folder, per job (an install needs no restart).',
   }),

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { loadConfig } from '@svc/proto';
+import { DEFAULT_DATA_DIR, loadConfig } from '@svc/proto';
 
 /**
  * Settings of the MCP adapter, read once from the environment by `main.ts`. Durations are
@@ -74,7 +74,7 @@ export const McpAdapterConfig = Type.Object({
       'PEM file of the CA (or the self-signed certificate) the API certificate must chain to. When empty: the system CAs, and for a loopback API address also the self-signed certificate `npm start` keeps in SVC_DATA_DIR/tls/cert.pem.',
   }),
   SVC_DATA_DIR: Type.String({
-    default: '.svc-data',
+    default: DEFAULT_DATA_DIR,
     description:
       "The gateway's data directory (as for `npm start`), read for a loopback API address as the `svc` CLI reads it: its self-signed tls/cert.pem is trusted when SVC_MCP_CA_FILE is empty, and create_api_key and revoke_api_key use the admin secret of its admin.env.",
   }),
