@@ -6,7 +6,7 @@ export const COMMAND_TREE: Record<string, string[]> = {
   jobs: ['list', 'get', 'cancel', 'replay', 'confirm', 'transcript'],
   keys: ['create', 'list', 'revoke', 'rotate'],
   parse: ['textfsm', 'ttp'],
-  templates: ['put', 'get', 'list', 'delete', 'render'],
+  templates: ['put', 'get', 'list', 'delete', 'render', 'install'],
   health: [],
   completion: ['bash', 'zsh'],
 };

@@ -193,7 +193,11 @@ function templatePath(name: string, suffix = ''): string {
 export function registerConfigTemplateCommands(program: Command, deps: TemplateCommandDeps): void {
   const templates =
     program.commands.find((c) => c.name() === 'templates') ??
-    program.command('templates').description('configuration templates (docs/config-workflows.md)');
+    program
+      .command('templates')
+      .description(
+        'stored configuration templates: put, get, list, delete, render (docs/config-workflows.md); community parsing templates: install (docs/parsers.md)',
+      );
   const query = (o: { context?: string }) =>
     o.context !== undefined ? { context: o.context } : {};
   const withContext = (c: Command) =>

@@ -6,6 +6,8 @@ import { CliError, ExitCode } from './exit-codes.js';
 
 /** One device of a batch, in the API's device-entry shape (docs/batches.md). */
 export interface InventoryDevice {
+  /** The device's name in the inventory (Ansible or Nornir host name, CSV `name`): shown with host and port in batch output. */
+  name?: string;
   host: string;
   port?: number;
   platform?: string;
@@ -108,6 +110,7 @@ function str(value: unknown): string | undefined {
 
 function device(
   fields: {
+    name?: unknown;
     host?: unknown;
     port?: unknown;
     platform?: unknown;
@@ -121,7 +124,8 @@ function device(
 ): InventoryDevice {
   const host = str(fields.host);
   if (!host) throw bad(source, `${where}: no host`);
-  const out: InventoryDevice = { host };
+  const name = str(fields.name);
+  const out: InventoryDevice = name !== undefined && name !== host ? { name, host } : { host };
   const port = portOf(fields.port, source, where);
   if (port !== undefined) out.port = port;
   const platform = str(fields.platform);
@@ -149,7 +153,7 @@ const CSV_COLUMNS: Record<string, keyof InventoryDevice> = {
 
 /**
  * CSV with a header row. Known columns: host (or hostname, ip, address), port, platform (or
- * device_type), username, password, enable; `name` is ignored; every other column becomes a tag
+ * device_type), username, password, enable, name (the device's name in batch output); every other column becomes a tag
  * of that name (empty cells are left out). Blank lines and lines starting with `#` are skipped.
  */
 export function parseCsvInventory(text: string, source: string): InventoryDevice[] {
@@ -192,7 +196,9 @@ export function parseCsvInventory(text: string, source: string): InventoryDevice
       const known = CSV_COLUMNS[name];
       if (known) {
         if (fields[known] === undefined || fields[known] === '') fields[known] = value;
-      } else if (name !== 'name' && value !== '') {
+      } else if (name === 'name') {
+        fields['name'] = value;
+      } else if (value !== '') {
         if (!TAG_RE.test(name) || !TAG_RE.test(value)) {
           throw bad(
             source,
@@ -220,6 +226,7 @@ function templateVars(vars: Vars): Vars {
 function ansibleDevice(name: string, vars: Vars, source: string): InventoryDevice {
   return device(
     {
+      name,
       host: vars['ansible_host'] ?? vars['ansible_ssh_host'] ?? name,
       port: vars['ansible_port'] ?? vars['ansible_ssh_port'],
       platform: vars['svc_platform'] ?? vars['ansible_network_os'] ?? vars['platform'],
@@ -462,6 +469,7 @@ export function parseNornirHosts(
     }
     const found = device(
       {
+        name,
         host: h['hostname'] ?? name,
         port: h['port'],
         platform: h['platform'],

@@ -6,6 +6,8 @@ import { dirname } from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
 import { parseTemplateFiles, parseTtp } from '@svc/parsers';
 import { ApiClient } from './api-client.js';
+import { localDataDir } from '@svc/proto/local-data';
+import { registerCommunityTemplateCommands } from './community-templates.js';
 import { COMMAND_TREE, bashCompletion, zshCompletion } from './completion.js';
 import {
   configWorkflowFields,
@@ -132,6 +134,12 @@ function printJobResults(io: Io, job: Json, heading: string | null): void {
       `svc: ${heading ?? `job ${job.job_id}`} ${job.status}: ${job.error_code ?? ''} ${job.error}\n`,
     );
   }
+}
+
+/** A batch job's device: its inventory name, when it has one, then `host:port`. */
+function deviceLabel(j: Json): string {
+  const where = `${j.host as string}:${j.port as number}`;
+  return typeof j.name === 'string' ? `${j.name} (${where})` : where;
 }
 
 function batchCountsLine(s: Json): string {
@@ -366,7 +374,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
       let text = '';
       if (printOutputs) {
         for (const j of jobs) {
-          text += `=== ${j.host as string}:${j.port as number} [${j.status as string}] ===\n`;
+          text += `=== ${deviceLabel(j)} [${j.status as string}] ===\n`;
           for (const v of Object.values((j.results ?? {}) as Record<string, unknown>))
             text += resultText(v);
           if (j.status !== 'finished' && j.error)
@@ -374,7 +382,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         }
       } else {
         text += table(
-          ['host', 'port', 'status', 'error_code', 'error'],
+          ['name', 'host', 'port', 'status', 'error_code', 'error'],
           jobs.map((j) => ({ ...j, error: j.error ?? null })),
         );
       }
@@ -623,7 +631,7 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     .argument('<batch_id>')
     .action(async (id: string, _o: unknown, cmd: Command) => {
       const jobs = await batchJobs(cmd, id);
-      out(cmd, jobs, () => table(['job_id', 'host', 'port', 'status', 'error_code'], jobs));
+      out(cmd, jobs, () => table(['job_id', 'name', 'host', 'port', 'status', 'error_code'], jobs));
     });
   batch
     .command('cancel')
@@ -914,6 +922,10 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
     });
 
   registerConfigTemplateCommands(program, { clientOf, out, readStdin: () => cli.readStdin() });
+  registerCommunityTemplateCommands(program, {
+    out,
+    dataDir: () => localDataDir(cli.env['SVC_DATA_DIR']),
+  });
 
   program
     .command('completion')

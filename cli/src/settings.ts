@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
-import { rootCertificates } from 'node:tls';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { localDataDir, localService } from '@svc/proto/local-data';
 import { CliError, ExitCode } from './exit-codes.js';
 
 /** Where the CLI's connection settings come from, strongest first: flags, environment, file. */
@@ -150,8 +150,9 @@ export function resolveSettings(
   } catch {
     throw new CliError(ExitCode.usage, `service URL ${JSON.stringify(url)} is not an http(s) URL`);
   }
-  const local = localService(url, env);
-  if (ca === null && local) ca = local.ca;
+  // A service on this machine: what `npm start` keeps in its data dir (docs/cli.md).
+  const local = localService(url, localDataDir(env['SVC_DATA_DIR']));
+  if (ca === null && local?.ca) ca = local.ca.join('\n');
   return {
     url,
     apiKey: pick('apiKey') ?? null,
@@ -165,35 +166,5 @@ export function resolveSettings(
       (fileInsecure === true && truthy(env[ENV.insecure]) !== false),
     adminSecret: pick('adminSecret') ?? local?.adminSecret ?? null,
     configFile: file ? path : null,
-  };
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/**
- * For a service on this machine (a loopback URL), what `npm start` keeps in its data dir
- * (SVC_DATA_DIR, default `.svc-data`): its self-signed certificate, trusted beside the system
- * CAs (it names only localhost and the loopback addresses, so it vouches for nothing else), and
- * the admin secret it generated. Null for any other URL; each part null when its file is absent.
- */
-function localService(
-  url: string,
-  env: NodeJS.ProcessEnv,
-): { ca: string | null; adminSecret: string | null } | null {
-  const u = new URL(url);
-  if (!LOOPBACK_HOSTS.has(u.hostname)) return null;
-  const dataDir = resolve(env['SVC_DATA_DIR'] || '.svc-data');
-  const read = (file: string) => {
-    try {
-      return readFileSync(join(dataDir, file), 'utf8');
-    } catch {
-      return null;
-    }
-  };
-  const cert = u.protocol === 'https:' ? read(join('tls', 'cert.pem')) : null;
-  const adminEnv = read('admin.env');
-  return {
-    ca: cert ? [...rootCertificates, cert].join('\n') : null,
-    adminSecret: adminEnv ? (/^SVC_ADMIN_SECRET=(\S+)$/m.exec(adminEnv)?.[1] ?? null) : null,
   };
 }

@@ -26,8 +26,14 @@ test('when a CSV inventory has quoted cells, aliases and extra columns, then dev
     'inv.csv',
   );
   assert.deepEqual(devices, [
-    { host: '10.0.0.1', port: 2222, platform: 'cisco_ios', tags: { site: 'ams', rack: 'r-1' } },
-    { host: '10.0.0.2', platform: 'cisco_xr' },
+    {
+      name: 'r1',
+      host: '10.0.0.1',
+      port: 2222,
+      platform: 'cisco_ios',
+      tags: { site: 'ams', rack: 'r-1' },
+    },
+    { name: 'r2', host: '10.0.0.2', platform: 'cisco_xr' },
   ]);
 });
 
@@ -66,8 +72,8 @@ all:
               ansible_become_password: en
 `);
   assert.deepEqual(parseAnsibleInventory(doc, 'hosts.yml'), [
-    { host: '10.1.0.1', port: 2200, platform: 'arista_eos', username: 'netops' },
-    { host: '10.1.0.2', port: 2200, platform: 'cisco_nxos', username: 'netops' },
+    { name: 's1', host: '10.1.0.1', port: 2200, platform: 'arista_eos', username: 'netops' },
+    { name: 's2', host: '10.1.0.2', port: 2200, platform: 'cisco_nxos', username: 'netops' },
     { host: 'l1', platform: 'arista_eos', username: 'netops', password: 'pw', enable: 'en' },
   ]);
   assert.deepEqual(
@@ -96,7 +102,7 @@ r2:
         secret: en
 `);
   assert.deepEqual(parseNornirHosts(doc, 'hosts.yaml'), [
-    { host: '192.0.2.1', platform: 'juniper_junos', tags: { site: 'fra' } },
+    { name: 'r1', host: '192.0.2.1', platform: 'juniper_junos', tags: { site: 'fra' } },
     {
       host: 'r2',
       port: 22,
@@ -156,9 +162,9 @@ ansible_network_os=arista.eos.eos
 
 test('when an Ansible INI inventory has groups, children, group and host vars, then hosts get them as ansible-inventory does', () => {
   assert.deepEqual(parseAnsibleIniInventory(ANSIBLE_INI, 'hosts'), [
-    { host: '10.0.0.9', platform: 'arista_eos', username: 'netops' },
-    { host: '10.1.0.1', port: 2201, platform: 'cisco_ios', username: 'netops' },
-    { host: '10.1.0.2', port: 2200, platform: 'cisco_ios', username: 'netops' },
+    { name: 'edge1', host: '10.0.0.9', platform: 'arista_eos', username: 'netops' },
+    { name: 's1', host: '10.1.0.1', port: 2201, platform: 'cisco_ios', username: 'netops' },
+    { name: 's2', host: '10.1.0.2', port: 2200, platform: 'cisco_ios', username: 'netops' },
     { host: 'l1', platform: 'cisco_ios', username: 'leafops' },
   ]);
   assert.deepEqual(
@@ -198,7 +204,7 @@ ams:
       ansible_host: 10.2.0.1
 `);
   assert.deepEqual(parseAnsibleInventory(doc, 'hosts.yml'), [
-    { host: '10.2.0.1', platform: 'cisco_ios' },
+    { name: 'r1', host: '10.2.0.1', platform: 'cisco_ios' },
   ]);
   assert.deepEqual(
     parseAnsibleInventory(doc, 'hosts.yml', 'routers').map((d) => d.host),
@@ -211,7 +217,10 @@ test('when a CSV cell is quoted across lines, then it is one field and later lin
     'name,host,port\n"core\nrouter",10.0.0.1,22\nr2,10.0.0.2,\n',
     'inv.csv',
   );
-  assert.deepEqual(devices, [{ host: '10.0.0.1', port: 22 }, { host: '10.0.0.2' }]);
+  assert.deepEqual(devices, [
+    { name: 'core\nrouter', host: '10.0.0.1', port: 22 },
+    { name: 'r2', host: '10.0.0.2' },
+  ]);
   assert.throws(
     () => parseCsvInventory('name,host,port\n"a\nb",10.0.0.1,22\nr2,10.0.0.2,99999\n', 'inv.csv'),
     /line 4: port/,

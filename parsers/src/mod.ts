@@ -17,6 +17,7 @@ export {
   findTemplates,
   loadTemplateIndex,
   matchIndexRow,
+  parseIndexFile,
   parseWithIndex,
 } from './textfsm/index-lookup.js';
 export type { IndexAttributes, IndexRow, TemplateIndex } from './textfsm/index-lookup.js';

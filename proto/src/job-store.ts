@@ -144,6 +144,8 @@ export class JobStore {
       at: new Date().toISOString(),
       context: record.spec.context,
       host: record.spec.host,
+      port: record.spec.port,
+      ...(record.device_name !== undefined ? { name: record.device_name } : {}),
       platform: record.spec.platform,
       error_code: record.error_code,
       error: record.error,
@@ -202,6 +204,7 @@ export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
     actor_host: null,
     dedup_key: envelope.dedup_key ?? null,
     ...(envelope.batch_id != null ? { batch_id: envelope.batch_id } : {}),
+    ...(envelope.device_name !== undefined ? { device_name: envelope.device_name } : {}),
   };
 }
 

@@ -254,3 +254,17 @@ export {
   requiredCapabilities,
 } from './actor-capabilities.js';
 export type { CandidateDryRun } from './dry-run.js';
+export {
+  ADMIN_SECRET_FILE,
+  COMMUNITY_TEMPLATES_DIR,
+  DEFAULT_DATA_DIR,
+  TEXTFSM_COLLECTION,
+  TLS_CERT_FILE,
+  TLS_DIR,
+  TTP_COLLECTION,
+  adminSecretOf,
+  communityTemplateDirs,
+  localDataDir,
+  localService,
+} from './local-data.js';
+export type { LocalService } from './local-data.js';

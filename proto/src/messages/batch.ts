@@ -7,9 +7,19 @@ import { MAX_SECRET_LENGTH, NullableDeviceText } from '../device-input.js';
 const NullableString = (description: string) =>
   Type.Union([Type.String(), Type.Null()], { description });
 
+/** A device's name in the caller's inventory, echoed wherever the batch names its jobs. */
+const DeviceName = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: '^[^\\u0000-\\u001f\\u007f]+$',
+  description:
+    "The device's name in the caller's inventory (an Ansible or Nornir host name), not used to connect: echoed with host and port in the batch's answer, job listing, SSE job events and NATS batch events.",
+});
+
 /** One device of a batch: where it is and what differs from the shared fields. */
 export const BatchDevice = Type.Object(
   {
+    name: Type.Optional(DeviceName),
     host: Type.String({ description: 'IPv4, IPv6 or RFC 1123 host name of the device.' }),
     port: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 65535, description: 'SSH port. Default 22.' }),
@@ -122,6 +132,8 @@ export const BatchJobRef = Type.Object({
   job_id: Type.String(),
   host: Type.String(),
   port: Type.Integer(),
+  /** The device entry's `name`; absent when it had none. */
+  name: Type.Optional(Type.String()),
 });
 export type BatchJobRef = Static<typeof BatchJobRef>;
 

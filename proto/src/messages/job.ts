@@ -133,6 +133,8 @@ export const JobEnvelope = Type.Object(
     /** The record's `dedup_key` and `batch_id`, so that `queuedRecordOf` rebuilds it exactly. */
     dedup_key: Type.Optional(Type.Union([Type.String(), Type.Null()])),
     batch_id: Type.Optional(Type.String()),
+    /** The record's `device_name`, likewise. */
+    device_name: Type.Optional(Type.String()),
     /**
      * Capabilities the actor host must have to run the job (`requiredCapabilities` of the
      * spec): the dispatcher places it only on a host whose heartbeat lists them, and an actor
@@ -175,6 +177,18 @@ export const CommandStatus = Type.Object(
       Type.String({
         description:
           "error: the device's error line, or what ended the command; timeout: the wait that ran out.",
+      }),
+    ),
+    parsed: Type.Optional(
+      Type.Boolean({
+        description:
+          'Structured jobs only: whether a template parsed this output (its results entry is then a list of records); false when no template matched, a string is kept.',
+      }),
+    ),
+    template: Type.Optional(
+      Type.Union([Type.String(), Type.Null()], {
+        description:
+          'Structured jobs only: the template that parsed the output: a community TextFSM template by its index name (`cisco_ios_show_version.textfsm`, several joined by `:`), a `ttp://` reference, or `textfsm_template` / `ttp_template` for template text the job carried; null when not parsed.',
       }),
     ),
   },
@@ -249,6 +263,8 @@ export const JobRecord = Type.Object(
     dedup_key: NullableString,
     /** The batch the job belongs to (POST /v2/batches); absent for single jobs. */
     batch_id: Type.Optional(NullableString),
+    /** Batch jobs: the device entry's inventory `name`, for its events; absent when none. */
+    device_name: Type.Optional(Type.String()),
     /** Dry runs: the device's diff of the candidate, or null where there is no candidate. */
     diff: Type.Optional(NullableString),
     /** Config jobs with `checks`. */
@@ -351,6 +367,10 @@ export const JobEvent = Type.Object(
     at: Type.String({ description: 'ISO 8601 time of the change' }),
     context: Type.String(),
     host: Type.String(),
+    /** The device's SSH port. Absent in events of older services. */
+    port: Type.Optional(Type.Integer()),
+    /** Batch jobs: the device entry's inventory name; absent when it had none. */
+    name: Type.Optional(Type.String()),
     platform: Type.String(),
     error_code: Type.Optional(NullableString),
     error: Type.Optional(NullableString),

@@ -15,13 +15,17 @@ import type { RunDeviceJob } from './device-job.js';
 import type { DeviceAdmission } from './device-admission.js';
 import type { DeviceLocks } from './device-claim.js';
 import type { Semaphore } from './mailbox.js';
+import type { ParsedOutputs } from './structured-output.js';
 
-/** Turns raw outputs of a structured job into parsed results (per command). */
+/**
+ * Turns raw outputs of a structured job into parsed results (per command), with per command
+ * whether a template parsed it and which (merged into command_status).
+ */
 export type ParseOutputs = (
   record: JobRecord,
   raw: Record<string, unknown>,
   platform: string,
-) => Promise<Record<string, unknown>>;
+) => Promise<ParsedOutputs>;
 
 /**
  * What every device actor of one host shares: the stores, the guards, the device layer and the

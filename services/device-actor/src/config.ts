@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { Type, type Static } from 'typebox';
 import {
+  DEFAULT_DATA_DIR,
   DriverSettings,
   HostKeySettings,
   loadDriverDir,
@@ -96,11 +97,18 @@ export const DeviceActorConfig = Type.Object({
   }),
   SVC_TEXTFSM_DIR: Type.String({
     default: '',
-    description: 'Community TextFSM templates (an index file and *.textfsm files).',
+    description:
+      'Community TextFSM templates (an index file and *.textfsm files). Empty: the ntc-templates collection `svc templates install` put in SVC_DATA_DIR/templates/ntc-templates, when there.',
   }),
   SVC_TTP_TEMPLATES_DIR: Type.String({
     default: '',
-    description: 'Directory that ttp:// template references resolve under.',
+    description:
+      'Directory that ttp:// template references resolve under. Empty: the ttp_templates collection `svc templates install` put in SVC_DATA_DIR/templates/ttp_templates, when there.',
+  }),
+  SVC_DATA_DIR: Type.String({
+    default: DEFAULT_DATA_DIR,
+    description:
+      'Local data directory (as for `npm start`): the actor reads community templates installed under its templates/ folder, per job (an install needs no restart).',
   }),
   BREAKER_THRESHOLD: Type.Integer({
     default: 5,

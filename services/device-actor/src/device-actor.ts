@@ -12,6 +12,7 @@ import {
   resolveHost,
   retryTransient,
   withSpan,
+  type CommandStatus,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
@@ -30,6 +31,7 @@ import type { Admitted } from './device-admission.js';
 import { DeviceClaim } from './device-claim.js';
 import { Mailbox } from './mailbox.js';
 import { redactSecrets } from './redaction.js';
+import type { ParsedOutputs } from './structured-output.js';
 import { TranscriptRecorder } from './transcript.js';
 
 /** A placed job and the message to settle once it has ended. */
@@ -330,9 +332,9 @@ export class DeviceActor {
           ? await withSpan('parse output', {}, () =>
               ctx.parseOutputs!(started, outcome.results, platform),
             )
-          : outcome.results;
+          : null;
       // Inline, or in the object store with a pointer (a record is one NATS message).
-      const stored = await ctx.results.keep(jobId, parsed);
+      const stored = await ctx.results.keep(jobId, parsed ? parsed.results : outcome.results);
       await keepTranscript(false, platform);
       const endedAt = new Date().toISOString();
       // Written on the revision this actor started it with: no read unless a cancel came between.
@@ -346,7 +348,7 @@ export class DeviceActor {
                 status: 'finished',
                 ended_at: endedAt,
                 ...stored,
-                command_status: outcome.commandStatus,
+                command_status: withParseNotes(outcome.commandStatus, parsed),
                 detected_platform: outcome.detectedPlatform,
                 ...outcome.workflow,
               },
@@ -451,13 +453,14 @@ async function keptResults(
   parseOutputs: ParseOutputs | undefined,
   store: JobResults,
 ): Promise<Partial<JobRecord>> {
-  const status = failure.commandStatus;
+  let status = failure.commandStatus;
   if (status === null) return { detected_platform: failure.detectedPlatform };
   let results: Record<string, unknown> | null = failure.results;
   if (record.spec.kind === 'structured' && parseOutputs) {
+    const okStatus = status;
     const ok = Object.fromEntries(
       Object.entries(failure.results).filter(([cmd]) =>
-        status.some((s) => s.command === cmd && s.status === 'ok'),
+        okStatus.some((s) => s.command === cmd && s.status === 'ok'),
       ),
     );
     const parsed = await parseOutputs(
@@ -465,9 +468,26 @@ async function keptResults(
       ok,
       failure.detectedPlatform ?? record.spec.platform,
     ).catch(() => null);
-    results = parsed === null ? null : { ...failure.results, ...parsed };
+    results = parsed === null ? null : { ...failure.results, ...parsed.results };
+    status = withParseNotes(status, parsed ?? { results: {}, notes: {} });
   }
   // Past SVC_MAX_RESULT_BYTES (or with the store unreachable) only the statuses are kept.
   const kept = await store.keep(record.job_id, results).catch(() => ({ results: null }));
   return { ...kept, command_status: status, detected_platform: failure.detectedPlatform };
+}
+
+/**
+ * A structured job's command statuses with, per command, whether a template parsed its output
+ * and which; a command with no parsed output (not run, failed, no template) says parsed false.
+ * Other jobs' statuses are returned as they are.
+ */
+function withParseNotes(
+  status: CommandStatus[] | null,
+  parsed: ParsedOutputs | null,
+): CommandStatus[] | null {
+  if (status === null || parsed === null) return status;
+  return status.map((s) => {
+    const note = parsed.notes[s.command] ?? { parsed: false, template: null };
+    return { ...s, parsed: note.parsed, template: note.template };
+  });
 }

@@ -1,6 +1,8 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  communityTemplateDirs,
   loadDriverDir,
+  localDataDir,
   type AuditLog,
   type Logger,
   type MetricsRegistry,
@@ -43,6 +45,8 @@ export async function startDeviceActorService(
   const parser = createStructuredParser({
     textfsmDir: config.SVC_TEXTFSM_DIR || null,
     ttpDir: config.SVC_TTP_TEMPLATES_DIR || null,
+    // What `svc templates install` put in the data dir, when those settings are empty.
+    installed: communityTemplateDirs(localDataDir(config.SVC_DATA_DIR)),
     timeoutMs: config.SVC_PARSE_TIMEOUT_MS,
   });
   const notify = createWebhookNotifier(config, deps.log, deps.sealer);

@@ -238,8 +238,12 @@ export class Batches {
     // judged in device order, so the answer is the one a check one by one would give.
     const outcomes: ({ ok: true; job: PreparedJob } | { ok: false; err: unknown })[] = [];
     const checking = new KeyedWindow(PREPARE_CONCURRENCY, () => undefined);
+    /** Per device, its inventory name (none: undefined). */
+    const names: (string | undefined)[] = [];
     for (const [i, device] of devices.entries()) {
-      const { vars, ...where } = device;
+      // The name is the caller's, not the job's: it is kept on the record and the batch only.
+      const { vars, name, ...where } = device;
+      names[i] = name;
       const jobBody: Record<string, unknown> = { ...shared, ...where };
       if (device.tags === undefined && shared.tags !== undefined) jobBody['tags'] = shared.tags;
       // The batch's vars, then the device's own (an inventory's host vars through the CLI).
@@ -334,8 +338,10 @@ export class Batches {
       const device = deviceKeyOf('', job.address ?? job.spec.host, job.spec.port);
       await admitting.add(device, async () => {
         try {
+          const deviceName = names[i];
           admitted[i] = await this.intake.admit(job, randomUUID(), {
             batchId,
+            ...(deviceName !== undefined ? { deviceName } : {}),
             ...(budget ? { budgetTaken: true } : {}),
             ...(source !== undefined ? { source } : {}),
             ...(traceparent !== undefined ? { traceparent } : {}),
@@ -349,7 +355,17 @@ export class Batches {
     await admitting.drain();
     const refs: BatchJobRef[] = prepared.flatMap((job, i) => {
       const answer = admitted[i];
-      return answer ? [{ job_id: answer.job_id, host: job.spec.host, port: job.spec.port }] : [];
+      const name = names[i];
+      return answer
+        ? [
+            {
+              job_id: answer.job_id,
+              host: job.spec.host,
+              port: job.spec.port,
+              ...(name !== undefined ? { name } : {}),
+            },
+          ]
+        : [];
     });
     if (refused !== null) {
       const { index, err } = refused as { index: number; err: unknown };
@@ -413,7 +429,7 @@ export class Batches {
     page: number;
     per_page: number;
     total: number;
-    jobs: (JobResult & { host: string; port: number })[];
+    jobs: (JobResult & { host: string; port: number; name: string | null })[];
   }> {
     const record = await this.read(caller, batchId);
     const refs = record.jobs.slice((page - 1) * perPage, page * perPage);
@@ -425,9 +441,10 @@ export class Batches {
       total: record.total,
       jobs: refs.map((ref) => {
         const r = records.get(ref.job_id);
+        const where = { host: ref.host, port: ref.port, name: ref.name ?? null };
         return r
-          ? { ...toJobResult(r), host: ref.host, port: ref.port }
-          : { job_id: ref.job_id, status: 'queued', host: ref.host, port: ref.port };
+          ? { ...toJobResult(r), ...where }
+          : { job_id: ref.job_id, status: 'queued', ...where };
       }),
     };
   }

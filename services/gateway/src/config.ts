@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  DEFAULT_DATA_DIR,
   CommandPolicySettings,
   DEFAULT_DEVICE_INPUT_LIMITS,
   DriverSettings,
@@ -31,7 +32,7 @@ export const GatewayConfig = Type.Object({
       'Address both listeners bind; empty: HTTPS on 0.0.0.0, plain HTTP on 127.0.0.1 only.',
   }),
   SVC_DATA_DIR: Type.String({
-    default: '.svc-data',
+    default: DEFAULT_DATA_DIR,
     description:
       'Directory of local state: the generated self-signed certificate and key (tls/), reused across starts.',
   }),

@@ -154,6 +154,8 @@ export interface AdmitOptions {
   traceparent?: string;
   /** The batch the job belongs to. */
   batchId?: string;
+  /** The batch device entry's inventory name (kept on the record for its events). */
+  deviceName?: string;
   /** Receives the envelope instead of publishing it (a rollout wave releases it later). */
   hold?: (envelope: JobEnvelope) => Promise<void>;
   /** The job's rate budget was taken already (a batch takes its jobs' budgets at once). */
@@ -166,6 +168,8 @@ export interface AdmitOptions {
 export interface EnqueueExtras {
   /** The batch the job belongs to. */
   batchId?: string;
+  /** The batch device entry's inventory name. */
+  deviceName?: string;
   /** Receives the envelope instead of publishing it. */
   hold?: (envelope: JobEnvelope) => Promise<void>;
   /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
@@ -452,6 +456,7 @@ export class JobIntake {
             deadline,
             ...(ahead !== null ? { ahead } : {}),
             ...(opts.batchId !== undefined ? { batchId: opts.batchId } : {}),
+            ...(opts.deviceName !== undefined ? { deviceName: opts.deviceName } : {}),
             ...(opts.hold !== undefined ? { hold: opts.hold } : {}),
             ...(opts.source !== undefined ? { source: opts.source } : {}),
           },
@@ -747,6 +752,7 @@ export class JobIntake {
       placement: 0,
       dedup_key: extras.dedupKey ?? null,
       ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
+      ...(extras.deviceName !== undefined ? { device_name: extras.deviceName } : {}),
     };
     // A host that would misread the job (a dry run pushed for real) never runs it.
     const requires = requiredCapabilities(spec);

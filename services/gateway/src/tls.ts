@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '@svc/proto';
+import { TLS_CERT_FILE, TLS_DIR, type Logger } from '@svc/proto';
 import { generate } from 'selfsigned';
 
 export interface TlsMaterial {
@@ -30,7 +30,7 @@ export async function loadTls(
   }
   if (certFile || keyFile) throw new Error('SVC_TLS_CERT and SVC_TLS_KEY must be given together');
   if (!dataDir) return generatePair();
-  const dir = join(dataDir, 'tls');
+  const dir = join(dataDir, TLS_DIR);
   const stored = await readPair(dir);
   if (stored) return stored;
   const pair = await generatePair();
@@ -41,7 +41,7 @@ export async function loadTls(
     const tmp = join(dataDir, `.tls-${randomBytes(6).toString('hex')}`);
     await mkdir(tmp, { mode: 0o700 });
     await writeFile(join(tmp, 'key.pem'), pair.key, { mode: 0o600 });
-    await writeFile(join(tmp, 'cert.pem'), pair.cert, { mode: 0o644 });
+    await writeFile(join(tmp, TLS_CERT_FILE), pair.cert, { mode: 0o644 });
     await chmod(join(tmp, 'key.pem'), 0o600); // whatever the umask
     try {
       await rename(tmp, dir);
@@ -58,7 +58,7 @@ export async function loadTls(
 async function readPair(dir: string): Promise<TlsMaterial | null> {
   try {
     const [cert, key] = await Promise.all([
-      readFile(join(dir, 'cert.pem'), 'utf8'),
+      readFile(join(dir, TLS_CERT_FILE), 'utf8'),
       readFile(join(dir, 'key.pem'), 'utf8'),
     ]);
     return { cert, key, selfSigned: true };

@@ -6,8 +6,10 @@ import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-acto
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
 import {
+  ADMIN_SECRET_FILE,
   ConfigError,
   Sealer,
+  adminSecretOf,
   canonicalIp,
   connectNats,
   createMetricsRegistry,
@@ -234,12 +236,9 @@ function checkSettings(env: Readonly<Record<string, string | undefined>>): void 
   if (problems.size > 0) throw new ConfigError([...problems]);
 }
 
-/** The admin secret file in the data dir (`SVC_ADMIN_SECRET=…`, mode 0600). */
-export const ADMIN_SECRET_FILE = 'admin.env';
-
 async function localAdminSecret(file: string): Promise<string> {
   if (existsSync(file)) {
-    const found = /^SVC_ADMIN_SECRET=(\S+)$/m.exec(await readFile(file, 'utf8'))?.[1];
+    const found = adminSecretOf(await readFile(file, 'utf8'));
     if (found) return found;
   }
   const secret = randomBytes(32).toString('base64url');

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
-import { resolve } from 'node:path';
-import { createLogger, exitOnStartFailure } from '@svc/proto';
+import { createLogger, exitOnStartFailure, localDataDir } from '@svc/proto';
 import { startAll, type AllInOne } from './all-in-one.js';
 import type { NatsServerProcess } from './nats-server-process.js';
 
@@ -38,7 +37,7 @@ process.on('uncaughtException', (err) => {
 try {
   svc = await startAll({
     env: process.env,
-    dataDir: resolve(process.env['SVC_DATA_DIR'] ?? '.svc-data'),
+    dataDir: localDataDir(process.env['SVC_DATA_DIR']),
     log: (service) => createLogger(service, level),
     onNatsServer: (server) => {
       nats = server;

@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { rootCertificates } from 'node:tls';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ConfigError, type Logger } from '@svc/proto';
+import { ConfigError, localDataDir, localService, type Logger } from '@svc/proto';
 import { ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
 import { isLoopbackBind, startHttpTransport } from './http-transport.js';
@@ -22,36 +20,24 @@ export interface RunningMcpAdapter {
   stop(): Promise<void>;
 }
 
-/** The API client the settings describe; reads the CA file once, failing at start if absent. */
+/**
+ * The API client the settings describe; reads the CA file once, failing at start if absent.
+ * For a loopback API address (`npm start`'s gateway) it finds what `npm start` keeps in
+ * SVC_DATA_DIR, as the `svc` CLI does: the self-signed certificate, trusted beside the system
+ * CAs when SVC_MCP_CA_FILE is empty, and the admin secret, with which the key tools manage keys.
+ */
 export function apiClientFrom(config: Readonly<McpAdapterConfig>): ApiClient {
-  const ca = trustedCa(config);
+  const local = localService(config.SVC_MCP_API_URL, localDataDir(config.SVC_DATA_DIR));
+  const ca = config.SVC_MCP_CA_FILE ? readFileSync(config.SVC_MCP_CA_FILE) : local?.ca;
   return new ApiClient({
     baseUrl: config.SVC_MCP_API_URL,
     apiKey: config.SVC_MCP_API_KEY,
+    ...(local?.adminSecret ? { adminSecret: local.adminSecret } : {}),
     timeoutMs: config.SVC_MCP_TIMEOUT * 1000,
     insecureTls: config.SVC_MCP_INSECURE_TLS,
-    ...(ca === undefined ? {} : { ca }),
+    ...(ca ? { ca } : {}),
     userAgent: `${ADAPTER_NAME}/${ADAPTER_VERSION}`,
   });
-}
-
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
-/**
- * SVC_MCP_CA_FILE when set. Otherwise, for an HTTPS API on loopback (`npm start`'s gateway),
- * the system CAs plus the self-signed certificate the gateway keeps in SVC_DATA_DIR, when it is
- * there: it names only localhost and the loopback addresses, so it vouches for nothing else.
- */
-function trustedCa(config: Readonly<McpAdapterConfig>): Buffer | string[] | undefined {
-  if (config.SVC_MCP_CA_FILE) return readFileSync(config.SVC_MCP_CA_FILE);
-  const url = new URL(config.SVC_MCP_API_URL);
-  if (url.protocol !== 'https:' || !LOOPBACK_HOSTS.has(url.hostname)) return undefined;
-  try {
-    const local = readFileSync(join(config.SVC_DATA_DIR, 'tls', 'cert.pem'), 'utf8');
-    return [...rootCertificates, local];
-  } catch {
-    return undefined; // no local gateway certificate: the system CAs alone
-  }
 }
 
 /** Starts the adapter on the configured transport. */
@@ -61,6 +47,11 @@ export async function startMcpAdapter(
 ): Promise<RunningMcpAdapter> {
   const { log } = deps;
   const api = apiClientFrom(config);
+  if (!config.SVC_MCP_API_KEY && !api.hasAdminSecret) {
+    throw new ConfigError([
+      'SVC_MCP_API_KEY: required (an API key of the service); only with a loopback API address and the admin secret `npm start` keeps in SVC_DATA_DIR/admin.env may it be empty (the key tools then work, the others answer 401)',
+    ]);
+  }
   const newServer = () => createMcpServer(config, { api, log });
   if (config.SVC_MCP_INSECURE_TLS && api.baseUrl.startsWith('https:')) {
     log.warn('SVC_MCP_INSECURE_TLS: the API certificate is not verified');

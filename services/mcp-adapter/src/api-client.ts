@@ -7,6 +7,11 @@ export interface ApiClientOptions {
   baseUrl: string;
   /** Bearer token. Never logged. */
   apiKey: string;
+  /**
+   * The admin secret (Basic `admin:<secret>`) for key management requests, found in the local
+   * data dir for a loopback API; the API key is used when absent. Never logged.
+   */
+  adminSecret?: string;
   /** Per-request timeout, ms. */
   timeoutMs: number;
   /** PEM CA the API certificate must chain to (HTTPS only). */
@@ -26,6 +31,8 @@ export interface ApiRequest {
   signal?: AbortSignal;
   /** More request headers (the command policy asked for). */
   headers?: Record<string, string>;
+  /** `admin`: key management, with the admin secret when there is one. */
+  auth?: 'admin';
 }
 
 export interface ApiResponse {
@@ -54,6 +61,11 @@ export class ApiClient {
     return this.base.href;
   }
 
+  /** Whether key management requests go with the admin secret. */
+  get hasAdminSecret(): boolean {
+    return Boolean(this.options.adminSecret);
+  }
+
   async request(method: string, path: string, req: ApiRequest = {}): Promise<ApiResponse> {
     const url = new URL(path.replace(/^\//, ''), this.base);
     for (const [k, v] of Object.entries(req.query ?? {})) {
@@ -62,7 +74,10 @@ export class ApiClient {
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const headers: Record<string, string> = {
       accept: 'application/json',
-      authorization: `Bearer ${this.options.apiKey}`,
+      authorization:
+        req.auth === 'admin' && this.options.adminSecret
+          ? 'Basic ' + Buffer.from(`admin:${this.options.adminSecret}`).toString('base64')
+          : `Bearer ${this.options.apiKey}`,
       'user-agent': this.options.userAgent ?? 'svc-mcp',
       ...req.headers,
     };

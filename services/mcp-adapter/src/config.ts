@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { loadConfig } from '@svc/proto';
+import { DEFAULT_DATA_DIR, loadConfig } from '@svc/proto';
 
 /**
  * Settings of the MCP adapter, read once from the environment by `main.ts`. Durations are
@@ -15,7 +15,7 @@ export const McpAdapterConfig = Type.Object({
   SVC_MCP_API_KEY: Type.String({
     default: '',
     description:
-      'API key (JWT) sent as Bearer to the REST API; required. Its role and contexts limit what the tools may do.',
+      "API key (JWT) sent as Bearer to the REST API; required, except for a loopback API address whose SVC_DATA_DIR holds `npm start`'s admin.env (then only the key tools work). Its role and contexts limit what the tools may do.",
   }),
   SVC_MCP_TIMEOUT: Type.Number({
     default: 30,
@@ -74,9 +74,9 @@ export const McpAdapterConfig = Type.Object({
       'PEM file of the CA (or the self-signed certificate) the API certificate must chain to. When empty: the system CAs, and for a loopback API address also the self-signed certificate `npm start` keeps in SVC_DATA_DIR/tls/cert.pem.',
   }),
   SVC_DATA_DIR: Type.String({
-    default: '.svc-data',
+    default: DEFAULT_DATA_DIR,
     description:
-      "The gateway's data directory (as for `npm start`): its self-signed tls/cert.pem is trusted for a loopback API address when SVC_MCP_CA_FILE is empty.",
+      "The gateway's data directory (as for `npm start`), read for a loopback API address as the `svc` CLI reads it: its self-signed tls/cert.pem is trusted when SVC_MCP_CA_FILE is empty, and create_api_key and revoke_api_key use the admin secret of its admin.env.",
   }),
   LOG_LEVEL: Type.String({
     default: 'INFO',

@@ -31,8 +31,6 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
 const log = createLogger('mcp-adapter', process.env['LOG_LEVEL'], process.stderr);
 try {
   const config = loadMcpAdapterConfig(process.env);
-  if (!config.SVC_MCP_API_KEY)
-    throw new ConfigError(['SVC_MCP_API_KEY: required (an API key of the service)']);
   const adapter = await startMcpAdapter(config, { log });
   let stopping = false;
   const shutdown = async (reason: string) => {

@@ -672,7 +672,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     {
       title: 'Create an API key',
       description:
-        'Create an API key (needs an admin key). The token is returned once: hand it to the user ' +
+        'Create an API key (needs an admin key, or the admin secret of a local `npm start`). The token is returned once: hand it to the user ' +
         'and do not repeat it afterwards.',
       inputSchema: {
         role: z
@@ -707,7 +707,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
           ...(args.ttl !== undefined ? { ttl: args.ttl } : {}),
         };
         const created = asObject(
-          (await api.post('/v2/api-keys', body, { signal: extra.signal })).body,
+          (await api.post('/v2/api-keys', body, { signal: extra.signal, auth: 'admin' })).body,
           'POST /v2/api-keys',
         );
         log.info(
@@ -723,7 +723,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
     {
       title: 'Revoke an API key',
       description:
-        'Revoke an API key by key_id (needs an admin key); it is rejected immediately afterwards.',
+        'Revoke an API key by key_id (needs an admin key, or the admin secret of a local `npm start`); it is rejected immediately afterwards.',
       inputSchema: { key_id: z.string().min(1).describe('Identifier of the key to revoke.') },
       annotations: {
         readOnlyHint: false,
@@ -736,6 +736,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       guarded('revoke_api_key', async () => {
         const answer = await api.delete(`/v2/api-keys/${encodeURIComponent(args.key_id)}`, {
           signal: extra.signal,
+          auth: 'admin',
         });
         log.info({ tool: 'revoke_api_key', key_id: args.key_id }, 'api key revoked');
         return dataResult({

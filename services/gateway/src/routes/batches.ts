@@ -65,7 +65,16 @@ export const BatchJobPage = Type.Object(
     per_page: Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE }),
     total: Type.Integer({ minimum: 0 }),
     jobs: Type.Array(
-      Type.Intersect([JobResult, Type.Object({ host: Type.String(), port: Type.Integer() })]),
+      Type.Intersect([
+        JobResult,
+        Type.Object({
+          host: Type.String(),
+          port: Type.Integer(),
+          name: Type.Union([Type.String(), Type.Null()], {
+            description: "The device entry's inventory name; null when it had none.",
+          }),
+        }),
+      ]),
     ),
   },
   { $id: 'BatchJobPage' },
@@ -182,7 +191,7 @@ export function registerBatchRoutes(
   );
 
   /**
-   * `job` (job_id, host, status, error_code) for every device event, then one `summary` (the
+   * `job` (job_id, host, port, name, status, error_code) for every device event, then one `summary` (the
    * batch's GET body) when the batch ends, and the stream ends. Fed by an ordered consumer of
    * `svc.events.batch.<id>.>` from the start, so a late client still sees every device. Event
    * ids: a `job` event's is its sequence in SVC_EVENTS (the same on every gateway), the
@@ -195,7 +204,7 @@ export function registerBatchRoutes(
       operationId: 'streamBatch',
       summary: 'Server-Sent Events of a batch: one `job` per device event, then `summary`',
       description:
-        'Events: `job` (data: job_id, host, status, error_code; id: its SVC_EVENTS sequence) for every status change of every device, from the start of the batch; `summary` (data: the GET body; id: `end`) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT. With Last-Event-ID only later events are sent; 204 once the client has the summary. Counts against SSE_MAX_CONNECTIONS.',
+        "Events: `job` (data: job_id, host, port, name (the device entry's inventory name, or null), status, error_code; id: its SVC_EVENTS sequence) for every status change of every device, from the start of the batch; `summary` (data: the GET body; id: `end`) once the batch ended, then the stream ends; `timeout` after SSE_TIMEOUT. With Last-Event-ID only later events are sent; 204 once the client has the summary. Counts against SSE_MAX_CONNECTIONS.",
       params: BatchIdParam,
       requestHeaders: LastEventIdHeader,
       ok: {
@@ -267,6 +276,8 @@ export function registerBatchRoutes(
               {
                 job_id: e.job_id,
                 host: e.host,
+                port: e.port ?? null,
+                name: e.name ?? null,
                 status: e.status,
                 error_code: e.error_code ?? null,
               },
