@@ -246,6 +246,7 @@ all:
 `);
   assert.deepEqual(parseAnsibleInventory(doc, 'hosts.yml', undefined, true), [
     {
+      name: 's1',
       host: '10.1.0.1',
       platform: 'cisco_ios',
       password: 'pw',
@@ -254,7 +255,7 @@ all:
   ]);
   assert.deepEqual(
     parseAnsibleIniInventory('r1 ansible_host=10.0.0.1 site=ams\n', 'hosts', undefined, true),
-    [{ host: '10.0.0.1', vars: { site: 'ams' } }],
+    [{ name: 'r1', host: '10.0.0.1', vars: { site: 'ams' } }],
   );
   const nornir = parseYaml(`
 r1:
@@ -264,7 +265,7 @@ r1:
     vlans: [10, 20]
 `);
   assert.deepEqual(parseNornirHosts(nornir, 'hosts.yaml', undefined, true), [
-    { host: '192.0.2.1', vars: { site: 'fra', vlans: [10, 20] } },
+    { name: 'r1', host: '192.0.2.1', vars: { site: 'fra', vlans: [10, 20] } },
   ]);
   assert.equal(parseAnsibleInventory(doc, 'hosts.yml')[0]?.vars, undefined, 'only when asked');
 });
