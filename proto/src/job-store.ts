@@ -1,5 +1,12 @@
 import type { KV } from '@nats-io/kv';
-import type { FailedJob, JobEnvelope, JobEvent, JobRecord, JobStatus } from './messages/job.js';
+import {
+  FailedJob,
+  JobRecord,
+  type JobEnvelope,
+  type JobEvent,
+  type JobStatus,
+} from './messages/job.js';
+import { MalformedMessage, decodeMessage } from './codec.js';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { Headers, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
@@ -14,6 +21,10 @@ export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
 }
 
+/**
+ * Unchecked: for tests and tools that read what they just wrote. Services decode what they read
+ * from NATS with `decodeMessage` (or `decodeOrDrop` in consumer loops) against its schema.
+ */
 export function decodeJson<T>(data: Uint8Array): T {
   return JSON.parse(decoder.decode(data)) as T;
 }
@@ -57,12 +68,12 @@ export class JobStore {
     if (!VALID_KEY.test(jobId)) return null;
     const entry = await this.kv.get(jobId);
     if (entry?.operation === 'PUT') {
-      return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };
+      return { record: decodeMessage(JobRecord, entry.value), revision: entry.revision };
     }
     if (!this.failed) return null;
     const archived = await this.failed.get(jobId);
     if (archived?.operation !== 'PUT') return null;
-    const record = decodeJson<FailedJob>(archived.value).record;
+    const record = decodeMessage(FailedJob, archived.value).record;
     return record ? { record, revision: archived.revision, archived: true } : null;
   }
 
@@ -114,6 +125,8 @@ export class JobStore {
         const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
         return { record: next, revision };
       } catch (err) {
+        // A record that is not one stays so: retrying cannot help.
+        if (err instanceof MalformedMessage) throw err;
         if (isWrongRevision(err)) {
           if (++conflicts > 20) {
             throw new Error(`job record ${jobId} kept changing; gave up`, { cause: err });

@@ -25,14 +25,14 @@ import {
   Streams,
   Subjects,
   SvcError,
-  decodeJson,
+  decodeOrDrop,
   deviceKeyOf,
   drainHost,
   encodeJson,
   ensureTopology,
   topologyFrom,
   type DeviceSecrets,
-  type JobEnvelope,
+  JobEnvelope,
   type JobRecord,
   type Logger,
   type Sealer,
@@ -199,11 +199,12 @@ export async function startActorHost(
   });
 
   const deliver = (msg: JsMsg) => {
-    let envelope: JobEnvelope;
-    try {
-      envelope = decodeJson<JobEnvelope>(msg.data);
-    } catch {
-      log.error({ seq: msg.seq }, 'dropping a message that is not a job envelope');
+    const envelope = decodeOrDrop(JobEnvelope, msg.data, {
+      consumer: 'actor_host',
+      log,
+      where: { subject: msg.subject, seq: msg.seq },
+    });
+    if (!envelope) {
       msg.term();
       return;
     }
@@ -268,6 +269,7 @@ export async function startActorHost(
       const drained = await drainHost(nc, lifecycle, hostId, {
         failStarted: true,
         reason: 'actor host shut down while the job ran',
+        log,
       }).catch((err: unknown) => {
         log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
         return null;

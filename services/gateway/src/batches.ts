@@ -8,7 +8,9 @@ import {
   KeyedWindow,
   Subjects,
   check,
-  decodeJson,
+  decodeMessage,
+  decodeOrDrop,
+  HeldEnvelope,
   deviceKeyOf,
   encodeJson,
   isTerminal,
@@ -18,11 +20,11 @@ import {
   webhookSender,
   type BatchCreated,
   type BatchJobRef,
-  type BatchRecord,
+  BatchRecord,
   type BatchSummary,
   type EnqueueResponse,
   type JobEnvelope,
-  type JobEvent,
+  JobEvent,
   type JobRecord,
   type JobResult,
   type JobStore,
@@ -78,11 +80,6 @@ interface EndedJobs {
 /** A batch this gateway saw no record of for this long is forgotten (its admission failed). */
 const ENDED_KEEP_MS = 120_000;
 
-interface HeldEnvelope {
-  envelope: JobEnvelope;
-  traceparent: string | null;
-}
-
 const heldKey = (batchId: string, jobId: string) => `${batchId}.held.${jobId}`;
 
 /**
@@ -136,7 +133,11 @@ export class Batches {
         if (isTerminal(status)) {
           // An undecodable event is only not remembered (the next sweep reads that job's
           // record); it must not end this loop, which drives every batch of this gateway.
-          const event = decodeEvent(m.data);
+          const event = decodeOrDrop(JobEvent, m.data, {
+            consumer: 'batch_driver',
+            log: this.log,
+            where: { subject: m.subject },
+          });
           if (event) {
             this.noteEnded(parts[3], {
               job_id: event.job_id,
@@ -144,8 +145,6 @@ export class Batches {
               ended_at: event.ended_at ?? event.at,
               error_code: event.error_code ?? null,
             });
-          } else {
-            this.log.warn({ subject: m.subject }, 'batch: undecodable job event skipped');
           }
         }
         if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
@@ -423,8 +422,8 @@ export class Batches {
     const out: BatchRecord[] = [];
     for (const [key, entry] of this.mirror.entries()) {
       if (key.includes('.')) continue;
-      const record = decodeJson<BatchRecord>(entry.value);
-      if (record.owner === caller.id) out.push(record);
+      const record = this.recordOf(key, entry.value);
+      if (record?.owner === caller.id) out.push(record);
     }
     out.sort((a, b) => b.created_at.localeCompare(a.created_at));
     return out.map(({ batch_id, kind, status, total, created_at, ended_at, stopped_reason }) => ({
@@ -478,13 +477,12 @@ export class Batches {
   private sweep(): void {
     for (const [key, entry] of this.mirror.entries()) {
       if (key.includes('.')) continue;
-      const record = decodeJson<BatchRecord>(entry.value);
-      if (record.status === 'running') this.schedule(key, 0, true);
+      if (this.recordOf(key, entry.value)?.status === 'running') this.schedule(key, 0, true);
     }
     // Batches that ended elsewhere, or whose admission failed, need no tracking here.
     for (const [batchId, known] of this.ended) {
       const entry = this.mirror.get(batchId);
-      const running = entry ? decodeJson<BatchRecord>(entry.value).status === 'running' : false;
+      const running = entry ? this.recordOf(batchId, entry.value)?.status === 'running' : false;
       if (!running && (entry || Date.now() - known.since > ENDED_KEEP_MS)) {
         this.ended.delete(batchId);
       }
@@ -564,8 +562,12 @@ export class Batches {
         ? statusOf(ref)
         : ((await this.jobs.get(ref.job_id))?.record.status ?? 'queued');
       if (entry?.operation === 'PUT' && status === 'queued') {
-        const held = decodeJson<HeldEnvelope>(entry.value);
-        await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
+        const held = decodeOrDrop(HeldEnvelope, entry.value, {
+          consumer: 'batches',
+          log: this.log,
+          where: { key },
+        });
+        if (held) await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
       }
       await this.kv.delete(key);
     }
@@ -656,7 +658,12 @@ export class Batches {
     if (!/^[-\w]+$/.test(batchId)) return null;
     const entry = await this.kv.get(batchId);
     if (!entry || entry.operation !== 'PUT') return null;
-    return { record: decodeJson<BatchRecord>(entry.value), revision: entry.revision };
+    return { record: decodeMessage(BatchRecord, entry.value), revision: entry.revision };
+  }
+
+  /** A batch record from the mirror; null (logged, counted) when it is not one. */
+  private recordOf(key: string, value: Uint8Array): BatchRecord | null {
+    return decodeOrDrop(BatchRecord, value, { consumer: 'batches', log: this.log, where: { key } });
   }
 
   /** Compare-and-set on the batch record; null when `change` declined. */
@@ -758,13 +765,4 @@ export function summarize(
     ended_at: record.ended_at,
     stopped_reason: record.stopped_reason,
   };
-}
-
-function decodeEvent(data: Uint8Array): JobEvent | null {
-  try {
-    const event = decodeJson<JobEvent>(data);
-    return typeof event?.job_id === 'string' ? event : null;
-  } catch {
-    return null;
-  }
 }

@@ -10,8 +10,8 @@ import {
   JobResult,
   Streams,
   Subjects,
-  decodeJson,
-  type JobEvent,
+  decodeOrDrop,
+  JobEvent,
 } from '@svc/proto';
 import { Type } from 'typebox';
 import type { Batches } from '../batches.js';
@@ -260,22 +260,36 @@ export function registerBatchRoutes(
           if (sse.ended) break;
           pending--;
           const parts = m.subject.split('.');
+          const where = { subject: m.subject, seq: m.seq };
           if (parts[4] === 'job') {
-            const e = decodeJson<JobEvent>(m.data);
-            sse.send(
-              'job',
-              {
-                job_id: e.job_id,
-                host: e.host,
-                status: e.status,
-                error_code: e.error_code ?? null,
-              },
-              String(m.seq),
-            );
+            const e = decodeOrDrop(JobEvent, m.data, {
+              consumer: 'batch_stream',
+              log: ctx.log,
+              where,
+            });
+            // A malformed one is not sent, but it was one of the events before the live ones.
+            if (e) {
+              sse.send(
+                'job',
+                {
+                  job_id: e.job_id,
+                  host: e.host,
+                  status: e.status,
+                  error_code: e.error_code ?? null,
+                },
+                String(m.seq),
+              );
+            }
             // An ended batch whose end event is gone from the stream: its record has the summary.
             if (pending === 0) sse.send('summary', first, SUMMARY_ID);
           } else {
-            sse.send('summary', decodeJson<BatchSummary>(m.data), SUMMARY_ID);
+            const summary = decodeOrDrop(BatchSummary, m.data, {
+              consumer: 'batch_stream',
+              log: ctx.log,
+              where,
+            });
+            if (!summary) continue;
+            sse.send('summary', summary, SUMMARY_ID);
           }
           if (pending === 0 || parts[4] !== 'job') break;
         }

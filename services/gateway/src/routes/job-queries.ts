@@ -8,9 +8,10 @@ import {
   JobStatus,
   TAG_PATTERN,
   Tags,
-  decodeJson,
-  type FailedJob,
-  type JobRecord,
+  decodeMessage,
+  decodeOrDrop,
+  FailedJob,
+  JobRecord,
   type ValidationIssue,
 } from '@svc/proto';
 import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
@@ -301,7 +302,7 @@ export class JobIndex {
   #apply(e: KvWatchEntry): void {
     if (e.operation === 'PUT') {
       try {
-        const r = decodeJson<JobRecord>(e.value);
+        const r = decodeMessage(JobRecord, e.value);
         this.#entries.set(e.key, {
           job_id: r.job_id,
           status: r.status,
@@ -461,8 +462,12 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
         const batch = await Promise.all(keys.slice(i, i + 50).map((k) => kv.get(k)));
         for (const e of batch) {
           if (!e || e.operation !== 'PUT') continue;
-          const f = decodeJson<FailedJob>(e.value);
-          if (!mayAccessJob(caller, f.owner, f.context)) continue;
+          const f = decodeOrDrop(FailedJob, e.value, {
+            consumer: 'failed_jobs',
+            log: ctx.log,
+            where: { key: e.key },
+          });
+          if (!f || !mayAccessJob(caller, f.owner, f.context)) continue;
           jobs.push(sanitize(f));
         }
       }
