@@ -5,7 +5,7 @@ import { decodeOrDrop } from './codec.js';
 import { encodeJson } from './job-store.js';
 import type { JobLifecycle } from './job-lifecycle.js';
 import { JobEnvelope, type JobRecord } from './messages/job.js';
-import { Consumers, Streams, Subjects, encodeToken } from './subjects.js';
+import { Consumers, MessageIds, Streams, Subjects, encodeToken } from './subjects.js';
 
 export interface DrainOutcome {
   /** Jobs placed on the host but never started, sent back for placement elsewhere. */
@@ -73,7 +73,7 @@ export async function drainHost(
           const traceparent = m.headers?.get('traceparent');
           if (traceparent) h.set('traceparent', traceparent);
           await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(next), {
-            msgID: `${envelope.job_id}.h${next.placement}`,
+            msgID: MessageIds.handBack(envelope.job_id, next.placement),
             headers: h,
           });
           outcome.handedBack.push(envelope.job_id);

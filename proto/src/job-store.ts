@@ -8,7 +8,7 @@ import {
 } from './messages/job.js';
 import { MalformedMessage, decodeMessage } from './codec.js';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { Headers, Subjects } from './subjects.js';
+import { Headers, MessageIds, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
 import type { JobResults } from './job-results.js';
 
@@ -175,13 +175,17 @@ export class JobStore {
       this.nc.publish(subject, encodeJson(data), { headers: h });
     };
     try {
-      publish(Subjects.jobEvent(record.job_id, status), event, `${record.job_id}.${status}`);
+      publish(
+        Subjects.jobEvent(record.job_id, status),
+        event,
+        MessageIds.jobEvent(record.job_id, status),
+      );
       // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
       if (record.batch_id) {
         publish(
           Subjects.batchJobEvent(record.batch_id, status),
           { ...event, batch_id: record.batch_id },
-          `${record.batch_id}.${record.job_id}.${status}`,
+          MessageIds.batchJobEvent(record.batch_id, record.job_id, status),
         );
       }
     } catch (err) {

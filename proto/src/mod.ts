@@ -20,6 +20,8 @@ export {
   ObjectBuckets,
   LockKeys,
   Headers,
+  MessageIds,
+  SubjectParsers,
   subjectToken,
   encodeToken,
 } from './subjects.js';

@@ -24,6 +24,7 @@ import {
   jobFailureCounter,
   Streams,
   Subjects,
+  SubjectParsers,
   SvcError,
   decodeOrDrop,
   deviceKeyOf,
@@ -191,7 +192,8 @@ export async function startActorHost(
 
   const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
     callback: (_err, msg) => {
-      const jobId = msg.subject.split('.').pop() ?? '';
+      const jobId = SubjectParsers.cancel(msg.subject);
+      if (jobId === null) return;
       running
         .get(jobId)
         ?.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));

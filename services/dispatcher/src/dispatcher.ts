@@ -16,6 +16,7 @@ import {
   Consumers,
   Lease,
   LockKeys,
+  MessageIds,
   Streams,
   Subjects,
   decodeMessage,
@@ -296,7 +297,7 @@ export async function startDispatcher(
     // dropped by the stream's duplicate window. A failed publish (the placement stream electing
     // a leader) is retried in place, never nak'ed: a later job for the same device must not
     // overtake this one.
-    const msgID = `${envelope.job_id}.p${envelope.placement}`;
+    const msgID = MessageIds.placement(envelope.job_id, envelope.placement);
     for (let attempt = 0; !stopping; attempt++) {
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });

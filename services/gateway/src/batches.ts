@@ -7,6 +7,8 @@ import {
   ConfigBatchRequest,
   KeyedWindow,
   Subjects,
+  SubjectParsers,
+  MessageIds,
   check,
   decodeMessage,
   decodeOrDrop,
@@ -126,10 +128,10 @@ export class Batches {
     const sub = this.sub;
     void (async () => {
       for await (const m of sub) {
-        // svc.events.batch.<id>.job.<status>
-        const parts = m.subject.split('.');
-        if (parts[4] !== 'job' || !parts[3]) continue;
-        const status = parts[5] as JobEvent['status'];
+        const parsed = SubjectParsers.batchEvent(m.subject);
+        if (!parsed?.job) continue;
+        const { batchId } = parsed;
+        const status = parsed.status as JobEvent['status'];
         if (isTerminal(status)) {
           // An undecodable event is only not remembered (the next sweep reads that job's
           // record); it must not end this loop, which drives every batch of this gateway.
@@ -139,7 +141,7 @@ export class Batches {
             where: { subject: m.subject },
           });
           if (event) {
-            this.noteEnded(parts[3], {
+            this.noteEnded(batchId, {
               job_id: event.job_id,
               status,
               ended_at: event.ended_at ?? event.at,
@@ -147,7 +149,7 @@ export class Batches {
             });
           }
         }
-        if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
+        if (status === 'started' || isTerminal(status)) this.schedule(batchId);
       }
     })();
     this.sweepTimer = setInterval(() => this.sweep(), this.options.sweepIntervalMs);
@@ -591,7 +593,7 @@ export class Batches {
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
     void this.deliverWebhook(done, summary);
     await this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
-      msgID: `${batchId}.end`,
+      msgID: MessageIds.batchEnd(batchId),
     });
   }
 

@@ -10,6 +10,7 @@ import {
   JobResult,
   Streams,
   Subjects,
+  SubjectParsers,
   decodeOrDrop,
   JobEvent,
 } from '@svc/proto';
@@ -259,9 +260,9 @@ export function registerBatchRoutes(
         for await (const m of feed) {
           if (sse.ended) break;
           pending--;
-          const parts = m.subject.split('.');
+          const ofJob = SubjectParsers.batchEvent(m.subject)?.job === true;
           const where = { subject: m.subject, seq: m.seq };
-          if (parts[4] === 'job') {
+          if (ofJob) {
             const e = decodeOrDrop(JobEvent, m.data, {
               consumer: 'batch_stream',
               log: ctx.log,
@@ -291,7 +292,7 @@ export function registerBatchRoutes(
             if (!summary) continue;
             sse.send('summary', summary, SUMMARY_ID);
           }
-          if (pending === 0 || parts[4] !== 'job') break;
+          if (pending === 0 || !ofJob) break;
         }
       } catch (err) {
         ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');
