@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { SvcError } from '@svc/proto';
 import { createDeviceRunner, SessionPool } from '@svc/device-actor';
 import { jobFor, startDevice, type SimulatedDevice } from '@svc/test/support';
+import { waitUntil } from '../harness/mod.js';
 
 function setup(
   t: { after(fn: () => Promise<void>): void },
@@ -62,8 +63,7 @@ test('when the password changes, then the old warm sessions are closed', async (
     (err: unknown) => err instanceof SvcError && err.code === 'AUTH_FAILED',
   );
   assert.equal(pool.size, 0);
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(dev.stats.sessionsOpen, 0, 'the old session was closed');
+  await waitUntil(() => dev.stats.sessionsOpen === 0, 'the old session to be closed');
 });
 
 test('when a host or platform is excluded, or the job is structured or autodetect, then no pooling', async (t) => {
