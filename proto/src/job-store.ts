@@ -7,6 +7,7 @@ import {
   type JobStatus,
 } from './messages/job.js';
 import { MalformedMessage, decodeMessage } from './codec.js';
+import { IllegalTransition, mayMove, type NextOf } from './job-states.js';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import { Headers, MessageIds, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
@@ -90,7 +91,9 @@ export class JobStore {
 
   /**
    * Applies `change` to the current record and writes it back if nobody wrote in between,
-   * retrying on conflict. `change` returns null to leave the record as it is.
+   * retrying on conflict. `change` returns null to leave the record as it is. A change that
+   * moves the status against the state machine (`job-states.ts`) throws `IllegalTransition`
+   * and writes nothing.
    * Returns the record written, or null when the job is unknown or `change` declined.
    */
   async transition(
@@ -122,11 +125,15 @@ export class JobStore {
         if (!stored || stored.archived) return null;
         const next = change(stored.record);
         if (!next) return null;
+        const from = stored.record.status;
+        if (next.status !== from && !mayMove(from, next.status)) {
+          throw new IllegalTransition(jobId, from, next.status);
+        }
         const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
         return { record: next, revision };
       } catch (err) {
-        // A record that is not one stays so: retrying cannot help.
-        if (err instanceof MalformedMessage) throw err;
+        // A record that is not one stays so, and an illegal move stays illegal: no retry.
+        if (err instanceof MalformedMessage || err instanceof IllegalTransition) throw err;
         if (isWrongRevision(err)) {
           if (++conflicts > 20) {
             throw new Error(`job record ${jobId} kept changing; gave up`, { cause: err });
@@ -138,6 +145,29 @@ export class JobStore {
         await new Promise((r) => setTimeout(r, pause));
       }
     }
+  }
+
+  /**
+   * `from → to`, typed so that a move against the state machine (`job-states.ts`) does not
+   * compile: the record changes only while it is in `from` (null otherwise, or when `patch`
+   * declines with null).
+   */
+  async move<From extends JobStatus, To extends NextOf<From>>(
+    jobId: string,
+    from: From,
+    to: To,
+    patch: (current: JobRecord) => Partial<JobRecord> | null = () => ({}),
+    known?: StoredRecord,
+  ): Promise<StoredRecord | null> {
+    return this.transitionStored(
+      jobId,
+      (current) => {
+        if (current.status !== from) return null;
+        const changes = patch(current);
+        return changes ? { ...current, ...changes, status: to } : null;
+      },
+      known,
+    );
   }
 
   /**

@@ -108,6 +108,8 @@ export {
   malformedMessagesDropped,
 } from './codec.js';
 export type { DropContext } from './codec.js';
+export { JOB_TRANSITIONS, IllegalTransition, mayMove } from './job-states.js';
+export type { NextOf, FromOf } from './job-states.js';
 export {
   LeaseRecord,
   BreakerRecord,
