@@ -19,6 +19,7 @@ import {
 } from '@svc/proto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { http } from './http-client.js';
+import { waitUntil } from './wait.js';
 
 /** One encryption key per test run; tests never need a real one. */
 export const TEST_ENCRYPTION_KEY = Sealer.generateKey();
@@ -241,11 +242,16 @@ export class ServiceProcess {
 
 /** Waits until /healthcheck says healthy (a worker is live). */
 export async function waitHealthy(url: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const a = await http('GET', `${url}/healthcheck`).catch(() => null);
-    if (a?.json?.status === 'healthy') return;
-    if (Date.now() > deadline) throw new Error(`not healthy: ${a?.text ?? 'no answer'}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let last = 'no answer';
+  await waitUntil(
+    async () => {
+      const a = await http('GET', `${url}/healthcheck`).catch(() => null);
+      last = a?.text ?? 'no answer';
+      return a?.json?.status === 'healthy';
+    },
+    'a healthy gateway',
+    { timeoutMs, everyMs: 50 },
+  ).catch(() => {
+    throw new Error(`not healthy: ${last}`);
+  });
 }
