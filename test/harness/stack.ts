@@ -198,18 +198,20 @@ export class ServiceProcess {
 
   /** Resolves once a log line matches. */
   async waitFor(pattern: RegExp, timeoutMs = 45_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const line = this.output.find((l) => pattern.test(l));
-      if (line) return line;
-      if (this.child.exitCode !== null) {
-        throw new Error(
-          `${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`,
-        );
-      }
-      if (Date.now() > deadline) throw new Error(`${this.name}: no line matching ${pattern}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    return waitUntil(
+      () => {
+        const line = this.output.find((l) => pattern.test(l));
+        if (line) return line;
+        if (this.child.exitCode !== null) {
+          throw new Error(
+            `${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`,
+          );
+        }
+        return null;
+      },
+      `${this.name}: a line matching ${pattern}`,
+      { timeoutMs },
+    );
   }
 
   /** Sends the signal and waits for the exit; SIGKILL after 30 s if the process hangs. */
