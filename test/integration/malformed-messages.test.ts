@@ -44,6 +44,7 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const workers = await new Kvm(js).open(Buckets.workers);
+  const records = await new Kvm(js).open(Buckets.jobs);
   const hostId = stack.actors[0]!.hostId;
 
   // The dispatcher's job consumer.
@@ -61,6 +62,9 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // Heartbeats (dispatcher placement, reaper, cluster status).
   await workers.put('bogus', NOT_JSON);
   await workers.put('bogus-shape', encodeJson({ host_id: 'bogus-shape', contexts: 'default' }));
+  // Job records (the gateway's job index).
+  await records.put('bad-record', NOT_JSON);
+  await records.put('bad-shape', encodeJson({ job_id: 'bad-shape', status: 'nonsense' }));
   // A silent host with a wrong-shaped job on its subject: the reaper drains it.
   const long_ago = new Date(Date.now() - 3_600_000).toISOString();
   await js.publish(Subjects.actor('ghost'), encodeJson({ v: 1, job_id: 'ghost-job' }));
@@ -110,7 +114,15 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
       ),
     'the metrics feed to count the good job',
   );
+  // The job index went past the bad records: the good job is listed.
+  const listed = await http('GET', `${stack.url}/v2/jobs`, auth);
+  assert.equal(listed.status, 200, listed.text);
+  assert.ok(
+    listed.json.jobs.some((j: { job_id: string }) => j.job_id === a.json.job_id),
+    listed.text,
+  );
   const counts = await dropped(stack.url);
+  assert.equal(counts['job_index'], 2, JSON.stringify(counts));
   assert.equal(counts['dispatcher'], 2, JSON.stringify(counts));
   assert.equal(counts['actor_host'], 2, JSON.stringify(counts));
   assert.equal(counts['host_drain'], 1, JSON.stringify(counts));

@@ -8,7 +8,6 @@ import {
   JobStatus,
   TAG_PATTERN,
   Tags,
-  decodeMessage,
   decodeOrDrop,
   FailedJob,
   JobRecord,
@@ -301,8 +300,12 @@ export class JobIndex {
 
   #apply(e: KvWatchEntry): void {
     if (e.operation === 'PUT') {
-      try {
-        const r = decodeMessage(JobRecord, e.value);
+      const r = decodeOrDrop(JobRecord, e.value, {
+        consumer: 'job_index',
+        log: this.ctx.log,
+        where: { key: e.key },
+      });
+      if (r) {
         this.#entries.set(e.key, {
           job_id: r.job_id,
           status: r.status,
@@ -313,8 +316,6 @@ export class JobIndex {
           context: r.spec.context,
           writtenAt: e.created.getTime(),
         });
-      } catch {
-        this.ctx.log.warn({ key: e.key }, 'job index: undecodable record skipped');
       }
       if (this.#entries.size > this.maxEntries) {
         const oldest = this.#entries.keys().next();
