@@ -30,6 +30,33 @@ export default tseslint.config(
     },
   },
   {
+    // What a service reads from NATS is decoded against its schema (decodeMessage, decodeOrDrop):
+    // decodeJson is an unchecked cast, left for tests and tools.
+    files: ['services/*/src/**/*.ts', 'proto/src/**/*.ts', 'cli/src/**/*.ts'],
+    ignores: ['proto/src/job-store.ts', 'proto/src/mod.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@svc/proto',
+              importNames: ['decodeJson'],
+              message: 'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
+            },
+          ],
+          patterns: [
+            {
+              group: ['**/job-store.js'],
+              importNames: ['decodeJson'],
+              message: 'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests assert on loosely typed JSON bodies and drive raw protocols.
     files: ['**/test/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {

@@ -1,5 +1,7 @@
 import type { KV } from '@nats-io/kv';
-import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import { decodeMessage } from './codec.js';
+import { encodeJson, isWrongRevision } from './job-store.js';
+import { BreakerRecord, LockoutRecord } from './messages/stored.js';
 import { canonicalHost } from './device-address.js';
 import type { KvMirror } from './kv-mirror.js';
 import { encodeToken } from './subjects.js';
@@ -13,14 +15,7 @@ export function deviceKeyOf(context: string, host: string, port: number): string
   return `${context}|${canonicalHost(host)}|${port}`;
 }
 
-interface BreakerState {
-  state: 'closed' | 'open' | 'half_open';
-  failures: number;
-  /** Epoch ms the breaker opened (or the probe started). */
-  since: number;
-  /** Job id of the half-open probe. */
-  probe: string | null;
-}
+type BreakerState = BreakerRecord;
 
 /** `clean`: no failures on record, so a success need not be written back. */
 export type BreakerVerdict =
@@ -51,7 +46,7 @@ export class CircuitBreaker {
     for (let attempt = 0; attempt < 10; attempt++) {
       const entry = await this.kv.get(key);
       if (!entry || entry.operation !== 'PUT') return { allowed: true, probe: false, clean: true };
-      const s = decodeJson<BreakerState>(entry.value);
+      const s = decodeMessage(BreakerRecord, entry.value);
       if (s.state === 'closed') return { allowed: true, probe: false, clean: s.failures === 0 };
       if (now < s.since + this.openMs) return { allowed: false, retryAtMs: s.since + this.openMs };
       // Open long enough (or a probe that never reported): this job becomes the probe.
@@ -70,7 +65,7 @@ export class CircuitBreaker {
     const key = encodeToken(deviceKey);
     const entry = await this.kv.get(key);
     if (!entry || entry.operation !== 'PUT') return;
-    const s = decodeJson<BreakerState>(entry.value);
+    const s = decodeMessage(BreakerRecord, entry.value);
     if (s.state === 'closed' && s.failures === 0) return;
     await this.kv.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
   }
@@ -82,7 +77,7 @@ export class CircuitBreaker {
       const entry = await this.kv.get(key);
       const current: BreakerState =
         entry && entry.operation === 'PUT'
-          ? decodeJson<BreakerState>(entry.value)
+          ? decodeMessage(BreakerRecord, entry.value)
           : { state: 'closed', failures: 0, since: now, probe: null };
       const failures = current.failures + 1;
       const open = current.state !== 'closed' || failures >= this.threshold;
@@ -129,7 +124,7 @@ export class LockoutLedger {
       value = entry && entry.operation === 'PUT' ? entry.value : null;
     }
     if (!value) return false;
-    const times = decodeJson<number[]>(value).filter((t) => t > now - this.windowMs);
+    const times = decodeMessage(LockoutRecord, value).filter((t) => t > now - this.windowMs);
     return times.length >= this.threshold;
   }
 
@@ -139,7 +134,7 @@ export class LockoutLedger {
       const entry = await this.kv.get(key);
       const times =
         entry && entry.operation === 'PUT'
-          ? decodeJson<number[]>(entry.value).filter((t) => t > now - this.windowMs)
+          ? decodeMessage(LockoutRecord, entry.value).filter((t) => t > now - this.windowMs)
           : [];
       times.push(now);
       try {

@@ -1,10 +1,11 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { SvcError } from './errors.js';
-import { decodeJson, encodeJson } from './job-store.js';
+import { decodeOrDrop } from './codec.js';
+import { encodeJson } from './job-store.js';
 import type { JobLifecycle } from './job-lifecycle.js';
-import type { JobEnvelope, JobRecord } from './messages/job.js';
-import { Consumers, Streams, Subjects, encodeToken } from './subjects.js';
+import { JobEnvelope, type JobRecord } from './messages/job.js';
+import { Consumers, MessageIds, Streams, Subjects, encodeToken } from './subjects.js';
 
 export interface DrainOutcome {
   /** Jobs placed on the host but never started, sent back for placement elsewhere. */
@@ -26,6 +27,8 @@ export async function drainHost(
   options: {
     failStarted: boolean;
     reason: string;
+    /** Where a malformed message on the host's subject is logged (then dropped). */
+    log?: { warn(obj: object, msg: string): void };
     /** Called as soon as a started job has been failed (events, audit). */
     onOrphaned?: (record: JobRecord) => Promise<void>;
   },
@@ -53,7 +56,15 @@ export async function drainHost(
       let seen = 0;
       for await (const m of batch) {
         seen++;
-        const envelope = decodeJson<JobEnvelope>(m.data);
+        const envelope = decodeOrDrop(JobEnvelope, m.data, {
+          consumer: 'host_drain',
+          log: options.log ?? { warn: () => undefined },
+          where: { subject: m.subject, seq: m.seq },
+        });
+        if (!envelope) {
+          m.term();
+          continue;
+        }
         const stored = await lifecycle.jobs.get(envelope.job_id);
         const status = stored?.record.status;
         if (status === 'queued') {
@@ -62,7 +73,7 @@ export async function drainHost(
           const traceparent = m.headers?.get('traceparent');
           if (traceparent) h.set('traceparent', traceparent);
           await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(next), {
-            msgID: `${envelope.job_id}.h${next.placement}`,
+            msgID: MessageIds.handBack(envelope.job_id, next.placement),
             headers: h,
           });
           outcome.handedBack.push(envelope.job_id);

@@ -4,7 +4,9 @@ import { Type } from 'typebox';
 import { ConfigError } from './config-loader.js';
 import { canonicalHost } from './device-address.js';
 import { deviceKeyOf } from './device-guards.js';
-import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
+import { decodeMessage } from './codec.js';
+import { encodeJson, isWrongRevision } from './job-store.js';
+import { PinnedHostKeyRecord } from './messages/stored.js';
 import { encodeToken } from './subjects.js';
 
 /**
@@ -119,7 +121,9 @@ export class HostKeyStore {
 
   async get(context: string, host: string, port: number): Promise<PinnedHostKey | null> {
     const entry = await this.kv.get(HostKeyStore.keyOf(context, host, port));
-    return entry && entry.operation === 'PUT' ? decodeJson<PinnedHostKey>(entry.value) : null;
+    return entry && entry.operation === 'PUT'
+      ? decodeMessage(PinnedHostKeyRecord, entry.value)
+      : null;
   }
 
   /**
@@ -160,7 +164,8 @@ export class HostKeyStore {
     const out: PinnedHostKey[] = [];
     for await (const key of await this.kv.keys()) {
       const entry = await this.kv.get(key);
-      if (entry && entry.operation === 'PUT') out.push(decodeJson<PinnedHostKey>(entry.value));
+      if (entry && entry.operation === 'PUT')
+        out.push(decodeMessage(PinnedHostKeyRecord, entry.value));
     }
     return out.sort(
       (a, b) =>

@@ -2,6 +2,7 @@ import type { KV } from '@nats-io/kv';
 import { SvcError, type ErrorCode } from './errors.js';
 import { FUNC_NAMES, type FailedJob, type JobRecord } from './messages/job.js';
 import { encodeJson, type JobStore } from './job-store.js';
+import type { FromOf } from './job-states.js';
 
 /**
  * The end of a job, shared by the actor (device failures) and the reaper (lost hosts): the
@@ -22,7 +23,7 @@ export class JobLifecycle {
    */
   async fail(
     jobId: string,
-    from: JobRecord['status'],
+    from: FromOf<'failed'>,
     error: SvcError,
     patch: Partial<JobRecord> = {},
   ): Promise<JobRecord | null> {

@@ -2,7 +2,9 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SvcError } from './errors.js';
 import { retryTransient } from './job-lifecycle.js';
-import { decodeJson, encodeJson } from './job-store.js';
+import { decodeMessage } from './codec.js';
+import { encodeJson } from './job-store.js';
+import { ResultsObject } from './messages/stored.js';
 import type { JobRecord, ResultsRef } from './messages/job.js';
 import { ObjectBuckets } from './subjects.js';
 
@@ -83,7 +85,7 @@ export class JobResults {
     const data = await this.store.getBlob(ref.name);
     const resolved: JobRecord = {
       ...record,
-      results: data === null ? null : decodeJson<NonNullable<JobRecord['results']>>(data),
+      results: data === null ? null : decodeMessage(ResultsObject, data),
     };
     delete resolved.results_ref;
     return resolved;

@@ -1,7 +1,15 @@
 import type { KV } from '@nats-io/kv';
-import type { FailedJob, JobEnvelope, JobEvent, JobRecord, JobStatus } from './messages/job.js';
+import {
+  FailedJob,
+  JobRecord,
+  type JobEnvelope,
+  type JobEvent,
+  type JobStatus,
+} from './messages/job.js';
+import { MalformedMessage, decodeMessage } from './codec.js';
+import { IllegalTransition, mayMove, type NextOf } from './job-states.js';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { Headers, Subjects } from './subjects.js';
+import { Headers, MessageIds, Subjects } from './subjects.js';
 import { injectTraceContext } from './tracing.js';
 import type { JobResults } from './job-results.js';
 
@@ -14,6 +22,10 @@ export function encodeJson(value: unknown): Uint8Array {
   return encoder.encode(JSON.stringify(value));
 }
 
+/**
+ * Unchecked: for tests and tools that read what they just wrote. Services decode what they read
+ * from NATS with `decodeMessage` (or `decodeOrDrop` in consumer loops) against its schema.
+ */
 export function decodeJson<T>(data: Uint8Array): T {
   return JSON.parse(decoder.decode(data)) as T;
 }
@@ -57,12 +69,12 @@ export class JobStore {
     if (!VALID_KEY.test(jobId)) return null;
     const entry = await this.kv.get(jobId);
     if (entry?.operation === 'PUT') {
-      return { record: decodeJson<JobRecord>(entry.value), revision: entry.revision };
+      return { record: decodeMessage(JobRecord, entry.value), revision: entry.revision };
     }
     if (!this.failed) return null;
     const archived = await this.failed.get(jobId);
     if (archived?.operation !== 'PUT') return null;
-    const record = decodeJson<FailedJob>(archived.value).record;
+    const record = decodeMessage(FailedJob, archived.value).record;
     return record ? { record, revision: archived.revision, archived: true } : null;
   }
 
@@ -79,7 +91,9 @@ export class JobStore {
 
   /**
    * Applies `change` to the current record and writes it back if nobody wrote in between,
-   * retrying on conflict. `change` returns null to leave the record as it is.
+   * retrying on conflict. `change` returns null to leave the record as it is. A change that
+   * moves the status against the state machine (`job-states.ts`) throws `IllegalTransition`
+   * and writes nothing.
    * Returns the record written, or null when the job is unknown or `change` declined.
    */
   async transition(
@@ -111,9 +125,15 @@ export class JobStore {
         if (!stored || stored.archived) return null;
         const next = change(stored.record);
         if (!next) return null;
+        const from = stored.record.status;
+        if (next.status !== from && !mayMove(from, next.status)) {
+          throw new IllegalTransition(jobId, from, next.status);
+        }
         const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
         return { record: next, revision };
       } catch (err) {
+        // A record that is not one stays so, and an illegal move stays illegal: no retry.
+        if (err instanceof MalformedMessage || err instanceof IllegalTransition) throw err;
         if (isWrongRevision(err)) {
           if (++conflicts > 20) {
             throw new Error(`job record ${jobId} kept changing; gave up`, { cause: err });
@@ -125,6 +145,29 @@ export class JobStore {
         await new Promise((r) => setTimeout(r, pause));
       }
     }
+  }
+
+  /**
+   * `from → to`, typed so that a move against the state machine (`job-states.ts`) does not
+   * compile: the record changes only while it is in `from` (null otherwise, or when `patch`
+   * declines with null).
+   */
+  async move<From extends JobStatus, To extends NextOf<From>>(
+    jobId: string,
+    from: From,
+    to: To,
+    patch: (current: JobRecord) => Partial<JobRecord> | null = () => ({}),
+    known?: StoredRecord,
+  ): Promise<StoredRecord | null> {
+    return this.transitionStored(
+      jobId,
+      (current) => {
+        if (current.status !== from) return null;
+        const changes = patch(current);
+        return changes ? { ...current, ...changes, status: to } : null;
+      },
+      known,
+    );
   }
 
   /**
@@ -164,13 +207,17 @@ export class JobStore {
       this.nc.publish(subject, encodeJson(data), { headers: h });
     };
     try {
-      publish(Subjects.jobEvent(record.job_id, status), event, `${record.job_id}.${status}`);
+      publish(
+        Subjects.jobEvent(record.job_id, status),
+        event,
+        MessageIds.jobEvent(record.job_id, status),
+      );
       // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
       if (record.batch_id) {
         publish(
           Subjects.batchJobEvent(record.batch_id, status),
           { ...event, batch_id: record.batch_id },
-          `${record.batch_id}.${record.job_id}.${status}`,
+          MessageIds.batchJobEvent(record.batch_id, record.job_id, status),
         );
       }
     } catch (err) {

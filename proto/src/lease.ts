@@ -1,10 +1,7 @@
 import type { KV } from '@nats-io/kv';
-import { decodeJson, encodeJson, isWrongRevision } from './job-store.js';
-
-interface LeaseValue {
-  holder: string;
-  expires_at: number;
-}
+import { decodeMessage } from './codec.js';
+import { encodeJson, isWrongRevision } from './job-store.js';
+import { LeaseRecord as LeaseValue } from './messages/stored.js';
 
 /**
  * A lease in the `svc-locks` bucket, taken and renewed with compare-and-set: at most one holder
@@ -31,7 +28,7 @@ export class Lease {
         await this.kv.create(this.key, value);
         return true;
       }
-      const current = decodeJson<LeaseValue>(entry.value);
+      const current = decodeMessage(LeaseValue, entry.value);
       if (current.holder !== this.holder && current.expires_at > now) return false;
       await this.kv.update(this.key, value, entry.revision);
       return true;
@@ -45,7 +42,7 @@ export class Lease {
   async release(): Promise<void> {
     const entry = await this.kv.get(this.key);
     if (!entry || entry.operation !== 'PUT') return;
-    if (decodeJson<LeaseValue>(entry.value).holder !== this.holder) return;
+    if (decodeMessage(LeaseValue, entry.value).holder !== this.holder) return;
     await this.kv.delete(this.key, { previousSeq: entry.revision }).catch(() => undefined);
   }
 }

@@ -20,6 +20,8 @@ export {
   ObjectBuckets,
   LockKeys,
   Headers,
+  MessageIds,
+  SubjectParsers,
   subjectToken,
   encodeToken,
 } from './subjects.js';
@@ -99,6 +101,24 @@ export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './web
 export { ensureTopology, DefaultTopology, JOBS_DUPLICATE_WINDOW_SECONDS } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';
+export {
+  MalformedMessage,
+  decodeMessage,
+  decodeOrDrop,
+  malformedMessagesDropped,
+} from './codec.js';
+export type { DropContext } from './codec.js';
+export { JOB_TRANSITIONS, IllegalTransition, mayMove } from './job-states.js';
+export type { NextOf, FromOf } from './job-states.js';
+export {
+  LeaseRecord,
+  BreakerRecord,
+  LockoutRecord,
+  PinnedHostKeyRecord,
+  ApiKeyRecord,
+  HeldEnvelope,
+  ResultsObject,
+} from './messages/stored.js';
 export type { StoredRecord } from './job-store.js';
 export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';
 export type { StoredResults } from './job-results.js';

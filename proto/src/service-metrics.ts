@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from './logging.js';
 import type { JobRecord } from './messages/job.js';
+import { malformedMessagesDropped } from './codec.js';
 
 export { Registry as MetricsRegistry };
 
@@ -47,6 +48,17 @@ export function createMetricsRegistry(component: string, commit = ''): Registry 
     { version: VERSION, node_version: process.version, commit: commit || 'unknown', component },
     1,
   );
+  new Counter({
+    name: 'svc_malformed_messages_total',
+    help: 'Messages and records read from NATS that were not of their schema (dropped, never used), by consumer.',
+    labelNames: ['consumer'] as const,
+    registers: [registry],
+    // The tally is the process's (every consumer's decode counts there): read at scrape time.
+    collect() {
+      this.reset();
+      for (const [consumer, n] of malformedMessagesDropped()) this.inc({ consumer }, n);
+    },
+  });
   return registry;
 }
 

@@ -55,6 +55,68 @@ export const Subjects = {
   cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
 } as const;
 
+/**
+ * Message ids (the `Nats-Msg-Id` header): within a stream's duplicate window a second message
+ * with the same id is dropped, which is what makes each of these publishes safe to repeat.
+ */
+export const MessageIds = {
+  /** A job's envelope on `svc.jobs.<context>`, and the reaper's enqueue probe for it. */
+  envelope: (jobId: string) => jobId,
+  /** The n-th placement of a job on an actor host (`svc.actor.<host>`). */
+  placement: (jobId: string, placement: number) => `${jobId}.p${placement}`,
+  /** A job handed back from a host, for its n-th placement (`svc.jobs.<context>`). */
+  handBack: (jobId: string, placement: number) => `${jobId}.h${placement}`,
+  /** A job's status event (`svc.events.job.<job>.<status>`). */
+  jobEvent: (jobId: string, status: string) => `${jobId}.${status}`,
+  /** A job's status event on its batch's subject. */
+  batchJobEvent: (batchId: string, jobId: string, status: string) =>
+    `${batchId}.${jobId}.${status}`,
+  /** A batch's end (`svc.events.batch.<batch>.<finished|cancelled>`). */
+  batchEnd: (batchId: string) => `${batchId}.end`,
+} as const;
+
+/** A subject's tokens after `prefix` (itself dot-separated), or null when it does not start so. */
+function tokensAfter(subject: string, prefix: string, count: number): string[] | null {
+  if (!subject.startsWith(`${prefix}.`)) return null;
+  const rest = subject.slice(prefix.length + 1).split('.');
+  return rest.length === count && rest.every((t) => t.length > 0) ? rest : null;
+}
+
+/** The inverse of `Subjects`' builders: what a received message's subject names. */
+export const SubjectParsers = {
+  /** `svc.control.cancel.<job>` → the job id. */
+  cancel(subject: string): string | null {
+    return tokensAfter(subject, 'svc.control.cancel', 1)?.[0] ?? null;
+  },
+  /** `svc.events.job.<job>.<status>`. */
+  jobEvent(subject: string): { jobId: string; status: string } | null {
+    const t = tokensAfter(subject, 'svc.events.job', 2);
+    return t ? { jobId: t[0]!, status: t[1]! } : null;
+  },
+  /**
+   * `svc.events.batch.<batch>.job.<status>` (a job of the batch) or
+   * `svc.events.batch.<batch>.<name>` (the batch's own `finished`/`cancelled`).
+   */
+  batchEvent(
+    subject: string,
+  ):
+    | { batchId: string; job: true; status: string }
+    | { batchId: string; job: false; name: string }
+    | null {
+    const job = tokensAfter(subject, 'svc.events.batch', 3);
+    if (job) return job[1] === 'job' ? { batchId: job[0]!, job: true, status: job[2]! } : null;
+    const own = tokensAfter(subject, 'svc.events.batch', 2);
+    return own && own[1] !== 'job' ? { batchId: own[0]!, job: false, name: own[1]! } : null;
+  },
+  /** `$KV.<bucket>.<key>` (a KV bucket's stream subject) → the key, which may hold dots. */
+  kvKey(bucket: string, subject: string): string | null {
+    const prefix = `$KV.${bucket}.`;
+    return subject.startsWith(prefix) && subject.length > prefix.length
+      ? subject.slice(prefix.length)
+      : null;
+  },
+} as const;
+
 export const Consumers = {
   /** The dispatcher's durable consumer for one context. */
   dispatch: (context: string) => `dispatch_${encodeToken(context)}`,

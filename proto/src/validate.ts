@@ -17,7 +17,10 @@ const compiled = new WeakMap<TSchema, ValidateFunction>();
 export function validatorFor(schema: TSchema): ValidateFunction {
   let fn = compiled.get(schema);
   if (!fn) {
-    fn = ajv.compile(schema);
+    const id = (schema as { $id?: unknown }).$id;
+    // A schema nested in one compiled earlier (JobEnvelope in HeldEnvelope) is known by its id.
+    const known = typeof id === 'string' ? ajv.getSchema(id) : undefined;
+    fn = known?.schema === schema ? known : ajv.compile(schema);
     compiled.set(schema, fn);
   }
   return fn;

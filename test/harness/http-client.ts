@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { waitUntil } from './wait.js';
 
 export interface HttpAnswer {
   status: number;
@@ -76,14 +77,16 @@ export async function waitForJob(
   auth: HttpOptions,
   timeoutMs = 30_000,
 ): Promise<HttpAnswer> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const answer = await http('GET', `${baseUrl}/v2/send-command/${jobId}`, auth);
-    const status = (answer.json as { status?: string } | undefined)?.status;
-    if (status === 'finished' || status === 'failed' || status === 'cancelled') return answer;
-    if (Date.now() > deadline) {
-      throw new Error(`job ${jobId} still ${String(status)} after ${timeoutMs} ms`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let status: string | undefined;
+  return waitUntil(
+    async () => {
+      const answer = await http('GET', `${baseUrl}/v2/send-command/${jobId}`, auth);
+      status = (answer.json as { status?: string } | undefined)?.status;
+      return (status === 'finished' || status === 'failed' || status === 'cancelled') && answer;
+    },
+    `job ${jobId} to end`,
+    { timeoutMs, everyMs: 50 },
+  ).catch((err: unknown) => {
+    throw new Error(`job ${jobId} still ${String(status)} after ${timeoutMs} ms`, { cause: err });
+  });
 }

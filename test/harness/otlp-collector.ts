@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { waitUntil } from './wait.js';
 
 /** One span as a collector received it, with the resource it came from. */
 export interface ReceivedSpan {
@@ -179,16 +180,12 @@ export class OtlpHttpCollector {
 
   /** Waits until `found` holds for the spans received so far. */
   async waitFor(found: (spans: ReceivedSpan[]) => boolean, timeoutMs = 15_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!found(this.spans)) {
-      if (Date.now() > deadline) {
-        throw new Error(
-          `spans missing; got ${JSON.stringify(this.spans.map((s) => [s.component, s.name]))}` +
-            (this.refused.length ? `; refused ${this.refused.join(', ')}` : ''),
-        );
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitUntil(() => found(this.spans), 'spans', { timeoutMs, everyMs: 100 }).catch(() => {
+      throw new Error(
+        `spans missing; got ${JSON.stringify(this.spans.map((s) => [s.component, s.name]))}` +
+          (this.refused.length ? `; refused ${this.refused.join(', ')}` : ''),
+      );
+    });
   }
 
   stop(): Promise<void> {

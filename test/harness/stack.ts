@@ -19,6 +19,7 @@ import {
 } from '@svc/proto';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { http } from './http-client.js';
+import { waitUntil } from './wait.js';
 
 /** One encryption key per test run; tests never need a real one. */
 export const TEST_ENCRYPTION_KEY = Sealer.generateKey();
@@ -197,18 +198,20 @@ export class ServiceProcess {
 
   /** Resolves once a log line matches. */
   async waitFor(pattern: RegExp, timeoutMs = 45_000): Promise<string> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const line = this.output.find((l) => pattern.test(l));
-      if (line) return line;
-      if (this.child.exitCode !== null) {
-        throw new Error(
-          `${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`,
-        );
-      }
-      if (Date.now() > deadline) throw new Error(`${this.name}: no line matching ${pattern}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
+    return waitUntil(
+      () => {
+        const line = this.output.find((l) => pattern.test(l));
+        if (line) return line;
+        if (this.child.exitCode !== null) {
+          throw new Error(
+            `${this.name} exited (${this.child.exitCode}): ${this.output.slice(-5).join('\n')}`,
+          );
+        }
+        return null;
+      },
+      `${this.name}: a line matching ${pattern}`,
+      { timeoutMs },
+    );
   }
 
   /** Sends the signal and waits for the exit; SIGKILL after 30 s if the process hangs. */
@@ -241,11 +244,16 @@ export class ServiceProcess {
 
 /** Waits until /healthcheck says healthy (a worker is live). */
 export async function waitHealthy(url: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const a = await http('GET', `${url}/healthcheck`).catch(() => null);
-    if (a?.json?.status === 'healthy') return;
-    if (Date.now() > deadline) throw new Error(`not healthy: ${a?.text ?? 'no answer'}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  let last = 'no answer';
+  await waitUntil(
+    async () => {
+      const a = await http('GET', `${url}/healthcheck`).catch(() => null);
+      last = a?.text ?? 'no answer';
+      return a?.json?.status === 'healthy';
+    },
+    'a healthy gateway',
+    { timeoutMs, everyMs: 50 },
+  ).catch(() => {
+    throw new Error(`not healthy: ${last}`);
+  });
 }

@@ -1,7 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDevice } from '@svc/test/support';
-import { NatsServerProcess, ServiceProcess, http, testEnv, waitForJob } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  http,
+  testEnv,
+  waitForJob,
+  waitUntil,
+} from '../harness/mod.js';
 
 const PASSWORD = 'svc-demo';
 
@@ -12,22 +19,22 @@ async function waitStatus(
   status: string,
   timeoutMs = 15_000,
 ) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const a = await http('GET', `${url}/v2/send-command/${id}`, auth);
-    if (a.json?.status === status) return a;
-    if (Date.now() > deadline) throw new Error(`job ${id} never ${status}: ${a.text}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return waitUntil(
+    async () => {
+      const a = await http('GET', `${url}/v2/send-command/${id}`, auth);
+      return a.json?.status === status && a;
+    },
+    `job ${id} to be ${status}`,
+    { timeoutMs },
+  );
 }
 
 async function waitWorkers(url: string, count: number) {
-  for (let i = 0; ; i++) {
-    const h = await http('GET', `${url}/healthcheck`);
-    if (h.json?.components?.workers?.count === count) return;
-    if (i > 400) throw new Error(`expected ${count} live actor hosts: ${h.text}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntil(
+    async () =>
+      (await http('GET', `${url}/healthcheck`)).json?.components?.workers?.count === count,
+    `${count} live actor hosts`,
+  );
 }
 
 /**
@@ -108,7 +115,10 @@ test('when an actor host is killed with SIGKILL mid-job, then that job fails WOR
     const done = await waitForJob(url, id, auth, 20_000);
     assert.equal(done.json.status, 'finished', done.text);
   }
-  await new Promise((r) => setTimeout(r, 1000));
+  // A later job on the same device runs after anything still due there: once it finished, a
+  // second run of the lost job would have shown on the device.
+  const later = await waitForJob(url, await submit(4), auth, 20_000);
+  assert.equal(later.json.status, 'finished', later.text);
   const ran = device.stats.commands
     .map((c) => c.command)
     .filter((c) => c.startsWith('show interface'));
@@ -116,6 +126,7 @@ test('when an actor host is killed with SIGKILL mid-job, then that job fails WOR
   assert.deepEqual(ran.slice(1), [
     'show interface GigabitEthernet0/2',
     'show interface GigabitEthernet0/3',
+    'show interface GigabitEthernet0/4',
   ]);
   assert.ok(gateway.output.length > 0);
   const reaperLog = procs[0]!.output.join('\n');
@@ -157,17 +168,20 @@ test('when the dispatcher and a gateway are killed with SIGKILL under load, then
         body: { host: d.host, port: d.port, commands: [command] },
       }).catch(() => null); // a killed gateway refuses connections: not accepted
       if (a?.status === 202) accepted.push({ id: a.json.job_id as string, command, url: urls[1]! });
-      await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 10)); // pacing of the load, not a wait
     }
   })();
-  await new Promise((r) => setTimeout(r, 700));
+  // Each kill comes after a number of accepted jobs, not after a time: a slow machine only
+  // makes the phases longer.
+  const acceptedAtLeast = (count: number) =>
+    waitUntil(() => accepted.length >= count, `${count} accepted jobs`, { timeoutMs: 60_000 });
+  await acceptedAtLeast(10);
   await dispatcher.kill('SIGKILL');
-  await new Promise((r) => setTimeout(r, 500));
   const dispatcher2 = ServiceProcess.start('dispatcher', env);
   procs.push(dispatcher2);
-  await new Promise((r) => setTimeout(r, 500));
+  await acceptedAtLeast(20);
   await g1.kill('SIGKILL');
-  await new Promise((r) => setTimeout(r, 1000));
+  await acceptedAtLeast(30);
   stop = true;
   await load;
   assert.ok(accepted.length >= 30, `only ${accepted.length} jobs accepted`);

@@ -14,6 +14,7 @@ import {
   startInProcessStack,
   waitForJob,
   waitHealthy,
+  waitUntil,
   type InProcessStack,
 } from '../harness/mod.js';
 
@@ -143,9 +144,18 @@ test('when a device keeps refusing connections, then its breaker opens, fails jo
   assert.equal(open.json.status, 'failed');
   assert.equal(open.json.error_code, 'CIRCUIT_OPEN');
   await d.setFaults({});
-  await new Promise((r) => setTimeout(r, 2100));
-  const probe = await submit(d, ['show version']);
-  assert.equal((await waitForJob(stack.url, probe.json.job_id, authOf(d))).json.status, 'finished');
+  // Until the open period ends every job fails fast; then one is let through as the probe.
+  await waitUntil(
+    async () => {
+      const probe = await submit(d, ['show version']);
+      const r = await waitForJob(stack.url, probe.json.job_id, authOf(d));
+      if (r.json.status === 'finished') return true;
+      assert.equal(r.json.error_code, 'CIRCUIT_OPEN', r.text);
+      return false;
+    },
+    'the breaker to let a probe through',
+    { everyMs: 200 },
+  );
   const after = await submit(d, ['show version']);
   assert.equal((await waitForJob(stack.url, after.json.job_id, authOf(d))).json.status, 'finished');
 });
@@ -174,12 +184,12 @@ test('when jobs are cancelled, then queued ones never run, a running one is abor
   await d.setFaults({ hang: '^show interface GigabitEthernet0/9$' });
   const running = await submit(d, ['show interface GigabitEthernet0/9'], { read_timeout: 60 });
   const queued = await submit(d, ['show interface GigabitEthernet0/8']);
-  for (let i = 0; ; i++) {
-    const a = await http('GET', `${stack.url}/v2/send-command/${running.json.job_id}`, authOf(d));
-    if (a.json.status === 'started') break;
-    if (i > 200) throw new Error('never started');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntil(
+    async () =>
+      (await http('GET', `${stack.url}/v2/send-command/${running.json.job_id}`, authOf(d))).json
+        .status === 'started',
+    'the hanging job to start',
+  );
   const c1 = await http('DELETE', `${stack.url}/v2/send-command/${queued.json.job_id}`, authOf(d));
   assert.equal(c1.status, 204);
   const c2 = await http('DELETE', `${stack.url}/v2/send-command/${running.json.job_id}`, authOf(d));
@@ -208,6 +218,5 @@ test('when a job runs past JOB_TIMEOUT, then it fails with JOB_TIMEOUT and its s
   assert.equal(r.json.status, 'failed');
   assert.equal(r.json.error_code, 'JOB_TIMEOUT');
   await d.setFaults({});
-  await new Promise((res) => setTimeout(res, 200));
-  assert.equal(d.stats.sessionsOpen, 0);
+  await waitUntil(() => d.stats.sessionsOpen === 0, 'the session to be closed');
 });

@@ -18,6 +18,7 @@ import {
   startInProcessStack,
   testEnv,
   waitHealthy,
+  waitUntil,
   type HttpOptions,
 } from '../harness/mod.js';
 
@@ -47,14 +48,29 @@ function postShowBatch(
 
 /** Polls the batch until it is no longer running (fails the test after `ms`). */
 async function waitBatch(url: string, id: string, opts: HttpOptions, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const a = await http('GET', `${url}/v2/batches/${id}`, opts);
-    assert.equal(a.status, 200, a.text);
-    if (a.json.status !== 'running') return a.json;
-    if (Date.now() > deadline) throw new Error(`batch still running: ${a.text}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return waitUntil(
+    async () => {
+      const a = await http('GET', `${url}/v2/batches/${id}`, opts);
+      assert.equal(a.status, 200, a.text);
+      return a.json.status !== 'running' && a.json;
+    },
+    `batch ${id} to end`,
+    { timeoutMs: ms, everyMs: 100 },
+  );
+}
+
+/** Waits for the webhook delivery of each batch named, in any order; returns them by batch. */
+async function waitDeliveries<D extends { body: string }>(
+  deliveries: readonly D[],
+  batchIds: readonly string[],
+): Promise<D[][]> {
+  const of = (id: string) => deliveries.filter((d) => JSON.parse(d.body).batch_id === id);
+  await waitUntil(
+    () => batchIds.every((id) => of(id).length > 0),
+    `webhook deliveries of ${batchIds.join(', ')}`,
+    { timeoutMs: 20_000, everyMs: 50 },
+  );
+  return batchIds.map(of);
 }
 
 test('when a show batch covers 200 devices, then 200 jobs finish with correct counts, paged results, a stream summary, and other callers get 403', async (t) => {
@@ -247,12 +263,11 @@ test('when a batch is cancelled, then its queued jobs are cancelled and started 
   const created = await postShowBatch(stack.url, me, fleet.devices);
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
-  for (;;) {
+  await waitUntil(async () => {
     const s = await http('GET', `${stack.url}/v2/batches/${id}`, me);
-    if (s.json.counts.started === 2) break;
     assert.equal(s.json.counts.finished, 0, 'cancel must come while two jobs run');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+    return s.json.counts.started === 2;
+  }, 'two jobs of the batch to run');
   const cancelled = await http('DELETE', `${stack.url}/v2/batches/${id}`, me);
   assert.equal(cancelled.status, 200, cancelled.text);
   assert.equal(cancelled.json.counts.cancelled, 4);
@@ -354,14 +369,18 @@ test('when a batch has a webhook_url, then exactly one signed delivery with its 
 
   const end = await waitBatch(stack.url, id, me);
   assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 4, failed: 1, cancelled: 0 });
-  for (let i = 0; deliveries.length === 0; i++) {
-    assert.ok(i < 400, 'no batch webhook delivery');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  // Both gateways sweep running batches; give a second delivery the chance to show up.
-  await new Promise((r) => setTimeout(r, 2500));
-  assert.equal(deliveries.length, 1, 'one delivery per batch, none per job');
-  const [d] = deliveries;
+  await waitDeliveries(deliveries, [id]);
+  // A later batch of the same devices and hook, driven by the same two gateways, ends and is
+  // delivered: by then a second delivery of the first (or one per job) would have come too.
+  const next = await postShowBatch(stack.url, me, fleet.devices, {
+    webhook_url: hook,
+    webhook_secret: SECRET,
+  });
+  assert.equal(next.status, 202, next.text);
+  const [ofFirst] = await waitDeliveries(deliveries, [id, next.json.batch_id as string]);
+  assert.equal(ofFirst!.length, 1, 'one delivery per batch');
+  assert.equal(deliveries.length, 2, 'one delivery per batch, none per job');
+  const [d] = ofFirst!;
   assert.equal(d!.url, `/batch-hook?token=${URL_TOKEN}`);
   const expected = `sha256=${createHmac('sha256', SECRET).update(d!.body).digest('hex')}`;
   assert.equal(d!.headers['x-svc-signature-256'], expected);
@@ -458,29 +477,30 @@ test('when a batch with a webhook_url is cancelled, then its one delivery says c
   const created = await postShowBatch(stack.url, me, fleet.devices, { webhook_url: hook });
   assert.equal(created.status, 202, created.text);
   const id = created.json.batch_id as string;
-  for (;;) {
+  await waitUntil(async () => {
     const s = await http('GET', `${stack.url}/v2/batches/${id}`, me);
-    if (s.json.counts.started === 1) break;
     assert.equal(s.json.counts.finished, 0, 'cancel must come while the first job runs');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+    return s.json.counts.started === 1;
+  }, 'the first job of the batch to run');
   assert.equal((await http('DELETE', `${stack.url}/v2/batches/${id}`, me)).status, 200);
   const end = await waitBatch(stack.url, id, me);
   assert.equal(end.status, 'cancelled');
   assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 1, failed: 0, cancelled: 2 });
-  for (let i = 0; deliveries.length === 0; i++) {
-    assert.ok(i < 400, 'no batch webhook delivery');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  await new Promise((r) => setTimeout(r, 1000));
-  assert.equal(deliveries.length, 1);
-  const payload = JSON.parse(deliveries[0]!.body);
+  await waitDeliveries(deliveries, [id]);
+  // A later batch with the same hook ends and is delivered: by then a second delivery of the
+  // cancelled one (its running job ended after the cancel) would have come too.
+  const next = await postShowBatch(stack.url, me, [fleet.devices[0]!], { webhook_url: hook });
+  assert.equal(next.status, 202, next.text);
+  const [ofFirst] = await waitDeliveries(deliveries, [id, next.json.batch_id as string]);
+  assert.equal(ofFirst!.length, 1);
+  assert.equal(deliveries.length, 2);
+  const payload = JSON.parse(ofFirst![0]!.body);
   assert.equal(payload.status, 'cancelled');
   assert.deepEqual(payload.counts, end.counts);
   assert.deepEqual(payload.error_codes, { CANCELLED: 2 });
   assert.equal(payload.stopped_reason, 'cancelled by its submitter');
-  assert.equal(deliveries[0]!.headers['x-svc-signature-256'], undefined);
-  assert.match(String(deliveries[0]!.headers['x-svc-timestamp']), /^\d+$/);
+  assert.equal(ofFirst![0]!.headers['x-svc-signature-256'], undefined);
+  assert.match(String(ofFirst![0]!.headers['x-svc-timestamp']), /^\d+$/);
 });
 
 test('when no gateway saw the jobs of a batch end, then a gateway started later reads them on its sweep and ends the batch', async (t) => {
@@ -511,13 +531,12 @@ test('when no gateway saw the jobs of a batch end, then a gateway started later 
     return e?.operation === 'PUT' ? e.json<{ status: string }>().status : null;
   };
   const ids = created.json.jobs.map((j: { job_id: string }) => j.job_id);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const all = await Promise.all(ids.map((j: string) => status(j)));
-    if (all.every((s) => s === 'finished')) break;
-    assert.ok(Date.now() < deadline, `jobs still running: ${all.join()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(
+    async () =>
+      (await Promise.all(ids.map((j: string) => status(j)))).every((s) => s === 'finished'),
+    'every job of the batch to finish',
+    { everyMs: 100 },
+  );
   const batches = await new Kvm(js).open('svc-batches');
   assert.equal(await status(id, batches), 'running');
 
@@ -528,11 +547,10 @@ test('when no gateway saw the jobs of a batch end, then a gateway started later 
     log: silentLogger('gateway-later'),
   });
   // Watched in the store, not polled through the gateway (a read there would tell it too).
-  const ends = Date.now() + 20_000;
-  while ((await status(id, batches)) === 'running') {
-    assert.ok(Date.now() < ends, 'the batch never ended');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(async () => (await status(id, batches)) !== 'running', 'the batch to end', {
+    timeoutMs: 20_000,
+    everyMs: 100,
+  });
   const end = (await http('GET', `${later.httpUrl!}/v2/batches/${id}`, me)).json;
   assert.equal(end.status, 'finished');
   assert.deepEqual(end.counts, { queued: 0, started: 0, finished: 3, failed: 0, cancelled: 0 });

@@ -15,6 +15,7 @@ import {
   startInProcessStack,
   waitHealthy,
   type InProcessStack,
+  waitUntil,
 } from '../harness/mod.js';
 
 /** The bin npm links for the workspace (what `npx svc` runs). */
@@ -466,15 +467,18 @@ test('when svc jobs cancel names a running job, then it exits 0 and the job read
   ]);
   assert.equal(submitted.code, 0, submitted.stderr);
   const jobId = JSON.parse(submitted.stdout).job_id as string;
-  for (let i = 0; ; i++) {
-    const got = await svc(['-o', 'json', 'jobs', 'get', jobId]);
-    assert.equal(got.code, 0, got.stderr);
-    const status = JSON.parse(got.stdout).status;
-    if (status === 'started') break;
-    assert.equal(status, 'queued', 'the cancel must come while the job runs');
-    assert.ok(i < 200, 'the job never started');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitUntil(
+    async () => {
+      const got = await svc(['-o', 'json', 'jobs', 'get', jobId]);
+      assert.equal(got.code, 0, got.stderr);
+      const status = JSON.parse(got.stdout).status;
+      if (status === 'started') return true;
+      assert.equal(status, 'queued', 'the cancel must come while the job runs');
+      return false;
+    },
+    'the job to start',
+    { everyMs: 50 },
+  );
   const cancel = await svc(['-o', 'json', 'jobs', 'cancel', jobId]);
   assert.equal(cancel.code, 0, cancel.stderr);
   assert.deepEqual(JSON.parse(cancel.stdout), { job_id: jobId, cancelled: true });

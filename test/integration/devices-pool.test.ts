@@ -9,6 +9,7 @@ import {
   type SessionCounter,
   type SimulatedDevice,
 } from '@svc/test/support';
+import { waitUntil } from '../harness/mod.js';
 
 function setup(
   t: { after(fn: () => Promise<void>): void },
@@ -68,8 +69,7 @@ test('when the password changes, then the old warm sessions are closed', async (
     (err: unknown) => err instanceof SvcError && err.code === 'AUTH_FAILED',
   );
   assert.equal(pool.size, 0);
-  await new Promise((r) => setTimeout(r, 50));
-  assert.equal(dev.stats.sessionsOpen, 0, 'the old session was closed');
+  await waitUntil(() => dev.stats.sessionsOpen === 0, 'the old session to be closed');
 });
 
 test('when a host or platform is excluded, or the job is structured or autodetect, then no pooling', async (t) => {

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDevice } from '@svc/test/support';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
-import { connectNats } from '@svc/proto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Consumers, Streams, connectNats } from '@svc/proto';
 import {
   NatsServerProcess,
   http,
@@ -11,6 +12,7 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  waitUntil,
 } from '../harness/mod.js';
 
 test('when the dispatcher is down, then a queued job waits and runs once a dispatcher is back', async (t) => {
@@ -31,11 +33,17 @@ test('when the dispatcher is down, then a queued job waits and runs once a dispa
     body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
   });
   assert.equal(a.status, 202);
-  await new Promise((r) => setTimeout(r, 1000));
+  const nc = await connectNats(nats.url, 'dispatcher-2');
+  // The job's envelope is stored and waits undelivered on the dispatchers' consumer: nothing
+  // but a dispatcher could move it on, so it is still queued.
+  const jsm = await jetstreamManager(nc);
+  await waitUntil(async () => {
+    const info = await jsm.consumers.info(Streams.jobs, Consumers.dispatch('default'));
+    return info.num_pending === 1 && info.num_ack_pending === 0;
+  }, 'the envelope to wait on the dispatch consumer');
   const waiting = await http('GET', `${stack.url}/v2/send-command/${a.json.job_id}`, auth);
   assert.equal(waiting.json.status, 'queued');
 
-  const nc = await connectNats(nats.url, 'dispatcher-2');
   // The first dispatcher released its lease on stop, so the new one leads at once.
   const second = await startDispatcher(loadDispatcherConfig(testEnv(nats.url)), {
     nc,

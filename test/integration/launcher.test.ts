@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { connect as netConnect } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startDevice } from '@svc/test/support';
-import { NatsServerProcess, ServiceProcess, http, waitForJob } from '../harness/mod.js';
+import { NatsServerProcess, ServiceProcess, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 /** The environment of a person's shell: no NATS_URL, no keys; ports picked by the system. */
 function userEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -107,10 +107,9 @@ test('when npm start runs its own nats-server, then it listens on loopback with 
   const done = await waitForJob(httpUrl, a.json.job_id, auth);
   assert.equal(done.json.status, 'finished', done.text);
   const finished = `svc.events.job.${a.json.job_id}.finished`;
-  for (let i = 0; i < 100 && !seen.includes(finished); i++) {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.ok(seen.includes(finished), seen.join('\n'));
+  await waitUntil(() => seen.includes(finished), `${finished} among ${seen.join(', ')}`, {
+    timeoutMs: 5000,
+  });
   sub.unsubscribe();
 
   // A second start reuses the generated credentials (subscribers keep working).

@@ -15,6 +15,7 @@ import {
   startInProcessStack,
   testEnv,
   waitForJob,
+  waitUntil,
 } from '../harness/mod.js';
 import { startDevice, type SimulatedDevice } from '../support/mod.js';
 
@@ -28,19 +29,14 @@ const JS_OVER_LEAF = 'default_js_domain: { "$G": "" }';
 const natsServer = findNatsServer(process.env);
 
 async function waitForJetStreamOver(nc: NatsConnection, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      const jsm = await jetstreamManager(nc, { timeout: 1000 });
-      await jsm.getAccountInfo();
-      return;
-    } catch (err) {
-      if (Date.now() > deadline) {
-        throw new Error(`no JetStream through the leaf node: ${String(err)}`, { cause: err });
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await waitUntil(
+    async () => {
+      const jsm = await jetstreamManager(nc, { timeout: 1000 }).catch(() => null);
+      return (await jsm?.getAccountInfo().catch(() => null)) ?? null;
+    },
+    'JetStream through the leaf node',
+    { timeoutMs, everyMs: 100 },
+  );
 }
 
 function submit(url: string, device: SimulatedDevice, context: string, command: string) {

@@ -21,6 +21,7 @@ import {
   waitHealthy,
   type InProcessStack,
   writeTextfsmFixture,
+  waitUntil,
 } from '../harness/mod.js';
 
 const ADAPTER_MAIN = fileURLToPath(
@@ -281,12 +282,14 @@ test('when run_batch is called, then get_batch follows it to the end with counts
   });
   assert.equal(isError, false, JSON.stringify(out));
   assert.equal(out.total, 1);
-  let status: Out = out;
-  for (let i = 0; i < 600; i++) {
-    status = (await call(operator, 'get_batch', { batch_id: out.batch_id, page: 1 })).out;
-    if (status.status !== 'running') break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const status: Out = await waitUntil(
+    async () => {
+      const s = (await call(operator, 'get_batch', { batch_id: out.batch_id, page: 1 })).out;
+      return s.status !== 'running' && s;
+    },
+    'the batch to end',
+    { timeoutMs: 60_000, everyMs: 100 },
+  );
   assert.equal(status.status, 'finished', JSON.stringify(status));
   assert.equal(status.counts.finished, 1);
   assert.match(status.jobs[0].results['show version'], /Cisco IOS/);
@@ -681,11 +684,11 @@ test('when the client cancels a waiting call, then the adapter stops waiting and
   );
   await assert.rejects(waiting, /abort/i);
   assert.ok(jobId, 'no job id in the progress notification');
-  const deadline = Date.now() + 5_000;
-  while (!adapterLogs.join('').includes('tool call cancelled by the client')) {
-    assert.ok(Date.now() < deadline, 'the adapter kept waiting after the client cancelled');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitUntil(
+    () => adapterLogs.join('').includes('tool call cancelled by the client'),
+    'the adapter to stop waiting once the client cancelled',
+    { timeoutMs: 5000, everyMs: 50 },
+  );
   const cancelled = await call(operator, 'cancel_job', { job_id: jobId });
   assert.equal(cancelled.out.status, 'cancelled', JSON.stringify(cancelled.out));
 });

@@ -14,6 +14,7 @@ import {
   waitHealthy,
   type InProcessStack,
   type NatsUser,
+  waitUntil,
 } from '../harness/mod.js';
 
 // The shipped cluster configuration (deploy/nats/n1..n3.conf, accounts.conf, permissions.conf),
@@ -121,11 +122,12 @@ test(
     });
     assert.equal(done.json.status, 'finished', done.text);
     // The event subscriber saw the job's events with nothing but its read-only user.
-    for (let i = 0; i < 100 && !seen.includes(Subjects.jobEvent(jobId, 'finished')); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitUntil(
+      () => seen.includes(Subjects.jobEvent(jobId, 'finished')),
+      `the finished event among ${seen.join(', ')}`,
+      { timeoutMs: 5000 },
+    );
     sub.unsubscribe();
-    assert.ok(seen.includes(Subjects.jobEvent(jobId, 'finished')), seen.join(', '));
   },
 );
 

@@ -12,6 +12,7 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  waitUntil,
   type InProcessStack,
 } from '../harness/mod.js';
 
@@ -106,22 +107,27 @@ test('when jobs have run, then /metrics (no auth) has every SPEC metric with its
   // Heartbeats (0.5 s) carry the pool counters; the event feed is asynchronous.
   let parsed = parse('');
   let text = '';
-  for (let i = 0; i < 60; i++) {
-    const a = await http('GET', `${stack.url}/metrics`);
-    assert.equal(a.status, 200);
-    assert.match(String(a.headers['content-type']), /^text\/plain/);
-    text = a.text;
-    parsed = parse(text);
-    const s = parsed.samples;
-    if (
-      value(s, 'svc_jobs_total', { platform: 'cisco_ios', status: 'finished' }) >= 3 &&
-      value(s, 'svc_jobs_total', { status: 'failed' }) >= 1 &&
-      value(s, 'svc_connection_pool_hits_total') + value(s, 'svc_connection_pool_misses_total') >= 3
-    ) {
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  await waitUntil(
+    async () => {
+      const a = await http('GET', `${stack.url}/metrics`);
+      assert.equal(a.status, 200);
+      assert.match(String(a.headers['content-type']), /^text\/plain/);
+      text = a.text;
+      parsed = parse(text);
+      const s = parsed.samples;
+      return (
+        value(s, 'svc_jobs_total', { platform: 'cisco_ios', status: 'finished' }) >= 3 &&
+        value(s, 'svc_jobs_total', { status: 'failed' }) >= 1 &&
+        value(s, 'svc_connection_pool_hits_total') + value(s, 'svc_connection_pool_misses_total') >=
+          3
+      );
+    },
+    'the job and pool counters',
+    { timeoutMs: 15_000, everyMs: 250 },
+  ).catch((err: unknown) => {
+    // Past the deadline the assertions below name what is missing.
+    if (!(err instanceof Error && err.message.startsWith('timed out waiting'))) throw err;
+  });
   const { types, samples } = parsed;
   for (const [name, [type, labels]] of Object.entries(SPEC_METRICS)) {
     assert.equal(types.get(name), type, `${name} type`);

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
-import { Subjects, connectNats } from '@svc/proto';
+import { SubjectParsers, Subjects, connectNats } from '@svc/proto';
 import {
   NatsServerProcess,
   OtlpHttpCollector,
@@ -11,6 +11,7 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  waitUntil,
 } from '../harness/mod.js';
 
 let nats: NatsServerProcess;
@@ -127,10 +128,9 @@ test('when only OTEL_* variables ask for OTLP over http/protobuf, then one job i
 
   // Job events on NATS carry a traceparent of the same trace (queued: gateway; started and
   // finished: actor).
-  const deadline = Date.now() + 10_000;
-  const ofJob = () => received.filter((m) => m.subject.startsWith(`svc.events.job.${jobId}.`));
-  while (ofJob().length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  const statuses = ofJob().map((m) => m.subject.split('.').pop());
+  const ofJob = () => received.filter((m) => SubjectParsers.jobEvent(m.subject)?.jobId === jobId);
+  await waitUntil(() => ofJob().length >= 3, 'three events of the job', { timeoutMs: 10_000 });
+  const statuses = ofJob().map((m) => SubjectParsers.jobEvent(m.subject)?.status);
   assert.deepEqual(statuses, ['queued', 'started', 'finished']);
   for (const m of ofJob()) {
     const traceparent = m.headers?.get('traceparent') ?? '';

@@ -16,6 +16,7 @@ import {
   waitForJob,
   waitHealthy,
   type LintProblem,
+  waitUntil,
 } from '../harness/mod.js';
 
 /** The two gauges the specification names with a `_total` suffix: their one allowed problem. */
@@ -75,13 +76,16 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
 
 /** Scrapes until `ready` holds (metrics move asynchronously: events, heartbeats). */
 async function scrapeUntil(url: string, ready: (s: Sample[]) => boolean, what: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const got = await scrape(url);
-    if (ready(got.samples)) return got;
-    if (Date.now() > deadline) assert.fail(`${url}: ${what} never showed\n${got.text}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  let last = '';
+  return waitUntil(
+    async () => {
+      const got = await scrape(url);
+      last = got.text;
+      return ready(got.samples) && got;
+    },
+    `${url}: ${what}`,
+    { timeoutMs: 20_000, everyMs: 200 },
+  ).catch(() => assert.fail(`${url}: ${what} never showed\n${last}`));
 }
 
 /** Opens an SSE stream; resolves with the response once headers arrived. */

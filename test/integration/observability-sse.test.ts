@@ -16,6 +16,7 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  waitUntil,
   type InProcessStack,
 } from '../harness/mod.js';
 
@@ -246,16 +247,16 @@ test('when SSE_MAX_CONNECTIONS streams are open, then one more gets 429 and a cl
   assert.equal(typeof fourth.json.message, 'string');
   open[0]!.close();
   // The server notices the disconnect and frees the slot.
-  let again: SseStream | null = null;
-  for (let i = 0; i < 50 && !again; i++) {
-    const s = await openStream(url, auth.basic);
-    if (s.status === 200) again = s;
-    else {
+  const again = await waitUntil(
+    async () => {
+      const s = await openStream(url, auth.basic);
+      if (s.status === 200) return s;
       s.close();
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  assert.ok(again, 'a slot was freed');
+      return null;
+    },
+    'a slot to be freed',
+    { timeoutMs: 5000, everyMs: 50 },
+  );
   for (const s of [...open.slice(1), again]) s.close();
 });
 
@@ -378,8 +379,23 @@ test('when an EventSource client follows a job to its end, then every event has 
     { status: 200, lastEventId: null },
     { status: 204, lastEventId: result.id },
   ]);
-  // Several retry periods (SSE_RETRY is 0.4 s here) later still no new connection.
-  await new Promise((r) => setTimeout(r, 2000));
+  // A second client of the same job, opened once the first closed for good, makes its own
+  // reconnect (answered 204) a retry period (SSE_RETRY) after its stream ended: the first client
+  // would have connected again by then.
+  const later: { status: number }[] = [];
+  const control = new EventSource(`${stack.url}/v2/jobs/${jobId}/stream`, {
+    fetch: async (url, init) => {
+      const res = await fetch(url, { ...init, headers: { ...init.headers, authorization } });
+      later.push({ status: res.status });
+      return res;
+    },
+  });
+  try {
+    await closedForGood(control, () => JSON.stringify(later));
+  } finally {
+    control.close();
+  }
+  assert.deepEqual(later, [{ status: 200 }, { status: 204 }]);
   assert.equal(requests.length, 2);
   assert.equal(es.readyState, es.CLOSED);
 });

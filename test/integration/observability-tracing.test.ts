@@ -12,6 +12,7 @@ import {
   waitHealthy,
   decodeExportTraceRequest,
   type ReceivedSpan,
+  waitUntil,
 } from '../harness/mod.js';
 
 let nats: NatsServerProcess;
@@ -88,15 +89,13 @@ test('when the deprecated OTEL_ENABLED is set (OTLP over gRPC by default), then 
 
   const find = (name: string, component: string) =>
     received.find((s) => s.name === name && s.component === component);
-  const deadline = Date.now() + 15_000;
-  while (!(find('POST /v2/send-command', 'gateway') && find('device session', 'device-actor'))) {
-    if (Date.now() > deadline) {
-      assert.fail(
-        `spans missing; got ${JSON.stringify(received.map((s) => [s.component, s.name]))}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntil(
+    () => find('POST /v2/send-command', 'gateway') && find('device session', 'device-actor'),
+    'the route and device session spans',
+    { timeoutMs: 15_000, everyMs: 100 },
+  ).catch(() =>
+    assert.fail(`spans missing; got ${JSON.stringify(received.map((s) => [s.component, s.name]))}`),
+  );
   const route = find('POST /v2/send-command', 'gateway')!;
   const dispatch = received.find((s) => s.name === 'dispatch job' && s.traceId === route.traceId);
   const job = received.find((s) => s.name === 'job run' && s.traceId === route.traceId);

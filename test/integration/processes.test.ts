@@ -11,6 +11,7 @@ import {
   readAllFiles,
   testEnv,
   waitForJob,
+  waitUntil,
 } from '../harness/mod.js';
 
 const PASSWORD = 'Pw-9f3c1e-never-stored';
@@ -40,12 +41,11 @@ test('when gateway, dispatcher and two actor hosts run as processes, then 50 job
   });
   const url = await procs[4]!.httpUrl();
   // Both actor hosts beat before load starts, so placement can use both.
-  for (let i = 0; ; i++) {
-    const h = await http('GET', `${url}/healthcheck`);
-    if (h.json?.components?.workers?.count === 2) break;
-    if (i > 200) throw new Error(`actor hosts not live: ${h.text}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitUntil(
+    async () => (await http('GET', `${url}/healthcheck`)).json?.components?.workers?.count === 2,
+    'both actor hosts live',
+    { everyMs: 50 },
+  );
 
   const auth = { basic: { username: fleet.devices[0]!.username, password: PASSWORD } };
   const submitted = new Map<number, string[]>(); // device index -> commands in submit order

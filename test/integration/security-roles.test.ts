@@ -20,6 +20,7 @@ import {
   type HttpAnswer,
   type HttpOptions,
   type InProcessStack,
+  waitUntil,
 } from '../harness/mod.js';
 
 const ADMIN_SECRET = 'roles-admin-secret-0b5e';
@@ -723,9 +724,5 @@ test('when a TLS 1.2 client offers only CBC or SHA-1 suites, then the handshake 
 });
 
 async function eventually(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await waitUntil(check, 'the condition', { timeoutMs });
 }

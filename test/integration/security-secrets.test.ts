@@ -23,7 +23,8 @@ import { jetstream } from '@nats-io/jetstream';
 import {
   NatsServerProcess,
   http,
-  readAllFiles,
+  settledStoreFiles,
+  waitUntil,
   testEnv,
   waitForJob,
   waitHealthy,
@@ -231,9 +232,9 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
 
   // Webhooks: one per job that asked, signed when a secret was given, results never sent.
   const withHook = [ids[0], ids[1], ids[3], ids[4], replay.json.job_id];
-  const deadline = Date.now() + 10_000;
-  while (deliveries.length < withHook.length && Date.now() < deadline)
-    await new Promise((r) => setTimeout(r, 50));
+  await waitUntil(() => deliveries.length >= withHook.length, 'a delivery per job with a hook', {
+    timeoutMs: 10_000,
+  });
   assert.equal(deliveries.length, withHook.length, 'one delivery per job with a webhook_url');
   for (const d of deliveries) {
     const payload = JSON.parse(d.body);
@@ -282,9 +283,8 @@ test('when jobs succeed, fail and notify, then no secret is left in the store, l
     ),
   );
 
-  // The store files: give the server a moment to write its blocks.
-  await new Promise((r) => setTimeout(r, 500));
-  const storeFiles = await readAllFiles(nats.storeDir);
+  // The store files, once every write so far is in them (a marker written after them shows).
+  const storeFiles = await settledStoreFiles(nats.url, nats.storeDir);
   assert.ok(storeFiles.length > 0);
 
   const secrets: [string, string][] = [

@@ -15,7 +15,7 @@ import {
 import {
   NatsServerProcess,
   http,
-  readAllFiles,
+  settledStoreFiles,
   startInProcessStack,
   waitForJob,
   waitHealthy,
@@ -228,8 +228,8 @@ test('when a device only takes public keys, then a sealed private key (and an en
   const records = await Promise.all(
     ids.map((id) => http('GET', `${stack.url}/v2/jobs/${id}`, basicOf(d)).then((r) => r.text)),
   );
-  await new Promise((r) => setTimeout(r, 500));
-  const storeFiles = await readAllFiles(nats.storeDir);
+  // The store files, once every write so far is in them (a marker written after them shows).
+  const storeFiles = await settledStoreFiles(nats.url, nats.storeDir);
   // A full line of each key's base64 body stands for the key.
   const keyLine = (pem: string) => pem.split('\n').find((l) => /^[A-Za-z0-9+/=]{60,}$/.test(l))!;
   for (const [name, secret] of [

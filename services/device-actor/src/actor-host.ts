@@ -25,15 +25,16 @@ import {
   ACTOR_CAPABILITIES,
   Streams,
   Subjects,
+  SubjectParsers,
   SvcError,
-  decodeJson,
+  decodeOrDrop,
   deviceKeyOf,
   drainHost,
   encodeJson,
   ensureTopology,
   topologyFrom,
   type DeviceSecrets,
-  type JobEnvelope,
+  JobEnvelope,
   type JobRecord,
   type Logger,
   type Sealer,
@@ -195,7 +196,8 @@ export async function startActorHost(
 
   const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
     callback: (_err, msg) => {
-      const jobId = msg.subject.split('.').pop() ?? '';
+      const jobId = SubjectParsers.cancel(msg.subject);
+      if (jobId === null) return;
       running
         .get(jobId)
         ?.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
@@ -203,11 +205,12 @@ export async function startActorHost(
   });
 
   const deliver = (msg: JsMsg) => {
-    let envelope: JobEnvelope;
-    try {
-      envelope = decodeJson<JobEnvelope>(msg.data);
-    } catch {
-      log.error({ seq: msg.seq }, 'dropping a message that is not a job envelope');
+    const envelope = decodeOrDrop(JobEnvelope, msg.data, {
+      consumer: 'actor_host',
+      log,
+      where: { subject: msg.subject, seq: msg.seq },
+    });
+    if (!envelope) {
       msg.term();
       return;
     }
@@ -272,6 +275,7 @@ export async function startActorHost(
       const drained = await drainHost(nc, lifecycle, hostId, {
         failStarted: true,
         reason: 'actor host shut down while the job ran',
+        log,
       }).catch((err: unknown) => {
         log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
         return null;

@@ -6,6 +6,7 @@ import {
   ErrorCode,
   SpanKind,
   SvcError,
+  MalformedMessage,
   encodeJson,
   extractTraceContext,
   queuedRecordOf,
@@ -97,6 +98,12 @@ export class DeviceActor {
       );
       msg.ack();
     } catch (err) {
+      if (err instanceof MalformedMessage) {
+        // The job's record is not one: no retry makes it one (logged, never run).
+        ctx.log.error({ err, job_id: envelope.job_id }, 'job record malformed; job dropped');
+        msg.term();
+        return;
+      }
       // The store stayed unreachable past every retry: try the message again later. It stays
       // on this host's subject meanwhile, so it is never lost.
       ctx.log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');

@@ -16,17 +16,19 @@ import {
   Consumers,
   Lease,
   LockKeys,
+  MessageIds,
   Streams,
   Subjects,
-  decodeJson,
+  decodeMessage,
+  decodeOrDrop,
   isTerminal,
-  type JobRecord,
+  JobEnvelope,
+  JobRecord,
+  WorkerHeartbeat,
   deviceKeyOf,
   ensureTopology,
   topologyFrom,
-  type JobEnvelope,
   type Logger,
-  type WorkerHeartbeat,
   SpanKind,
   extractTraceContext,
   injectTraceContext,
@@ -80,7 +82,12 @@ export async function startDispatcher(
     // The store did not answer: not known to have ended, so the device keeps its order.
     if (entry === undefined) return null;
     if (!entry || entry.operation !== 'PUT') return 0;
-    const record = decodeJson<JobRecord>(entry.value);
+    let record: JobRecord;
+    try {
+      record = decodeMessage(JobRecord, entry.value);
+    } catch {
+      return null; // a record that is not one: not known to have ended either
+    }
     if (!isTerminal(record.status)) return null;
     return record.ended_at ? Date.parse(record.ended_at) : 0;
   };
@@ -104,7 +111,16 @@ export async function startDispatcher(
   const watch = await stores[Buckets.workers].watch();
   void (async () => {
     for await (const e of watch) {
-      placement.update(e.key, e.operation === 'PUT' ? decodeJson<WorkerHeartbeat>(e.value) : null);
+      // A heartbeat that is not one counts as none: nothing is placed on what it claims.
+      const beat =
+        e.operation === 'PUT'
+          ? decodeOrDrop(WorkerHeartbeat, e.value, {
+              consumer: 'dispatcher_heartbeats',
+              log,
+              where: { key: e.key },
+            })
+          : null;
+      placement.update(e.key, beat);
     }
   })();
 
@@ -216,11 +232,12 @@ export async function startDispatcher(
           m.ack();
           continue;
         }
-        let envelope: JobEnvelope;
-        try {
-          envelope = decodeJson<JobEnvelope>(m.data);
-        } catch {
-          log.error({ seq: m.seq }, 'dropping a message that is not a job envelope');
+        const envelope = decodeOrDrop(JobEnvelope, m.data, {
+          consumer: 'dispatcher',
+          log,
+          where: { subject: m.subject, seq: m.seq },
+        });
+        if (!envelope) {
           m.term();
           continue;
         }
@@ -297,7 +314,7 @@ export async function startDispatcher(
     // dropped by the stream's duplicate window. A failed publish (the placement stream electing
     // a leader) is retried in place, never nak'ed: a later job for the same device must not
     // overtake this one.
-    const msgID = `${envelope.job_id}.p${envelope.placement}`;
+    const msgID = MessageIds.placement(envelope.job_id, envelope.placement);
     for (let attempt = 0; !stopping; attempt++) {
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });

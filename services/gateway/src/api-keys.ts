@@ -3,7 +3,9 @@ import type { KV, KvEntry } from '@nats-io/kv';
 import { SignJWT, jwtVerify } from 'jose';
 import {
   Buckets,
-  decodeJson,
+  ApiKeyRecord,
+  decodeMessage,
+  decodeOrDrop,
   encodeJson,
   isWrongRevision,
   type Logger,
@@ -141,7 +143,16 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
       keysWatch,
       (e) => {
         if (!KEY_ID.test(e.key)) return; // the sealed signing secret lives in the same bucket
-        if (e.operation === 'PUT') cache.set(e.key, decodeJson<ApiKeyMeta>(e.value));
+        const meta =
+          e.operation === 'PUT'
+            ? decodeOrDrop(ApiKeyRecord, e.value, {
+                consumer: 'api_keys',
+                log,
+                where: { key: e.key },
+              })
+            : null;
+        // An entry that is not one names no valid key.
+        if (meta) cache.set(e.key, meta);
         else cache.delete(e.key);
       },
       Buckets.apiKeys,
@@ -161,7 +172,7 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
   ): Promise<{ meta: ApiKeyMeta; revision: number } | null> => {
     const entry = await keysKv.get(keyId);
     if (!entry || entry.operation !== 'PUT') return null;
-    return { meta: decodeJson<ApiKeyMeta>(entry.value), revision: entry.revision };
+    return { meta: decodeMessage(ApiKeyRecord, entry.value), revision: entry.revision };
   };
 
   const sign = async (meta: ApiKeyMeta): Promise<string> => {

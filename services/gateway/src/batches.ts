@@ -7,8 +7,12 @@ import {
   ConfigBatchRequest,
   KeyedWindow,
   Subjects,
+  SubjectParsers,
+  MessageIds,
   check,
-  decodeJson,
+  decodeMessage,
+  decodeOrDrop,
+  HeldEnvelope,
   deviceKeyOf,
   encodeJson,
   isTerminal,
@@ -18,11 +22,11 @@ import {
   webhookSender,
   type BatchCreated,
   type BatchJobRef,
-  type BatchRecord,
+  BatchRecord,
   type BatchSummary,
   type EnqueueResponse,
   type JobEnvelope,
-  type JobEvent,
+  JobEvent,
   type JobRecord,
   type JobResult,
   type JobStore,
@@ -78,11 +82,6 @@ interface EndedJobs {
 /** A batch this gateway saw no record of for this long is forgotten (its admission failed). */
 const ENDED_KEEP_MS = 120_000;
 
-interface HeldEnvelope {
-  envelope: JobEnvelope;
-  traceparent: string | null;
-}
-
 const heldKey = (batchId: string, jobId: string) => `${batchId}.held.${jobId}`;
 
 /**
@@ -129,26 +128,28 @@ export class Batches {
     const sub = this.sub;
     void (async () => {
       for await (const m of sub) {
-        // svc.events.batch.<id>.job.<status>
-        const parts = m.subject.split('.');
-        if (parts[4] !== 'job' || !parts[3]) continue;
-        const status = parts[5] as JobEvent['status'];
+        const parsed = SubjectParsers.batchEvent(m.subject);
+        if (!parsed?.job) continue;
+        const { batchId } = parsed;
+        const status = parsed.status as JobEvent['status'];
         if (isTerminal(status)) {
           // An undecodable event is only not remembered (the next sweep reads that job's
           // record); it must not end this loop, which drives every batch of this gateway.
-          const event = decodeEvent(m.data);
+          const event = decodeOrDrop(JobEvent, m.data, {
+            consumer: 'batch_driver',
+            log: this.log,
+            where: { subject: m.subject },
+          });
           if (event) {
-            this.noteEnded(parts[3], {
+            this.noteEnded(batchId, {
               job_id: event.job_id,
               status,
               ended_at: event.ended_at ?? event.at,
               error_code: event.error_code ?? null,
             });
-          } else {
-            this.log.warn({ subject: m.subject }, 'batch: undecodable job event skipped');
           }
         }
-        if (status === 'started' || isTerminal(status)) this.schedule(parts[3]);
+        if (status === 'started' || isTerminal(status)) this.schedule(batchId);
       }
     })();
     this.sweepTimer = setInterval(() => this.sweep(), this.options.sweepIntervalMs);
@@ -454,8 +455,8 @@ export class Batches {
     const out: BatchRecord[] = [];
     for (const [key, entry] of this.mirror.entries()) {
       if (key.includes('.')) continue;
-      const record = decodeJson<BatchRecord>(entry.value);
-      if (record.owner === caller.id) out.push(record);
+      const record = this.recordOf(key, entry.value);
+      if (record?.owner === caller.id) out.push(record);
     }
     out.sort((a, b) => b.created_at.localeCompare(a.created_at));
     return out.map(({ batch_id, kind, status, total, created_at, ended_at, stopped_reason }) => ({
@@ -509,13 +510,12 @@ export class Batches {
   private sweep(): void {
     for (const [key, entry] of this.mirror.entries()) {
       if (key.includes('.')) continue;
-      const record = decodeJson<BatchRecord>(entry.value);
-      if (record.status === 'running') this.schedule(key, 0, true);
+      if (this.recordOf(key, entry.value)?.status === 'running') this.schedule(key, 0, true);
     }
     // Batches that ended elsewhere, or whose admission failed, need no tracking here.
     for (const [batchId, known] of this.ended) {
       const entry = this.mirror.get(batchId);
-      const running = entry ? decodeJson<BatchRecord>(entry.value).status === 'running' : false;
+      const running = entry ? this.recordOf(batchId, entry.value)?.status === 'running' : false;
       if (!running && (entry || Date.now() - known.since > ENDED_KEEP_MS)) {
         this.ended.delete(batchId);
       }
@@ -595,8 +595,12 @@ export class Batches {
         ? statusOf(ref)
         : ((await this.jobs.get(ref.job_id))?.record.status ?? 'queued');
       if (entry?.operation === 'PUT' && status === 'queued') {
-        const held = decodeJson<HeldEnvelope>(entry.value);
-        await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
+        const held = decodeOrDrop(HeldEnvelope, entry.value, {
+          consumer: 'batches',
+          log: this.log,
+          where: { key },
+        });
+        if (held) await this.intake.publishEnvelope(held.envelope, held.traceparent ?? undefined);
       }
       await this.kv.delete(key);
     }
@@ -620,7 +624,7 @@ export class Batches {
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
     void this.deliverWebhook(done, summary);
     await this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
-      msgID: `${batchId}.end`,
+      msgID: MessageIds.batchEnd(batchId),
     });
   }
 
@@ -687,7 +691,12 @@ export class Batches {
     if (!/^[-\w]+$/.test(batchId)) return null;
     const entry = await this.kv.get(batchId);
     if (!entry || entry.operation !== 'PUT') return null;
-    return { record: decodeJson<BatchRecord>(entry.value), revision: entry.revision };
+    return { record: decodeMessage(BatchRecord, entry.value), revision: entry.revision };
+  }
+
+  /** A batch record from the mirror; null (logged, counted) when it is not one. */
+  private recordOf(key: string, value: Uint8Array): BatchRecord | null {
+    return decodeOrDrop(BatchRecord, value, { consumer: 'batches', log: this.log, where: { key } });
   }
 
   /** Compare-and-set on the batch record; null when `change` declined. */
@@ -789,13 +798,4 @@ export function summarize(
     ended_at: record.ended_at,
     stopped_reason: record.stopped_reason,
   };
-}
-
-function decodeEvent(data: Uint8Array): JobEvent | null {
-  try {
-    const event = decodeJson<JobEvent>(data);
-    return typeof event?.job_id === 'string' ? event : null;
-  } catch {
-    return null;
-  }
 }

@@ -2,12 +2,12 @@ import type { JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
-  decodeJson,
+  decodeOrDrop,
   HealthStatus,
   KvMirror,
   type HealthRecord,
   type Stores,
-  type WorkerHeartbeat,
+  WorkerHeartbeat,
 } from '@svc/proto';
 import type { QueueDepth } from './queue-depth.js';
 
@@ -22,7 +22,12 @@ export class ClusterStatus {
     private readonly jsm: JetStreamManager,
     private readonly stores: Stores,
     private readonly depth: QueueDepth,
-    private readonly options: { version: string; staleThresholdSeconds: number },
+    private readonly options: {
+      version: string;
+      staleThresholdSeconds: number;
+      /** Where a heartbeat that is not one is logged (then left out). */
+      log?: { warn(obj: object, msg: string): void };
+    },
   ) {}
 
   /** Starts following the heartbeats; call once before serving. */
@@ -37,10 +42,15 @@ export class ClusterStatus {
   /** Heartbeats younger than WORKER_STALE_THRESHOLD. */
   liveWorkers(): Promise<WorkerHeartbeat[]> {
     const cutoff = Date.now() - this.options.staleThresholdSeconds * 1000;
-    const beats = [...(this.#beats?.values() ?? [])].map((e) =>
-      decodeJson<WorkerHeartbeat>(e.value),
+    const log = this.options.log ?? { warn: () => undefined };
+    const beats = [...(this.#beats?.entries() ?? [])].map(([key, e]) =>
+      decodeOrDrop(WorkerHeartbeat, e.value, { consumer: 'cluster_status', log, where: { key } }),
     );
-    return Promise.resolve(beats.filter((beat) => Date.parse(beat.last_beat) >= cutoff));
+    return Promise.resolve(
+      beats.filter(
+        (beat): beat is WorkerHeartbeat => beat !== null && Date.parse(beat.last_beat) >= cutoff,
+      ),
+    );
   }
 
   async failedJobs(): Promise<number> {

@@ -1,12 +1,12 @@
 import type { KV } from '@nats-io/kv';
 import {
-  decodeJson,
+  decodeMessage,
   deviceTextMessage,
   encodeJson,
   forbiddenCharIn,
   encodeToken,
   isWrongRevision,
-  type ConfigTemplate,
+  ConfigTemplate,
   type ConfigTemplateRef,
   type ConfigTemplateSummary,
   type JobTemplate,
@@ -29,7 +29,7 @@ export class ConfigTemplates {
   async get(context: string, name: string): Promise<ConfigTemplate | null> {
     const entry = await this.kv.get(ConfigTemplates.key(context, name));
     if (!entry || entry.operation !== 'PUT') return null;
-    return decodeJson<ConfigTemplate>(entry.value);
+    return decodeMessage(ConfigTemplate, entry.value);
   }
 
   /** Creates or replaces; `created` tells which. Concurrent writers never lose a version. */
@@ -44,7 +44,7 @@ export class ConfigTemplates {
     for (;;) {
       const entry = await this.kv.get(key);
       const live = entry !== null && entry.operation === 'PUT';
-      const previous = live ? decodeJson<ConfigTemplate>(entry.value) : null;
+      const previous = live ? decodeMessage(ConfigTemplate, entry.value) : null;
       const template: ConfigTemplate = {
         name,
         context,
@@ -82,7 +82,7 @@ export class ConfigTemplates {
     for (const k of names.sort()) {
       const entry = await this.kv.get(k);
       if (!entry || entry.operation !== 'PUT') continue;
-      const t = decodeJson<ConfigTemplate>(entry.value);
+      const t = decodeMessage(ConfigTemplate, entry.value);
       out.push({
         name: t.name,
         description: t.description,

@@ -237,6 +237,7 @@ export async function startGateway(
   const status: ClusterStatus = new ClusterStatus(nc, jsm, stores, depth, {
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
+    log,
   });
   await status.start();
   const apiKeys = await startApiKeys({ config, stores, log, sealer });

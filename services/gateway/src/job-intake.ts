@@ -8,6 +8,7 @@ import {
   SendCommandStructuredRequest,
   SendConfigRequest,
   Subjects,
+  MessageIds,
   askedCommandMode,
   check,
   deviceKeyOf,
@@ -829,7 +830,7 @@ export class JobIntake {
     const h = natsHeaders();
     injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
     await this.js.publish(Subjects.jobs(envelope.spec.context), encodeJson(envelope), {
-      msgID: envelope.job_id,
+      msgID: MessageIds.envelope(envelope.job_id),
       headers: h,
     });
   }

@@ -5,8 +5,8 @@ import {
   Streams,
   Subjects,
   TERMINAL_STATUSES,
-  decodeJson,
-  type JobEvent,
+  decodeOrDrop,
+  JobEvent,
   type MetricsRegistry,
   type WorkerHeartbeat,
 } from '@svc/proto';
@@ -203,11 +203,12 @@ export async function startGatewayMetrics(
   const messages: ConsumerMessages = await consumer.consume();
   const feed = (async () => {
     for await (const m of messages) {
-      try {
-        onEvent(decodeJson<JobEvent>(m.data));
-      } catch {
-        ctx.log.warn({ subject: m.subject }, 'metrics: undecodable job event skipped');
-      }
+      const event = decodeOrDrop(JobEvent, m.data, {
+        consumer: 'gateway_metrics',
+        log: ctx.log,
+        where: { subject: m.subject, seq: m.seq },
+      });
+      if (event) onEvent(event);
     }
   })().catch((err: unknown) => ctx.log.error({ err }, 'metrics: event feed ended'));
 

@@ -5,6 +5,8 @@ import {
   Headers,
   JOBS_DUPLICATE_WINDOW_SECONDS,
   Subjects,
+  SubjectParsers,
+  MessageIds,
   SvcError,
   type JobLifecycle,
   type JobRecord,
@@ -69,7 +71,7 @@ export class EnqueueCheck {
   async #follow(): Promise<void> {
     const bucket = this.lifecycle.jobs.kv;
     const stream = `KV_${(await bucket.status()).bucket}`;
-    const prefix = `$KV.${(await bucket.status()).bucket}.`;
+    const bucketName = (await bucket.status()).bucket;
     // The keys written within the window: each key's last entry, then every new one.
     const since = new Date(Date.now() - JOBS_DUPLICATE_WINDOW_SECONDS * 1000).toISOString();
     const consumer = await this.js.consumers.get(stream, {
@@ -80,7 +82,7 @@ export class EnqueueCheck {
     void (async () => {
       for await (const m of messages) {
         if (this.#stopped) break;
-        this.#note(m, prefix);
+        this.#note(m, bucketName);
       }
     })().catch((err: unknown) => this.log.warn({ err }, 'enqueue check: record feed ended'));
     const stop = this.stop.bind(this);
@@ -90,8 +92,9 @@ export class EnqueueCheck {
     };
   }
 
-  #note(m: JsMsg, prefix: string): void {
-    const key = m.subject.slice(prefix.length);
+  #note(m: JsMsg, bucket: string): void {
+    const key = SubjectParsers.kvKey(bucket, m.subject);
+    if (key === null) return;
     const created =
       !m.headers?.get('KV-Operation') &&
       m.headers?.get('Nats-Expected-Last-Subject-Sequence') === '0';
@@ -142,7 +145,7 @@ export class EnqueueCheck {
     const h = natsHeaders();
     h.set(Headers.enqueueProbe, '1');
     const ack = await this.js.publish(Subjects.jobs(record.spec.context), new Uint8Array(), {
-      msgID: jobId,
+      msgID: MessageIds.envelope(jobId),
       headers: h,
     });
     this.#fresh.delete(jobId);

@@ -12,14 +12,14 @@ import {
   Lease,
   LockKeys,
   MetricsRegistry,
-  decodeJson,
+  decodeOrDrop,
   drainHost,
   encodeJson,
   ensureTopology,
   jobFailureCounter,
   topologyFrom,
   type Logger,
-  type WorkerHeartbeat,
+  WorkerHeartbeat,
 } from '@svc/proto';
 import type { ReaperConfig } from './config.js';
 import { EnqueueCheck } from './enqueue-check.js';
@@ -91,8 +91,11 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       })
     : null;
 
-  const beatOf = (value: Uint8Array) => decodeJson<WorkerHeartbeat>(value);
-  const isStale = (beat: WorkerHeartbeat, cutoff: number) => Date.parse(beat.last_beat) < cutoff;
+  // A heartbeat that is not one is never taken for a host (nor for a silent one).
+  const beatOf = (key: string, value: Uint8Array) =>
+    decodeOrDrop(WorkerHeartbeat, value, { consumer: 'reaper', log, where: { key } });
+  const isStale = (beat: WorkerHeartbeat | null, cutoff: number): beat is WorkerHeartbeat =>
+    beat !== null && Date.parse(beat.last_beat) < cutoff;
 
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
@@ -100,12 +103,12 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
     const reaped: string[] = [];
     const candidates = beats.ready
-      ? [...beats.entries()].filter(([, e]) => isStale(beatOf(e.value), cutoff)).map(([k]) => k)
+      ? [...beats.entries()].filter(([k, e]) => isStale(beatOf(k, e.value), cutoff)).map(([k]) => k)
       : await collectKeys(await workers.keys());
     for (const key of candidates) {
       const entry = await workers.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
-      const beat = beatOf(entry.value);
+      const beat = beatOf(key, entry.value);
       if (!isStale(beat, cutoff)) continue;
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
       // emptied (a job placed there after the drain would wait for nobody).
@@ -120,6 +123,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       const outcome = await drainHost(nc, lifecycle, beat.host_id, {
         failStarted: true,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
+        log,
         onOrphaned: async (record) => {
           audit.emit(AuditEvent.jobOrphaned, {
             event: 'job.orphaned',

@@ -10,8 +10,9 @@ import {
   JobResult,
   Streams,
   Subjects,
-  decodeJson,
-  type JobEvent,
+  SubjectParsers,
+  decodeOrDrop,
+  JobEvent,
 } from '@svc/proto';
 import { Type } from 'typebox';
 import type { Batches } from '../batches.js';
@@ -268,27 +269,41 @@ export function registerBatchRoutes(
         for await (const m of feed) {
           if (sse.ended) break;
           pending--;
-          const parts = m.subject.split('.');
-          if (parts[4] === 'job') {
-            const e = decodeJson<JobEvent>(m.data);
-            sse.send(
-              'job',
-              {
-                job_id: e.job_id,
-                host: e.host,
-                port: e.port ?? null,
-                name: e.name ?? null,
-                status: e.status,
-                error_code: e.error_code ?? null,
-              },
-              String(m.seq),
-            );
+          const ofJob = SubjectParsers.batchEvent(m.subject)?.job === true;
+          const where = { subject: m.subject, seq: m.seq };
+          if (ofJob) {
+            const e = decodeOrDrop(JobEvent, m.data, {
+              consumer: 'batch_stream',
+              log: ctx.log,
+              where,
+            });
+            // A malformed one is not sent, but it was one of the events before the live ones.
+            if (e) {
+              sse.send(
+                'job',
+                {
+                  job_id: e.job_id,
+                  host: e.host,
+                  port: e.port ?? null,
+                  name: e.name ?? null,
+                  status: e.status,
+                  error_code: e.error_code ?? null,
+                },
+                String(m.seq),
+              );
+            }
             // An ended batch whose end event is gone from the stream: its record has the summary.
             if (pending === 0) sse.send('summary', first, SUMMARY_ID);
           } else {
-            sse.send('summary', decodeJson<BatchSummary>(m.data), SUMMARY_ID);
+            const summary = decodeOrDrop(BatchSummary, m.data, {
+              consumer: 'batch_stream',
+              log: ctx.log,
+              where,
+            });
+            if (!summary) continue;
+            sse.send('summary', summary, SUMMARY_ID);
           }
-          if (pending === 0 || parts[4] !== 'job') break;
+          if (pending === 0 || !ofJob) break;
         }
       } catch (err) {
         ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');

@@ -8,9 +8,9 @@ import {
   JobStatus,
   TAG_PATTERN,
   Tags,
-  decodeJson,
-  type FailedJob,
-  type JobRecord,
+  decodeOrDrop,
+  FailedJob,
+  JobRecord,
   type ValidationIssue,
 } from '@svc/proto';
 import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
@@ -300,8 +300,12 @@ export class JobIndex {
 
   #apply(e: KvWatchEntry): void {
     if (e.operation === 'PUT') {
-      try {
-        const r = decodeJson<JobRecord>(e.value);
+      const r = decodeOrDrop(JobRecord, e.value, {
+        consumer: 'job_index',
+        log: this.ctx.log,
+        where: { key: e.key },
+      });
+      if (r) {
         this.#entries.set(e.key, {
           job_id: r.job_id,
           status: r.status,
@@ -312,8 +316,6 @@ export class JobIndex {
           context: r.spec.context,
           writtenAt: e.created.getTime(),
         });
-      } catch {
-        this.ctx.log.warn({ key: e.key }, 'job index: undecodable record skipped');
       }
       if (this.#entries.size > this.maxEntries) {
         const oldest = this.#entries.keys().next();
@@ -461,8 +463,12 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
         const batch = await Promise.all(keys.slice(i, i + 50).map((k) => kv.get(k)));
         for (const e of batch) {
           if (!e || e.operation !== 'PUT') continue;
-          const f = decodeJson<FailedJob>(e.value);
-          if (!mayAccessJob(caller, f.owner, f.context)) continue;
+          const f = decodeOrDrop(FailedJob, e.value, {
+            consumer: 'failed_jobs',
+            log: ctx.log,
+            where: { key: e.key },
+          });
+          if (!f || !mayAccessJob(caller, f.owner, f.context)) continue;
           jobs.push(sanitize(f));
         }
       }

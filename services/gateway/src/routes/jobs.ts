@@ -6,8 +6,8 @@ import {
   SendCommandRequest,
   SendCommandStructuredRequest,
   SendConfigRequest,
+  decodeMessage,
   Transcript,
-  decodeJson,
   toJobResult,
   type JobKind,
   type Stores,
@@ -187,7 +187,7 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
       return reply
         .code(200)
         .header('Cache-Control', 'no-store')
-        .send(decodeJson<Transcript>(entry.value));
+        .send(decodeMessage(Transcript, entry.value));
     }, onStoreError),
   );
 

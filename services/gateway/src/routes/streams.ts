@@ -3,9 +3,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   Streams,
   Subjects,
-  decodeJson,
+  decodeOrDrop,
   isTerminal,
-  type JobEvent,
+  JobEvent,
   type JobRecord,
   type JobStatus,
 } from '@svc/proto';
@@ -123,12 +123,12 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
       try {
         for await (const m of events) {
           if (sse.ended) break;
-          let event: JobEvent;
-          try {
-            event = decodeJson<JobEvent>(m.data);
-          } catch {
-            continue;
-          }
+          const event = decodeOrDrop(JobEvent, m.data, {
+            consumer: 'job_stream',
+            log: ctx.log,
+            where: { subject: m.subject, seq: m.seq },
+          });
+          if (!event) continue;
           // Events of states the client has (replayed by "deliver all") are at or below `sent`.
           await onStatus(event.status);
         }

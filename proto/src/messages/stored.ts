@@ -1,0 +1,72 @@
+import { Type, type Static } from 'typebox';
+import { JobEnvelope } from './job.js';
+
+/**
+ * Records of the small buckets, as services write them and read them back (`decodeMessage`).
+ * Not part of the HTTP API.
+ */
+
+/** A lease in `svc-locks` (dispatcher per context, reaper). */
+export const LeaseRecord = Type.Object(
+  { holder: Type.String(), expires_at: Type.Number({ description: 'epoch ms' }) },
+  { $id: 'LeaseRecord' },
+);
+export type LeaseRecord = Static<typeof LeaseRecord>;
+
+/** A device's circuit breaker in `svc-breakers`. */
+export const BreakerRecord = Type.Object(
+  {
+    state: Type.Enum(['closed', 'open', 'half_open']),
+    failures: Type.Integer({ minimum: 0 }),
+    /** Epoch ms the breaker opened (or the probe started). */
+    since: Type.Number(),
+    /** Job id of the half-open probe. */
+    probe: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'BreakerRecord' },
+);
+export type BreakerRecord = Static<typeof BreakerRecord>;
+
+/** Login failure times (epoch ms) of a user on a device in `svc-lockout`. */
+export const LockoutRecord = Type.Array(Type.Number(), { $id: 'LockoutRecord' });
+
+/** A pinned SSH host key in `svc-hostkeys`, as stored and as the admin API shows it. */
+export const PinnedHostKeyRecord = Type.Object(
+  {
+    context: Type.String(),
+    host: Type.String(),
+    port: Type.Integer(),
+    key_type: Type.String(),
+    public_key: Type.String(),
+    fingerprint: Type.String(),
+    source: Type.Enum(['tofu', 'admin']),
+    pinned_at: Type.String(),
+  },
+  { $id: 'PinnedHostKeyRecord' },
+);
+
+/** An API key's entry in `svc-apikeys` (key: key id). */
+export const ApiKeyRecord = Type.Object(
+  {
+    key_id: Type.String(),
+    role: Type.Enum(['admin', 'operator', 'viewer']),
+    contexts: Type.Array(Type.String()),
+    created_at: Type.String(),
+    expires_at: Type.String(),
+    created_by: Type.String(),
+    jti: Type.String(),
+    parent: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    scope_mac: Type.Optional(Type.String()),
+  },
+  { $id: 'ApiKeyRecord' },
+);
+
+/** A job of a rollout wave held in `svc-batches` (`<batch>.held.<job>`) until its wave. */
+export const HeldEnvelope = Type.Object(
+  { envelope: JobEnvelope, traceparent: Type.Union([Type.String(), Type.Null()]) },
+  { $id: 'HeldEnvelope' },
+);
+export type HeldEnvelope = Static<typeof HeldEnvelope>;
+
+/** A job's results kept in the object store (`svc-results`): the results map. */
+export const ResultsObject = Type.Record(Type.String(), Type.Unknown(), { $id: 'ResultsObject' });

@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Buckets, MessageIds, SubjectParsers, Subjects } from '../src/subjects.js';
+
+const JOB = '0b7a3c52-1f0e-4d7e-9c59-7c1e3c1d2a10';
+const BATCH = 'b-9f2c';
+
+test('message ids: one per job envelope, placement, hand-back, event and batch end', () => {
+  assert.equal(MessageIds.envelope(JOB), JOB);
+  assert.equal(MessageIds.placement(JOB, 0), `${JOB}.p0`);
+  assert.equal(MessageIds.handBack(JOB, 2), `${JOB}.h2`);
+  assert.equal(MessageIds.jobEvent(JOB, 'finished'), `${JOB}.finished`);
+  assert.equal(MessageIds.batchJobEvent(BATCH, JOB, 'failed'), `${BATCH}.${JOB}.failed`);
+  assert.equal(MessageIds.batchEnd(BATCH), `${BATCH}.end`);
+  // A placement and a hand-back of the same number are different messages.
+  assert.notEqual(MessageIds.placement(JOB, 1), MessageIds.handBack(JOB, 1));
+});
+
+test('each subject parser reads back what its builder wrote', () => {
+  assert.equal(SubjectParsers.cancel(Subjects.cancel(JOB)), JOB);
+  assert.deepEqual(SubjectParsers.jobEvent(Subjects.jobEvent(JOB, 'started')), {
+    jobId: JOB,
+    status: 'started',
+  });
+  assert.deepEqual(SubjectParsers.batchEvent(Subjects.batchJobEvent(BATCH, 'finished')), {
+    batchId: BATCH,
+    job: true,
+    status: 'finished',
+  });
+  assert.deepEqual(SubjectParsers.batchEvent(Subjects.batchEvent(BATCH, 'cancelled')), {
+    batchId: BATCH,
+    job: false,
+    name: 'cancelled',
+  });
+  assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.${JOB}`), JOB);
+  assert.equal(
+    SubjectParsers.kvKey(Buckets.templates, `$KV.${Buckets.templates}.ctx.name`),
+    'ctx.name',
+  );
+});
+
+test('subjects of another shape parse to null', () => {
+  assert.equal(SubjectParsers.cancel('svc.control.cancel'), null);
+  assert.equal(SubjectParsers.cancel(`svc.control.cancel.${JOB}.extra`), null);
+  assert.equal(SubjectParsers.cancel(`svc.events.job.${JOB}.finished`), null);
+  assert.equal(SubjectParsers.jobEvent(`svc.events.job.${JOB}`), null);
+  assert.equal(SubjectParsers.jobEvent(`svc.events.batch.${BATCH}.job.finished`), null);
+  assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.job`), null);
+  assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.other.finished`), null);
+  assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}..x`), null);
+  assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.failed}.${JOB}`), null);
+  assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.`), null);
+});

@@ -1,0 +1,133 @@
+// Every consumer of NATS messages and records decodes them against their schema: a message that
+// is not JSON, or JSON of the wrong shape, is dropped (logged, terminated, counted) and the
+// consumer goes on. Each case is proven by a later good message doing its work.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { startDevice } from '@svc/test/support';
+import { Buckets, Streams, Subjects, connectNats, encodeJson } from '@svc/proto';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  waitUntil,
+} from '../harness/mod.js';
+
+const NOT_JSON = new TextEncoder().encode('{"v":1, not json');
+
+/** `svc_malformed_messages_total` by consumer, from the gateway's /metrics (one process). */
+async function dropped(url: string): Promise<Record<string, number>> {
+  const text = (await http('GET', `${url}/metrics`)).text;
+  const out: Record<string, number> = {};
+  for (const m of text.matchAll(/^svc_malformed_messages_total\{consumer="([^"]+)"\} (\d+)$/gm)) {
+    out[m[1]!] = Number(m[2]);
+  }
+  return out;
+}
+
+test('when every consumer is sent messages that are not JSON or of the wrong shape, then each drops them and the next good message still does its work', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  const stack = await startInProcessStack(nats.url);
+  const nc = await connectNats(nats.url, 'test-bad-writer');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  await waitHealthy(stack.url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const workers = await new Kvm(js).open(Buckets.workers);
+  const records = await new Kvm(js).open(Buckets.jobs);
+  const hostId = stack.actors[0]!.hostId;
+
+  // The dispatcher's job consumer.
+  await js.publish(Subjects.jobs('default'), NOT_JSON);
+  await js.publish(Subjects.jobs('default'), encodeJson({ v: 1, job_id: 'wrong-shape' }));
+  // The actor host's intake.
+  await js.publish(Subjects.actor(hostId), NOT_JSON);
+  await js.publish(Subjects.actor(hostId), encodeJson({ v: 1, job_id: 'x', spec: {} }));
+  // Events (the gateway's metrics feed).
+  await js.publish(Subjects.jobEvent('bad-event', 'finished'), NOT_JSON);
+  await js.publish(
+    Subjects.jobEvent('bad-event', 'finished'),
+    encodeJson({ job_id: 'bad-event', status: 'finished', platform: 42 }),
+  );
+  // Heartbeats (dispatcher placement, reaper, cluster status).
+  await workers.put('bogus', NOT_JSON);
+  await workers.put('bogus-shape', encodeJson({ host_id: 'bogus-shape', contexts: 'default' }));
+  // Job records (the gateway's job index).
+  await records.put('bad-record', NOT_JSON);
+  await records.put('bad-shape', encodeJson({ job_id: 'bad-shape', status: 'nonsense' }));
+  // A silent host with a wrong-shaped job on its subject: the reaper drains it.
+  const long_ago = new Date(Date.now() - 3_600_000).toISOString();
+  await js.publish(Subjects.actor('ghost'), encodeJson({ v: 1, job_id: 'ghost-job' }));
+  await workers.put(
+    'ghost',
+    encodeJson({
+      host_id: 'ghost',
+      contexts: ['default'],
+      capacity: 1,
+      busy: 0,
+      active_jobs: 0,
+      started_at: long_ago,
+      last_beat: long_ago,
+      pool_size: 0,
+      pool_hits: 0,
+      pool_misses: 0,
+      draining: false,
+    }),
+  );
+
+  // A good job after all of them runs: dispatcher, actor intake and placement went on.
+  const a = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(a.status, 202, a.text);
+  const done = await waitForJob(stack.url, a.json.job_id, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+
+  // The reaper went past the bad heartbeats and drained the silent host past its bad message.
+  await waitUntil(
+    async () => (await workers.get('ghost'))?.operation !== 'PUT' || null,
+    'the reaper to reap the silent host',
+  );
+  // The bad messages were terminated: nothing is left on the work queues.
+  for (const stream of [Streams.jobs, Streams.actor]) {
+    await waitUntil(
+      async () => (await jsm.streams.info(stream)).state.messages === 0,
+      `${stream} to be empty`,
+    );
+  }
+  // The metrics feed saw the good job's end after the bad events.
+  await waitUntil(
+    async () =>
+      /^svc_jobs_total\{platform="cisco_ios",status="finished"\} 1$/m.test(
+        (await http('GET', `${stack.url}/metrics`)).text,
+      ),
+    'the metrics feed to count the good job',
+  );
+  // The job index went past the bad records: the good job is listed.
+  const listed = await http('GET', `${stack.url}/v2/jobs`, auth);
+  assert.equal(listed.status, 200, listed.text);
+  assert.ok(
+    listed.json.jobs.some((j: { job_id: string }) => j.job_id === a.json.job_id),
+    listed.text,
+  );
+  const counts = await dropped(stack.url);
+  assert.equal(counts['job_index'], 2, JSON.stringify(counts));
+  assert.equal(counts['dispatcher'], 2, JSON.stringify(counts));
+  assert.equal(counts['actor_host'], 2, JSON.stringify(counts));
+  assert.equal(counts['host_drain'], 1, JSON.stringify(counts));
+  assert.equal(counts['gateway_metrics'], 2, JSON.stringify(counts));
+  for (const consumer of ['dispatcher_heartbeats', 'reaper', 'cluster_status']) {
+    assert.ok((counts[consumer] ?? 0) >= 2, `${consumer}: ${JSON.stringify(counts)}`);
+  }
+});
