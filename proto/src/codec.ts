@@ -1,6 +1,6 @@
 import type { Static, TSchema } from 'typebox';
 import type { ValidationIssue } from './messages/http.js';
-import { toIssues, validatorFor } from './validate.js';
+import { readerFor, toIssues } from './validate.js';
 
 /**
  * Messages and records read from NATS are decoded against their schema here: a bad one is
@@ -32,7 +32,10 @@ function kindOf(schema: TSchema): string {
   return typeof id === 'string' ? id : 'message';
 }
 
-/** Decodes JSON bytes read from NATS against `schema`; throws `MalformedMessage` otherwise. */
+/**
+ * Decodes JSON bytes read from NATS against `schema` (fields of a later release kept, see
+ * `readerFor`); throws `MalformedMessage` otherwise.
+ */
 export function decodeMessage<S extends TSchema>(schema: S, data: Uint8Array): Static<S> {
   let value: unknown;
   try {
@@ -42,7 +45,7 @@ export function decodeMessage<S extends TSchema>(schema: S, data: Uint8Array): S
       { loc: ['message'], msg: 'not JSON', type: 'json_invalid' },
     ]);
   }
-  const valid = validatorFor(schema);
+  const valid = readerFor(schema);
   if (!valid(value)) {
     throw new MalformedMessage(kindOf(schema), toIssues(valid.errors ?? [], 'message'));
   }

@@ -26,6 +26,39 @@ export function validatorFor(schema: TSchema): ValidateFunction {
   return fn;
 }
 
+/**
+ * Messages read from NATS are checked by a relaxed copy of their schema: the fields this release
+ * knows must have their shape, fields it does not know are kept as they are. A writer of a later
+ * release (rolling upgrades) adds fields; refusing them would drop its jobs, and stripping them
+ * would lose them at the next compare-and-set. What a later field changes about running a job is
+ * announced in the envelope's `requires`, which this release checks (actor-capabilities.ts).
+ */
+const ajvRead = new Ajv({ strict: false, allErrors: true, coerceTypes: false, verbose: true });
+addFormats(ajvRead);
+const readers = new WeakMap<TSchema, ValidateFunction>();
+
+/** A deep copy without `additionalProperties: false` and without `$id` (compiled once each). */
+function relaxed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(relaxed);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    if (k === '$id' || (k === 'additionalProperties' && v === false)) continue;
+    out[k] = relaxed(v);
+  }
+  return out;
+}
+
+/** The validator for a message read from NATS (see `ajvRead`). */
+export function readerFor(schema: TSchema): ValidateFunction {
+  let fn = readers.get(schema);
+  if (!fn) {
+    fn = ajvRead.compile(relaxed(schema) as object);
+    readers.set(schema, fn);
+  }
+  return fn;
+}
+
 export type Checked<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[] };
 
 /** Validates a value; `where` prefixes each location (`body`, `query`, `path`). */

@@ -62,3 +62,43 @@ test('decodeOrDrop logs and counts a malformed message by consumer and returns n
   assert.equal(malformedMessagesDropped().get('unit'), before + 1);
   assert.equal(lines.length, 1);
 });
+
+const envelope = {
+  v: 1,
+  job_id: 'j1',
+  owner: 'basic:u',
+  username: 'u',
+  spec: {
+    kind: 'command',
+    context: 'default',
+    host: '127.0.0.1',
+    port: 22,
+    platform: 'cisco_ios',
+    commands: ['show version'],
+    conn_timeout: 10,
+    read_timeout: 10,
+    expect_string: null,
+    tags: {},
+    webhook_url: null,
+    save_config: false,
+    commit: false,
+    textfsm_template: null,
+    ttp_template: null,
+  },
+  sealed: 'sealed',
+  enqueued_at: '2026-01-01T00:00:00.000Z',
+  placement: 0,
+};
+
+test('a message from a writer of a later release (fields this one does not know) decodes whole, keeping them, so a rolling upgrade drops nothing', () => {
+  assert.deepEqual(decodeMessage(JobEnvelope, encodeJson(envelope)), envelope);
+  const later = { ...envelope, later_field: 1, spec: { ...envelope.spec, later_option: 'x' } };
+  assert.deepEqual(decodeMessage(JobEnvelope, encodeJson(later)), later);
+  const held = { envelope: later, traceparent: null };
+  assert.deepEqual(decodeMessage(HeldEnvelope, encodeJson(held)), held);
+  // A known field of the wrong shape is still refused.
+  assert.throws(
+    () => decodeMessage(JobEnvelope, encodeJson({ ...later, placement: 'first' })),
+    MalformedMessage,
+  );
+});
