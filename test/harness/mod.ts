@@ -24,3 +24,17 @@ export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
 export { waitUntil } from './wait.js';
 export type { WaitOptions } from './wait.js';
+export {
+  ScenarioClients,
+  waitForEnds,
+  countOutcome,
+  assertPromiseKept,
+  startProcessStack,
+} from './fault-scenario.js';
+export type {
+  AcceptedJob,
+  JobEnd,
+  ProcessStack,
+  ScenarioResult,
+  ScenarioDevice,
+} from './fault-scenario.js';
