@@ -23,7 +23,7 @@ export {
   subjectToken,
   encodeToken,
 } from './subjects.js';
-export type { Bucket } from './subjects.js';
+export type { Bucket, DevicePlacementEntry } from './subjects.js';
 export {
   SendCommandRequest,
   SendConfigRequest,

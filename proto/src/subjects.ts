@@ -99,7 +99,18 @@ export const LockKeys = {
   reaper: 'reaper',
   dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
   device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
+  /**
+   * The actor host a device's jobs are placed on (`DevicePlacementEntry`), written by the leading
+   * dispatcher when it changes: a new leader keeps each device where its jobs are queued.
+   */
+  placement: (deviceKey: string) => `placement.${encodeToken(deviceKey)}`,
 } as const;
+
+/** Value of `LockKeys.placement`. */
+export interface DevicePlacementEntry {
+  device: string;
+  host: string;
+}
 
 export const Headers = {
   /** W3C trace context, carried from the gateway through the dispatcher to the actor. */

@@ -13,17 +13,21 @@ import {
   closeWhenStalled,
   workConsumeOptions,
   KeyedWindow,
+  KvMirror,
   Consumers,
   Lease,
   LockKeys,
   Streams,
   Subjects,
   decodeJson,
+  encodeJson,
   isTerminal,
+  retryTransient,
   type JobRecord,
   deviceKeyOf,
   ensureTopology,
   topologyFrom,
+  type DevicePlacementEntry,
   type JobEnvelope,
   type Logger,
   type WorkerHeartbeat,
@@ -100,6 +104,23 @@ export async function startDispatcher(
   });
   for (const context of config.SVC_CONTEXTS) leadingGauge.set({ context }, 0);
 
+  // Where each device's jobs were last placed, by whichever dispatcher led: a new leader keeps
+  // devices there (their queued jobs first). Written only when a device's host changes.
+  const locks = stores[Buckets.locks];
+  const placements = await KvMirror.start(locks, 'placement.>');
+  placement.knownHost = (deviceKey) => {
+    const entry = placements.get(LockKeys.placement(deviceKey));
+    return entry ? decodeJson<DevicePlacementEntry>(entry.value).host : null;
+  };
+  const rememberHost = async (deviceKey: string, host: string): Promise<void> => {
+    if (placement.knownHost(deviceKey) === host) return;
+    const entry: DevicePlacementEntry = { device: deviceKey, host };
+    await retryTransient(
+      () => locks.put(LockKeys.placement(deviceKey), encodeJson(entry)),
+      5000,
+    ).catch((err: unknown) => log.warn({ err }, 'device placement not stored'));
+  };
+
   // Live view of actor hosts from their heartbeats.
   const watch = await stores[Buckets.workers].watch();
   void (async () => {
@@ -152,6 +173,8 @@ export async function startDispatcher(
         continue;
       }
       log.info({ context }, 'leading context');
+      // Another leader may have placed devices since this one last led.
+      placement.forgetDevices(context);
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
@@ -285,6 +308,8 @@ export async function startDispatcher(
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });
         if (job.handBack) placement.handedBack(deviceKey, job, host);
+        const now = placement.hostOf(deviceKey);
+        if (now !== null) await rememberHost(deviceKey, now);
         m.ack();
         placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');
@@ -305,6 +330,7 @@ export async function startDispatcher(
       stopping = true;
       for (const m of activeMessages) await m.close().catch(() => undefined);
       watch.stop();
+      placements.stop();
       await Promise.allSettled(loops);
     },
   };
