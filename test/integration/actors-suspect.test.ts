@@ -106,6 +106,81 @@ test('when an actor host is killed, then its never-started jobs run elsewhere wi
 });
 
 /**
+ * A host that was only paused (SIGSTOP) past WORKER_SUSPECT_THRESHOLD finds, when it resumes,
+ * that it was taken for silent: its unstarted jobs ran elsewhere meanwhile, so the job it had
+ * started stops (`WORKER_LOST`) instead of going on beside the device's later jobs.
+ */
+test('when a paused actor host resumes after its unstarted jobs were handed back, then it stops the job it had started (WORKER_LOST) and runs nothing twice', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'DEBUG',
+    WORKER_STALE_THRESHOLD: '120',
+    WORKER_SUSPECT_THRESHOLD: '2',
+    JOB_REAPER_INTERVAL: '1',
+  });
+  const procs: ServiceProcess[] = [];
+  let paused: ServiceProcess | null = null;
+  t.after(async () => {
+    if (paused) paused.child.kill('SIGCONT');
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await nats.stop();
+  });
+  const dispatcher = ServiceProcess.start('dispatcher', env);
+  const victim = ServiceProcess.start('device-actor', env);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(ServiceProcess.start('reaper', env), dispatcher, victim, gateway);
+  const url = await gateway.httpUrl();
+  await victim.waitFor(/actor host started/);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const submit = async (n: number) => {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: {
+        host: device.host,
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${n}`],
+        read_timeout: 300,
+      },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+  await device.setFaults({ hang: '^show interface GigabitEthernet0/1$' });
+  const running = await submit(1);
+  await waitUntil(async () => {
+    const r = await http('GET', `${url}/v2/send-command/${running}`, auth);
+    return r.json?.status === 'started';
+  }, 'the first job started');
+  const queued = [await submit(2), await submit(3)];
+  for (const id of queued) await dispatcher.waitFor(new RegExp(`"job_id":"${id}".*job placed`));
+  const survivor = ServiceProcess.start('device-actor', env);
+  procs.push(survivor);
+  await survivor.waitFor(/actor host started/);
+
+  paused = victim;
+  victim.child.kill('SIGSTOP');
+  for (const id of queued) {
+    const done = await waitForJob(url, id, auth, 40_000);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  victim.child.kill('SIGCONT');
+  paused = null;
+  const first = await waitForJob(url, running, auth, 40_000);
+  assert.equal(first.json.status, 'failed', first.text);
+  assert.equal(first.json.error_code, 'WORKER_LOST', first.text);
+  const ran = device.stats.commands
+    .map((c) => c.command)
+    .filter((c) => c.startsWith('show interface'));
+  assert.deepEqual(ran, [
+    'show interface GigabitEthernet0/1',
+    'show interface GigabitEthernet0/2',
+    'show interface GigabitEthernet0/3',
+  ]);
+});
+
+/**
  * The fence of an early hand-back: a host that was only slow may still hold a handed-back job in
  * its mailbox. The record names the placement that may start it; an older copy is dropped.
  */
