@@ -156,25 +156,7 @@ export async function startActorHost(
   );
   hostGauge('svc_actor_devices', 'Devices with a mailbox on this actor host.', () => actors.size);
 
-  let beaten = false;
   const beat = async () => {
-    if (beaten && !draining) {
-      // Taken for silent (paused, or cut off from the store) while it was away: the reaper
-      // handed its unstarted jobs back, and the devices' next jobs may be running on another
-      // host. Its started jobs stop now, so that they do not go on beside those.
-      const own = await stores[Buckets.workers].get(hostId);
-      if (!own || own.operation !== 'PUT' || decodeJson<WorkerHeartbeat>(own.value).draining) {
-        if (running.size > 0) log.warn({ jobs: running.size }, 'taken for silent; stopping jobs');
-        for (const c of running.values()) {
-          c.abort(
-            new SvcError(
-              ErrorCode.WORKER_LOST,
-              'actor host was taken for silent while the job ran; it was stopped',
-            ),
-          );
-        }
-      }
-    }
     const pool = deps.poolStats?.() ?? { size: 0, hits: 0, misses: 0 };
     const hb: WorkerHeartbeat = {
       host_id: hostId,
@@ -190,7 +172,6 @@ export async function startActorHost(
       draining,
     };
     await stores[Buckets.workers].put(hostId, encodeJson(hb));
-    beaten = true;
   };
 
   const consumerConfig = {
