@@ -173,8 +173,9 @@ export async function startDispatcher(
         continue;
       }
       log.info({ context }, 'leading context');
-      // Another leader may have placed devices since this one last led.
-      placement.forgetDevices(context);
+      // Another leader may have placed devices since this one last led (its own view stays
+      // right when it only lost the lease for a while, the store not answering).
+      if (lease.previousHolder !== id) placement.forgetDevices(context);
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
