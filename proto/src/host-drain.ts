@@ -2,7 +2,7 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { SvcError } from './errors.js';
 import { decodeOrDrop } from './codec.js';
-import { encodeJson } from './job-store.js';
+import { encodeJson, placementMayStart } from './job-store.js';
 import type { JobLifecycle } from './job-lifecycle.js';
 import { JobEnvelope, type JobRecord } from './messages/job.js';
 import { Consumers, MessageIds, Streams, Subjects, encodeToken } from './subjects.js';
@@ -12,13 +12,22 @@ export interface DrainOutcome {
   handedBack: string[];
   /** Jobs the host had started and never finished, now failed with WORKER_LOST. */
   orphaned: JobRecord[];
+  /** Jobs the host had started, left on its subject (`failStarted` false) for a later drain. */
+  left: string[];
 }
 
 /**
  * Empties an actor host's placement subject: jobs it never started go back to their context's
  * subject (the dispatcher places them again, on a live host); jobs it started are failed with
- * WORKER_LOST and never run again. Used by the reaper for a silent host and by a host itself on
- * a graceful stop (then `failStarted` is false: its own running jobs were already settled).
+ * WORKER_LOST and never run again (`failStarted`), or left where they are for a later drain.
+ * Used by the reaper for a silent host (first early, leaving its started jobs their margin;
+ * then after WORKER_STALE_THRESHOLD) and by a host itself on a graceful stop.
+ *
+ * A handed-back job is fenced first: its record is changed by compare-and-set to name the new
+ * placement (`JobRecord.placement`), and only a copy of that placement may start it
+ * (`placementMayStart`). A host that was only slow and still holds the old copy in its mailbox
+ * cannot start it; and if it started it first, the compare-and-set fails and the job is not
+ * handed back.
  */
 export async function drainHost(
   nc: NatsConnection,
@@ -35,6 +44,7 @@ export async function drainHost(
 ): Promise<DrainOutcome> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
+  const jobs = lifecycle.jobs;
   // A work-queue stream allows one consumer per subject: the host's own must go first.
   await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => undefined);
   const durable = `drain_${encodeToken(hostId)}`;
@@ -46,12 +56,13 @@ export async function drainHost(
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(60_000),
   });
-  const outcome: DrainOutcome = { handedBack: [], orphaned: [] };
+  const outcome: DrainOutcome = { handedBack: [], orphaned: [], left: [] };
   try {
     const consumer = await js.consumers.get(Streams.actor, durable);
     for (;;) {
       const info = await consumer.info();
-      if (info.num_pending === 0 && info.num_ack_pending === 0) break;
+      // Messages left unacknowledged on purpose stay pending: done once only they remain.
+      if (info.num_pending === 0 && info.num_ack_pending <= outcome.left.length) break;
       const batch = await consumer.fetch({ max_messages: 256, expires: 1000 });
       let seen = 0;
       for await (const m of batch) {
@@ -65,21 +76,42 @@ export async function drainHost(
           m.term();
           continue;
         }
-        const stored = await lifecycle.jobs.get(envelope.job_id);
-        const status = stored?.record.status;
-        if (status === 'queued') {
-          const next: JobEnvelope = { ...envelope, placement: envelope.placement + 1 };
+        const jobId = envelope.job_id;
+        const next = envelope.placement + 1;
+        const stored = await jobs.get(jobId);
+        let record = stored?.record;
+        if (record?.status === 'queued' && record.placement !== next) {
+          if (placementMayStart(record, envelope)) {
+            const fenced = await jobs.transitionStored(
+              jobId,
+              (current) =>
+                current.status === 'queued' && placementMayStart(current, envelope)
+                  ? { ...current, placement: next }
+                  : null,
+              stored!,
+            );
+            // Refused: the host (only slow) started it meanwhile, or it was cancelled.
+            record = fenced?.record ?? (await jobs.get(jobId))?.record;
+          }
+        }
+        if (record?.status === 'queued' && record.placement === next) {
+          // Fenced (now, or by an earlier drain whose publish or ack did not complete).
+          const handedBack: JobEnvelope = { ...envelope, placement: next };
           const h = natsHeaders();
           const traceparent = m.headers?.get('traceparent');
           if (traceparent) h.set('traceparent', traceparent);
-          await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(next), {
-            msgID: MessageIds.handBack(envelope.job_id, next.placement),
+          await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(handedBack), {
+            msgID: MessageIds.handBack(jobId, next),
             headers: h,
           });
-          outcome.handedBack.push(envelope.job_id);
-        } else if (status === 'started' && options.failStarted) {
+          outcome.handedBack.push(jobId);
+        } else if (record?.status === 'started' && record.actor_host === hostId) {
+          if (!options.failStarted) {
+            outcome.left.push(jobId);
+            continue;
+          }
           const failed = await lifecycle.fail(
-            envelope.job_id,
+            jobId,
             'started',
             new SvcError('WORKER_LOST', options.reason),
           );
@@ -88,6 +120,7 @@ export async function drainHost(
             await options.onOrphaned?.(failed);
           }
         }
+        // Anything else (ended, started by another host, a copy of an older placement): done.
         await m.ackAck();
       }
       if (seen === 0) break;

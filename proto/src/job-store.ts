@@ -233,6 +233,16 @@ export class JobStore {
  * definition for the gateway, which writes it, and the actor, which starts the job from it
  * without reading it back (`record_revision`).
  */
+/**
+ * Whether this copy of a job (its envelope's placement) may start it: the record names the
+ * placement that may (`placement`, written when a host's unstarted job is handed back), or none
+ * when the job was never handed back that way (then any copy may; starting stays one
+ * compare-and-set from `queued`, so it still starts once).
+ */
+export function placementMayStart(record: JobRecord, envelope: JobEnvelope): boolean {
+  return record.placement === undefined || record.placement === envelope.placement;
+}
+
 export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
   return {
     job_id: envelope.job_id,

@@ -16,6 +16,12 @@ export class Lease {
     private readonly ttlMs: number,
   ) {}
 
+  /**
+   * Who held the lease before the last successful `acquire` (this holder itself on a renewal),
+   * or null when nobody did (never taken, or released).
+   */
+  previousHolder: string | null = null;
+
   /** Takes or renews the lease; false when someone else holds it. */
   async acquire(now = Date.now()): Promise<boolean> {
     const value = encodeJson({
@@ -26,11 +32,13 @@ export class Lease {
       const entry = await this.kv.get(this.key);
       if (!entry || entry.operation !== 'PUT') {
         await this.kv.create(this.key, value);
+        this.previousHolder = null;
         return true;
       }
       const current = decodeMessage(LeaseValue, entry.value);
       if (current.holder !== this.holder && current.expires_at > now) return false;
       await this.kv.update(this.key, value, entry.revision);
+      this.previousHolder = current.holder;
       return true;
     } catch (err) {
       if (isWrongRevision(err)) return false;

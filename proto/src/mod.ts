@@ -100,7 +100,14 @@ export {
 export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './webhook-delivery.js';
 export { ensureTopology, DefaultTopology, JOBS_DUPLICATE_WINDOW_SECONDS } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
-export { JobStore, encodeJson, decodeJson, isWrongRevision, queuedRecordOf } from './job-store.js';
+export {
+  JobStore,
+  encodeJson,
+  decodeJson,
+  isWrongRevision,
+  placementMayStart,
+  queuedRecordOf,
+} from './job-store.js';
 export {
   MalformedMessage,
   decodeMessage,
@@ -118,6 +125,7 @@ export {
   ApiKeyRecord,
   HeldEnvelope,
   ResultsObject,
+  DevicePlacementEntry,
 } from './messages/stored.js';
 export type { StoredRecord } from './job-store.js';
 export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';

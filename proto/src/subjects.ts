@@ -161,6 +161,11 @@ export const LockKeys = {
   reaper: 'reaper',
   dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
   device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
+  /**
+   * The actor host a device's jobs are placed on (`DevicePlacementEntry`), written by the leading
+   * dispatcher when it changes: a new leader keeps each device where its jobs are queued.
+   */
+  placement: (deviceKey: string) => `placement.${encodeToken(deviceKey)}`,
 } as const;
 
 export const Headers = {

@@ -25,3 +25,17 @@ export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shar
 export { waitUntil } from './wait.js';
 export { settledStoreFiles } from './store-files.js';
 export type { WaitOptions } from './wait.js';
+export {
+  ScenarioClients,
+  waitForEnds,
+  countOutcome,
+  assertPromiseKept,
+  startProcessStack,
+} from './fault-scenario.js';
+export type {
+  AcceptedJob,
+  JobEnd,
+  ProcessStack,
+  ScenarioResult,
+  ScenarioDevice,
+} from './fault-scenario.js';

@@ -257,6 +257,12 @@ export const JobRecord = Type.Object(
     error_code: NullableString,
     error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
     detected_platform: NullableString,
+    /**
+     * The placement (`JobEnvelope.placement`) that may start the job: written by compare-and-set
+     * when a host's unstarted job is handed back, so that a copy of an earlier placement still in
+     * a slow host's mailbox is never started. Absent: never handed back (any copy may start).
+     */
+    placement: Type.Optional(Type.Integer({ minimum: 0 })),
     /** Actor host that started the job; the reaper fails it when that host goes silent. */
     actor_host: NullableString,
     /** Key in `svc-dedup` held while the job is in flight, cleared when it ends. */

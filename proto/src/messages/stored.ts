@@ -70,3 +70,10 @@ export type HeldEnvelope = Static<typeof HeldEnvelope>;
 
 /** A job's results kept in the object store (`svc-results`): the results map. */
 export const ResultsObject = Type.Record(Type.String(), Type.Unknown(), { $id: 'ResultsObject' });
+
+/** Value of `LockKeys.placement` in `svc-locks`: the actor host a device's jobs are placed on. */
+export const DevicePlacementEntry = Type.Object(
+  { device: Type.String(), host: Type.String() },
+  { $id: 'DevicePlacementEntry' },
+);
+export type DevicePlacementEntry = Static<typeof DevicePlacementEntry>;

@@ -44,7 +44,7 @@ export const DeviceActorConfig = Type.Object({
     description: 'Most concurrent jobs (sessions) per device.',
   }),
   HEARTBEAT_INTERVAL: Type.Number({
-    default: 5,
+    default: 1,
     minimum: 0.1,
     description: 'Seconds between heartbeats in svc-workers.',
   }),

@@ -9,6 +9,7 @@ import {
   MalformedMessage,
   encodeJson,
   extractTraceContext,
+  placementMayStart,
   queuedRecordOf,
   resolveHost,
   retryTransient,
@@ -173,7 +174,9 @@ export class DeviceActor {
     const started = await ctx.jobs.transitionStored(
       jobId,
       (current) =>
-        current.status === 'queued'
+        // A copy of an earlier placement (handed back since, this host having been silent)
+        // never starts: the record names the copy that may.
+        current.status === 'queued' && placementMayStart(current, envelope)
           ? { ...current, status: 'started', started_at: startedAt, actor_host: ctx.hostId }
           : ownWrite(current, 'started', startedAt, current.started_at),
       created,
@@ -191,6 +194,13 @@ export class DeviceActor {
         'started',
         new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
       );
+    }
+    if (current?.record.status === 'queued') {
+      jlog.info(
+        { placement: envelope.placement, record_placement: current.record.placement },
+        'job handed back since this copy was placed; skipped',
+      );
+      return null;
     }
     jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
     return null;

@@ -13,6 +13,7 @@ import {
   closeWhenStalled,
   workConsumeOptions,
   KeyedWindow,
+  KvMirror,
   Consumers,
   Lease,
   LockKeys,
@@ -21,13 +22,16 @@ import {
   Subjects,
   decodeMessage,
   decodeOrDrop,
+  encodeJson,
   isTerminal,
+  retryTransient,
   JobEnvelope,
   JobRecord,
   WorkerHeartbeat,
   deviceKeyOf,
   ensureTopology,
   topologyFrom,
+  DevicePlacementEntry,
   type Logger,
   SpanKind,
   extractTraceContext,
@@ -107,6 +111,29 @@ export async function startDispatcher(
   });
   for (const context of config.SVC_CONTEXTS) leadingGauge.set({ context }, 0);
 
+  // Where each device's jobs were last placed, by whichever dispatcher led: a new leader keeps
+  // devices there (their queued jobs first). Written only when a device's host changes.
+  const locks = stores[Buckets.locks];
+  const placements = await KvMirror.start(locks, 'placement.>');
+  placement.knownHost = (deviceKey) => {
+    const entry = placements.get(LockKeys.placement(deviceKey));
+    if (!entry) return null;
+    const value = decodeOrDrop(DevicePlacementEntry, entry.value, {
+      consumer: 'dispatcher_placements',
+      log,
+      where: { key: LockKeys.placement(deviceKey) },
+    });
+    return value?.host ?? null;
+  };
+  const rememberHost = async (deviceKey: string, host: string): Promise<void> => {
+    if (placement.knownHost(deviceKey) === host) return;
+    const entry: DevicePlacementEntry = { device: deviceKey, host };
+    await retryTransient(
+      () => locks.put(LockKeys.placement(deviceKey), encodeJson(entry)),
+      5000,
+    ).catch((err: unknown) => log.warn({ err }, 'device placement not stored'));
+  };
+
   // Live view of actor hosts from their heartbeats.
   const watch = await stores[Buckets.workers].watch();
   void (async () => {
@@ -168,6 +195,9 @@ export async function startDispatcher(
         continue;
       }
       log.info({ context }, 'leading context');
+      // Another leader may have placed devices since this one last led (its own view stays
+      // right when it only lost the lease for a while, the store not answering).
+      if (lease.previousHolder !== id) placement.forgetDevices(context);
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
@@ -319,6 +349,8 @@ export async function startDispatcher(
       try {
         await js.publish(Subjects.actor(host), m.data, { msgID, headers: h });
         if (job.handBack) placement.handedBack(deviceKey, job, host);
+        const now = placement.hostOf(deviceKey);
+        if (now !== null) await rememberHost(deviceKey, now);
         m.ack();
         placed.inc({ context });
         log.debug({ job_id: envelope.job_id, host }, 'job placed');
@@ -339,6 +371,7 @@ export async function startDispatcher(
       stopping = true;
       for (const m of activeMessages) await m.close().catch(() => undefined);
       watch.stop();
+      placements.stop();
       await Promise.allSettled(loops);
     },
   };

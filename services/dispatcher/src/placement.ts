@@ -76,6 +76,27 @@ export class Placement {
     else this.#preferBy.set(deviceKey, key);
   }
 
+  /**
+   * Where the previous leader last placed a device (`LockKeys.placement`), or null: read for a
+   * device this dispatcher has placed nothing for since it took the lead.
+   */
+  knownHost: (deviceKey: string) => string | null = () => null;
+
+  /**
+   * Forgets what this dispatcher knew of devices (it took the lead: another leader may have
+   * placed them since); `knownHost` tells where they are.
+   */
+  forgetDevices(context: string): void {
+    for (const key of this.#devices.keys()) {
+      if (key.startsWith(`${context}|`)) this.#devices.delete(key);
+    }
+  }
+
+  /** The host the device's jobs go to now, if this dispatcher placed any. */
+  hostOf(deviceKey: string): string | null {
+    return this.#devices.get(deviceKey)?.host ?? null;
+  }
+
   /** Feeds a heartbeat (or its deletion, as null) from the `svc-workers` watch. */
   update(hostId: string, beat: WorkerHeartbeat | null): void {
     if (beat) this.#hosts.set(hostId, beat);
@@ -114,6 +135,16 @@ export class Placement {
   ): Promise<string | null> {
     const current = this.#devices.get(deviceKey);
     if (job.handBack) return this.#placeHandBack(context, deviceKey, job, current, now);
+    if (!current) {
+      // Placed by a previous leader: its earlier jobs may be queued there, so it stays while
+      // that host is live or only silent (then they come back in order, this one behind them).
+      // Not moved for rebalancing before one check interval has passed.
+      const known = this.knownHost(deviceKey);
+      if (known !== null && this.hostState(known, now) !== 'gone') {
+        this.#devices.set(deviceKey, { host: known, lastJob: job.id, rebalanceCheckedAt: now });
+        return known;
+      }
+    }
     const isSettled = async (jobId: string) => (await endedAt(jobId)) !== null;
     if (current && !this.#capable(current.host, job.requires)) {
       // The device's host would misread this job (an earlier release): the job waits until

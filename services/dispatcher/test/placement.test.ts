@@ -279,3 +279,18 @@ test('when addresses of one device (one pinned host key) are placed, then they p
   p.update('b', beat('b', later));
   assert.equal(await p.place('default', onA, { id: 'j4', handBack: false }, isSettled, later), 'b');
 });
+
+test('when a new leader places a device the previous leader put on a live host other than its preferred one, then it keeps the device there, and places by rendezvous once that host is gone', async () => {
+  const p = new Placement(LIVENESS_MS, 60_000, 330_000);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  const recorded = new Map([[device, 'b']]);
+  p.knownHost = (key) => recorded.get(key) ?? null;
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'b');
+  // A leader that led before and took the lead again forgets its own view; the record stays.
+  p.forgetDevices('default');
+  p.update('b', beat('b', T0, true));
+  assert.equal(await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0), 'a');
+});

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
@@ -12,6 +12,8 @@ import {
   Lease,
   LockKeys,
   MetricsRegistry,
+  Streams,
+  Subjects,
   decodeOrDrop,
   drainHost,
   encodeJson,
@@ -155,13 +157,103 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     return reaped;
   }
 
+  /**
+   * Early hand-back: a host silent for WORKER_SUSPECT_THRESHOLD (several heartbeats missed)
+   * gets no new device work: it is marked draining (dispatchers stop placing there) and its
+   * never-started jobs go back, fenced, so that the devices they belong to go on within
+   * seconds, in order. Its started jobs stay for WORKER_STALE_THRESHOLD's margin. Done again
+   * while it stays silent and its subject holds more than those (a job placed on it meanwhile).
+   * Only while another host beats: when every host looks silent, the store is more likely
+   * the one that is slow, and handing back would only move jobs nowhere.
+   */
+  const suspectMs = config.WORKER_SUSPECT_THRESHOLD * 1000;
+  const staleMs = config.WORKER_STALE_THRESHOLD * 1000;
+  const jsm = suspectMs > 0 && suspectMs < staleMs ? await jetstreamManager(nc) : null;
+  /** Per suspect host, the started jobs left on its subject by its last early drain. */
+  const leftOn = new Map<string, number>();
+  async function handBackSuspects(): Promise<void> {
+    if (!jsm || !beats.ready) return;
+    const now = Date.now();
+    const known = [...beats.entries()].flatMap(([key, e]) => {
+      const beat = beatOf(key, e.value);
+      return beat ? [{ key, beat, age: now - Date.parse(beat.last_beat) }] : [];
+    });
+    const suspects = known.filter((b) => b.age > suspectMs && b.age < staleMs);
+    for (const key of leftOn.keys()) if (!suspects.some((b) => b.key === key)) leftOn.delete(key);
+    if (suspects.length === 0) return;
+    const live = known.filter((b) => b.age <= suspectMs && !b.beat.draining);
+    if (live.length === 0) return;
+    if (!(await lock.acquire())) return;
+    for (const { key } of suspects) {
+      const entry = await workers.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      const beat = beatOf(key, entry.value);
+      if (!beat || Date.now() - Date.parse(beat.last_beat) <= suspectMs) continue;
+      const subject = Subjects.actor(beat.host_id);
+      const info = await jsm.streams.info(Streams.actor, { subjects_filter: subject });
+      const waiting = info.state.subjects?.[subject] ?? 0;
+      if (leftOn.has(key) && waiting <= leftOn.get(key)!) continue;
+      if (!beat.draining) {
+        // By compare-and-set: a beat in between (the host was only slow) wins.
+        const marked = await workers
+          .update(
+            key,
+            encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
+            entry.revision,
+          )
+          .then(
+            () => true,
+            () => false,
+          );
+        if (!marked) continue;
+      }
+      const outcome = await drainHost(nc, lifecycle, beat.host_id, {
+        failStarted: false,
+        reason: `actor host ${beat.host_id} stopped sending heartbeats`,
+        log,
+      });
+      leftOn.set(key, outcome.left.length);
+      if (outcome.handedBack.length > 0) earlyHandBacks.inc(outcome.handedBack.length);
+      log.warn(
+        {
+          host_id: beat.host_id,
+          handed_back: outcome.handedBack.length,
+          started_left: outcome.left.length,
+        },
+        'handed back the unstarted jobs of a silent actor host',
+      );
+    }
+  }
+  const earlyHandBacks = new Counter({
+    name: 'svc_reaper_jobs_handed_back_early_total',
+    help: 'Never-started jobs of actor hosts silent for WORKER_SUSPECT_THRESHOLD, handed back.',
+    registers: [registry],
+  });
+
   let timer: NodeJS.Timeout | null = null;
+  let suspectTimer: NodeJS.Timeout | null = null;
+  let suspectCheck: Promise<unknown> | null = null;
+  if (config.JOB_REAPER_ENABLED && jsm) {
+    suspectTimer = setInterval(
+      () => {
+        // Never beside a cycle: both drain hosts through one consumer name per host.
+        if (suspectCheck || current) return;
+        suspectCheck = handBackSuspects()
+          .catch((err: unknown) => log.error({ err }, 'early hand-back failed'))
+          .finally(() => {
+            suspectCheck = null;
+          });
+      },
+      Math.min(1000, suspectMs / 2),
+    );
+  }
   let current: Promise<unknown> | null = null;
   if (config.JOB_REAPER_ENABLED) {
     timer = setInterval(() => {
       // A slow cycle (many jobs to hand back) must not overlap the next one.
       if (current) return;
-      current = cycle()
+      current = (suspectCheck ?? Promise.resolve())
+        .then(() => cycle())
         .catch((err: unknown) => log.error({ err }, 'reaper cycle failed'))
         .finally(() => {
           current = null;
@@ -173,7 +265,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     cycle,
     async stop() {
       if (timer) clearInterval(timer);
+      if (suspectTimer) clearInterval(suspectTimer);
       await current;
+      await suspectCheck;
       beats.stop();
       enqueueCheck?.stop();
       await lock.release().catch(() => undefined);

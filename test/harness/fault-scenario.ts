@@ -1,0 +1,259 @@
+// What the fault scenarios of issue 23 (test/faults, `npm run test:faults`) share: the client
+// loops that send distinct jobs, the wait for every accepted job's end, and the counts each
+// scenario prints and asserts (lost, stranded, run twice, order inversions per device).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { CommandRecord } from '@svc/test/support';
+import { http } from './http-client.js';
+import { ServiceProcess } from './stack.js';
+
+/** A job that got its 202: the device it was for and its one command (unique per scenario). */
+export interface AcceptedJob {
+  jobId: string;
+  device: number;
+  command: string;
+}
+
+export interface JobEnd {
+  /** `lost`: the job has no record (404 on every gateway). */
+  status: 'finished' | 'failed' | 'cancelled' | 'lost';
+  code: string | null;
+}
+
+type Auth = { basic: { username: string; password: string } };
+
+/** A device of the fleet, as the client loops and the counts need it. */
+export interface ScenarioDevice {
+  host: string;
+  port: number;
+  stats: { commands: CommandRecord[] };
+}
+
+/**
+ * One client per device: sends a job with its own idempotency key, retried with the same key
+ * (on the next gateway, when there are several) until a 202, then the next job after `pauseMs`;
+ * until `running()` says stop. Each device's jobs are accepted one after the other, so the order
+ * of `accepted` is each device's acceptance order.
+ */
+export class ScenarioClients {
+  readonly accepted: AcceptedJob[] = [];
+  /** Answers other than 202, and requests that got no answer within the client's timeout. */
+  refusals = 0;
+  timeouts = 0;
+  /** Epoch ms of each 202, in order. */
+  readonly acceptedAt: number[] = [];
+  #stopAt = Number.POSITIVE_INFINITY;
+  #n = 0;
+  readonly #loops: Promise<void>[];
+
+  constructor(
+    private readonly urls: readonly string[],
+    devices: readonly ScenarioDevice[],
+    private readonly auth: Auth,
+    private readonly options: { pauseMs: number; timeoutMs?: number },
+  ) {
+    this.#loops = devices.map((d, i) => this.#client(d, i));
+  }
+
+  /** Stops sending new jobs after `ms`, and resolves once every loop has ended. */
+  async stopAfter(ms: number): Promise<void> {
+    this.#stopAt = Date.now() + ms;
+    await Promise.all(this.#loops);
+  }
+
+  async #client(d: ScenarioDevice, device: number): Promise<void> {
+    let gateway = device % this.urls.length;
+    while (Date.now() < this.#stopAt) {
+      const command = `show interface GigabitEthernet0/${this.#n++}`;
+      const key = randomUUID();
+      for (;;) {
+        const a = await http('POST', `${this.urls[gateway]}/v2/send-command`, {
+          ...this.auth,
+          timeoutMs: this.options.timeoutMs ?? 10_000,
+          headers: { 'x-idempotency-key': key },
+          body: { host: d.host, port: d.port, commands: [command] },
+        }).catch(() => null);
+        if (a?.status === 202) {
+          this.accepted.push({ jobId: a.json.job_id as string, device, command });
+          this.acceptedAt.push(Date.now());
+          break;
+        }
+        if (a === null) this.timeouts++;
+        else this.refusals++;
+        gateway = (gateway + 1) % this.urls.length;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      await new Promise((r) => setTimeout(r, this.options.pauseMs));
+    }
+  }
+}
+
+/**
+ * Polls every accepted job until it ends (or `timeoutMs` passes): a read goes to the first
+ * gateway that answers; 404 means the job has no record (lost).
+ */
+export async function waitForEnds(
+  urls: readonly string[],
+  accepted: readonly AcceptedJob[],
+  auth: Auth,
+  timeoutMs = 180_000,
+): Promise<Map<string, JobEnd>> {
+  const ends = new Map<string, JobEnd>();
+  const deadline = Date.now() + timeoutMs;
+  while (ends.size < accepted.length && Date.now() < deadline) {
+    for (const a of accepted) {
+      if (ends.has(a.jobId)) continue;
+      const r = await readJob(urls, a.jobId, auth);
+      if (r?.status === 404) ends.set(a.jobId, { status: 'lost', code: null });
+      const s = r?.json?.status as string | undefined;
+      if (s === 'finished' || s === 'failed' || s === 'cancelled') {
+        ends.set(a.jobId, { status: s, code: (r!.json.error_code as string | null) ?? null });
+      }
+    }
+    if (ends.size < accepted.length) await new Promise((r) => setTimeout(r, 500));
+  }
+  return ends;
+}
+
+async function readJob(urls: readonly string[], jobId: string, auth: Auth) {
+  for (const url of urls) {
+    const r = await http('GET', `${url}/v2/send-command/${jobId}`, auth).catch(() => null);
+    if (r && r.status !== 503) return r;
+  }
+  return null;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  accepted: number;
+  finished: number;
+  failed_by_code: Record<string, number>;
+  lost: number;
+  stranded: number;
+  /** Where the jobs that never ended stand (`<http status>:<job status>`). */
+  stranded_at: Record<string, number>;
+  duplicated: number;
+  order_inversions: number;
+  [more: string]: unknown;
+}
+
+/**
+ * The scenario's counts: ends by status and code, jobs whose command a device ran more than
+ * once, and pairs of one device's jobs its device ran in the opposite order of their
+ * acceptance. Only job commands count (every new session types its own setup lines).
+ */
+export async function countOutcome(
+  scenario: string,
+  urls: readonly string[],
+  devices: readonly ScenarioDevice[],
+  accepted: readonly AcceptedJob[],
+  ends: Map<string, JobEnd>,
+  auth: Auth,
+): Promise<ScenarioResult> {
+  const byCode: Record<string, number> = {};
+  for (const e of ends.values()) if (e.code) byCode[e.code] = (byCode[e.code] ?? 0) + 1;
+  const jobCommands = new Set(accepted.map((a) => a.command));
+  let duplicated = 0;
+  let inversions = 0;
+  devices.forEach((device, i) => {
+    const ran = device.stats.commands.map((c) => c.command).filter((c) => jobCommands.has(c));
+    const runs = new Map<string, number>();
+    for (const c of ran) runs.set(c, (runs.get(c) ?? 0) + 1);
+    for (const [c, v] of runs) {
+      if (v < 2) continue;
+      duplicated++;
+      const job = accepted.find((a) => a.command === c);
+      console.log(JSON.stringify({ twice: c, job: job?.jobId, end: ends.get(job?.jobId ?? '') }));
+    }
+    const position = new Map(ran.map((c, k) => [c, k]));
+    const order = accepted.filter((a) => a.device === i && position.has(a.command));
+    for (let a = 0; a < order.length; a++) {
+      for (let b = a + 1; b < order.length; b++) {
+        if (position.get(order[a]!.command)! > position.get(order[b]!.command)!) inversions++;
+      }
+    }
+  });
+  const strandedAt: Record<string, number> = {};
+  for (const a of accepted) {
+    if (ends.has(a.jobId)) continue;
+    const r = await readJob(urls, a.jobId, auth);
+    const where = `${String(r?.status)}:${String(r?.json?.status)}`;
+    strandedAt[where] = (strandedAt[where] ?? 0) + 1;
+  }
+  const count = (status: JobEnd['status']) =>
+    [...ends.values()].filter((e) => e.status === status).length;
+  return {
+    scenario,
+    accepted: accepted.length,
+    finished: count('finished'),
+    failed_by_code: byCode,
+    lost: count('lost'),
+    stranded: accepted.length - ends.size,
+    stranded_at: strandedAt,
+    duplicated,
+    order_inversions: inversions,
+  };
+}
+
+/**
+ * What every scenario must hold: 0 lost after a 202, 0 stranded, 0 run twice, 0 order
+ * inversions, no failure but the codes `allowed` (never INTERNAL).
+ */
+export function assertPromiseKept(
+  result: ScenarioResult,
+  options: { allowedCodes?: readonly string[]; checkOrder?: boolean } = {},
+): void {
+  assert.equal(result.lost, 0, 'a 202 for a job that does not exist');
+  assert.equal(result.stranded, 0, 'a 202 for a job that never ends');
+  assert.equal(result.duplicated, 0, 'a command ran twice');
+  const allowed = new Set(options.allowedCodes ?? []);
+  assert.deepEqual(
+    Object.keys(result.failed_by_code).filter((c) => !allowed.has(c)),
+    [],
+    `failures other than ${[...allowed].join(', ') || 'none'}`,
+  );
+  if (options.checkOrder !== false) {
+    assert.equal(result.order_inversions, 0, 'a device ran its jobs out of acceptance order');
+  }
+}
+
+/** Every service as its own process, as the fault scenarios run them. */
+export interface ProcessStack {
+  reaper: ServiceProcess;
+  dispatchers: ServiceProcess[];
+  actors: ServiceProcess[];
+  gateways: ServiceProcess[];
+  /** The gateways' plain-HTTP URLs, in order. */
+  urls: string[];
+  /** SIGTERM to every process still running, newest first. */
+  stop(): Promise<void>;
+}
+
+export async function startProcessStack(
+  env: Record<string, string>,
+  counts: { gateways?: number; dispatchers?: number; actors?: number } = {},
+): Promise<ProcessStack> {
+  const all: ServiceProcess[] = [];
+  const start = (name: string) => {
+    const p = ServiceProcess.start(name, env);
+    all.push(p);
+    return p;
+  };
+  const times = <T>(n: number, f: () => T) => Array.from({ length: n }, f);
+  const reaper = start('reaper');
+  const dispatchers = times(counts.dispatchers ?? 1, () => start('dispatcher'));
+  const actors = times(counts.actors ?? 1, () => start('device-actor'));
+  const gateways = times(counts.gateways ?? 1, () => start('gateway'));
+  const stop = async () => {
+    for (const p of all.reverse()) await p.kill('SIGTERM');
+  };
+  try {
+    const urls: string[] = [];
+    for (const g of gateways) urls.push(await g.httpUrl());
+    for (const a of actors) await a.waitFor(/actor host started/);
+    return { reaper, dispatchers, actors, gateways, urls, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}

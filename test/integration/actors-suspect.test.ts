@@ -1,0 +1,188 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { startDevice } from '@svc/test/support';
+import {
+  Buckets,
+  Sealer,
+  Subjects,
+  connectNats,
+  encodeJson,
+  type DeviceSecrets,
+  type JobEnvelope,
+  type JobRecord,
+} from '@svc/proto';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  TEST_ENCRYPTION_KEY,
+  http,
+  startInProcessStack,
+  testEnv,
+  waitForJob,
+  waitUntil,
+} from '../harness/mod.js';
+
+const PASSWORD = 'svc-demo';
+
+/**
+ * Issue 23, finding 3: a dead actor host is noticed in seconds for placement. Its jobs that never
+ * started go back (in order, before the device's later jobs) long before WORKER_STALE_THRESHOLD,
+ * which keeps its margin for the job that had started there (still `started`, later
+ * `WORKER_LOST`).
+ */
+test('when an actor host is killed, then its never-started jobs run elsewhere within seconds, in acceptance order, none twice, and its started job waits for WORKER_STALE_THRESHOLD', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'DEBUG',
+    // Far above the waits below: only an early hand-back can run the queued jobs in time.
+    WORKER_STALE_THRESHOLD: '120',
+    WORKER_SUSPECT_THRESHOLD: '2',
+    JOB_REAPER_INTERVAL: '1',
+  });
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await nats.stop();
+  });
+  const dispatcher = ServiceProcess.start('dispatcher', env);
+  const victim = ServiceProcess.start('device-actor', env);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(ServiceProcess.start('reaper', env), dispatcher, victim, gateway);
+  const url = await gateway.httpUrl();
+  await victim.waitFor(/actor host started/);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const submit = async (n: number) => {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: {
+        host: device.host,
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${n}`],
+        read_timeout: 300,
+      },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+
+  // The first job hangs on the device: it has started on the victim when the victim dies.
+  await device.setFaults({ hang: '^show interface GigabitEthernet0/1$' });
+  const running = await submit(1);
+  await waitUntil(async () => {
+    const r = await http('GET', `${url}/v2/send-command/${running}`, auth);
+    return r.json?.status === 'started';
+  }, 'the first job started');
+  // Three more, placed on the victim behind it (never started there).
+  const queued = [await submit(2), await submit(3), await submit(4)];
+  for (const id of queued) await dispatcher.waitFor(new RegExp(`"job_id":"${id}".*job placed`));
+
+  const survivor = ServiceProcess.start('device-actor', env);
+  procs.push(survivor);
+  await survivor.waitFor(/actor host started/);
+  await victim.kill('SIGKILL');
+  const later = await submit(5);
+
+  for (const id of [...queued, later]) {
+    const done = await waitForJob(url, id, auth, 40_000);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  const ran = device.stats.commands
+    .map((c) => c.command)
+    .filter((c) => c.startsWith('show interface'));
+  assert.deepEqual(ran, [
+    'show interface GigabitEthernet0/1',
+    'show interface GigabitEthernet0/2',
+    'show interface GigabitEthernet0/3',
+    'show interface GigabitEthernet0/4',
+    'show interface GigabitEthernet0/5',
+  ]);
+  // The started job keeps WORKER_STALE_THRESHOLD's margin: not failed, not run again.
+  const first = await http('GET', `${url}/v2/send-command/${running}`, auth);
+  assert.equal(first.json.status, 'started', first.text);
+});
+
+/**
+ * The fence of an early hand-back: a host that was only slow may still hold a handed-back job in
+ * its mailbox. The record names the placement that may start it; an older copy is dropped.
+ */
+test('when an actor host is given a copy of a job whose record names a later placement, then it drops that copy and runs the jobs behind it', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const stack = await startInProcessStack(nats.url, {
+    actors: 1,
+    reaper: false,
+    env: { ACTOR_HOST_ID: 'fence-host' },
+  });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const body = (n: number) => ({
+    host: '127.0.0.1',
+    port: device.port,
+    commands: [`show interface GigabitEthernet0/${n}`],
+  });
+  const model = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: body(1) });
+  assert.equal(model.status, 202, model.text);
+  await waitForJob(stack.url, model.json.job_id, auth);
+
+  // A job handed back once (its record says placement 1) of which the host still has the
+  // first copy (placement 0), as a slow host would after the hand-back.
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  const modelRecord = JSON.parse(
+    new TextDecoder().decode((await kv.get(model.json.job_id))!.value),
+  ) as JobRecord;
+  const fencedId = 'fenced-0000-0000-0000-000000000000';
+  const spec = { ...modelRecord.spec, commands: ['show interface GigabitEthernet0/2'] };
+  const record: JobRecord = {
+    ...modelRecord,
+    job_id: fencedId,
+    spec,
+    status: 'queued',
+    started_at: null,
+    ended_at: null,
+    results: null,
+    command_status: null,
+    actor_host: null,
+    dedup_key: null,
+    enqueued_at: new Date().toISOString(),
+    placement: 1,
+  };
+  await kv.create(fencedId, encodeJson(record));
+  const sealer = Sealer.fromSetting(TEST_ENCRYPTION_KEY);
+  const secrets: DeviceSecrets = {
+    username: device.username,
+    password: PASSWORD,
+    enable: PASSWORD,
+    webhook_secret: null,
+  };
+  const envelope: JobEnvelope = {
+    v: 1,
+    job_id: fencedId,
+    owner: record.owner,
+    username: device.username,
+    spec,
+    sealed: sealer.seal(secrets),
+    address: '127.0.0.1',
+    enqueued_at: record.enqueued_at,
+    placement: 0,
+  };
+  await jetstream(nc).publish(Subjects.actor('fence-host'), encodeJson(envelope));
+  // The device's next job comes after that copy in the host's mailbox.
+  const next = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: body(3) });
+  assert.equal(next.status, 202, next.text);
+  assert.equal((await waitForJob(stack.url, next.json.job_id, auth)).json.status, 'finished');
+
+  const fenced = await http('GET', `${stack.url}/v2/send-command/${fencedId}`, auth);
+  assert.equal(fenced.json.status, 'queued', fenced.text);
+  const ran = device.stats.commands.map((c) => c.command);
+  assert.ok(!ran.includes('show interface GigabitEthernet0/2'), ran.join(', '));
+});
