@@ -14,6 +14,12 @@ export const ActorCapability = {
    * `commit_options` and `confirm_of` in a config job's spec.
    */
   configWorkflows: 'config_workflows',
+  /**
+   * The host starts a job only from the copy its record names (`placementMayStart`), so the
+   * reaper may hand its never-started jobs back early when it falls silent: a host of an
+   * earlier release would start the old copy too, so its jobs wait for WORKER_STALE_THRESHOLD.
+   */
+  placementFence: 'placement_fence',
 } as const;
 export type ActorCapability = (typeof ActorCapability)[keyof typeof ActorCapability];
 

@@ -1,17 +1,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import {
+  ACTOR_CAPABILITIES,
+  ActorCapability,
   Buckets,
   Sealer,
+  Streams,
   Subjects,
   connectNats,
   encodeJson,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
+  type WorkerHeartbeat,
 } from '@svc/proto';
 import {
   NatsServerProcess,
@@ -185,4 +189,123 @@ test('when an actor host is given a copy of a job whose record names a later pla
   assert.equal(fenced.json.status, 'queued', fenced.text);
   const ran = device.stats.commands.map((c) => c.command);
   assert.ok(!ran.includes('show interface GigabitEthernet0/2'), ran.join(', '));
+});
+
+/**
+ * The fence needs actor hosts that honour it: a host of an earlier release would start a copy
+ * of a job handed back from under it, so its jobs wait for WORKER_STALE_THRESHOLD as before. A
+ * host lists `placement_fence` in its heartbeat's capabilities when it honours the fence.
+ */
+test('when a silent actor host does not list the placement fence in its heartbeat (an earlier release), then its jobs are not handed back early, while those of a silent host that lists it are', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'DEBUG',
+    WORKER_STALE_THRESHOLD: '120',
+    WORKER_SUSPECT_THRESHOLD: '2',
+    JOB_REAPER_INTERVAL: '1',
+  });
+  const nc = await connectNats(nats.url, 'test');
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await nc.close();
+    await device.stop();
+    await nats.stop();
+  });
+  const reaper = ServiceProcess.start('reaper', env);
+  const live = ServiceProcess.start('device-actor', env);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(reaper, ServiceProcess.start('dispatcher', env), live, gateway);
+  const url = await gateway.httpUrl();
+  await live.waitFor(/actor host started/);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const model = await http('POST', `${url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(model.status, 202, model.text);
+  await waitForJob(url, model.json.job_id, auth);
+
+  const js = jetstream(nc);
+  const kvm = new Kvm(js);
+  const jobsKv = await kvm.open(Buckets.jobs);
+  const workers = await kvm.open(Buckets.workers);
+  const modelRecord = JSON.parse(
+    new TextDecoder().decode((await jobsKv.get(model.json.job_id))!.value),
+  ) as JobRecord;
+  let liveKey = '';
+  for await (const k of await workers.keys()) liveKey = k;
+  const liveBeat = JSON.parse(
+    new TextDecoder().decode((await workers.get(liveKey))!.value),
+  ) as WorkerHeartbeat;
+  const sealer = Sealer.fromSetting(TEST_ENCRYPTION_KEY);
+  const sealed = sealer.seal({
+    username: device.username,
+    password: PASSWORD,
+    enable: PASSWORD,
+    webhook_secret: null,
+  } satisfies DeviceSecrets);
+  // Two hosts that went silent 3 s ago (past WORKER_SUSPECT_THRESHOLD), each holding one job.
+  const silentSince = new Date(Date.now() - 3000).toISOString();
+  const placeOn = async (hostId: string, capabilities: string[], n: number) => {
+    const jobId = `${hostId}-0000-0000-0000-000000000000`;
+    const spec = { ...modelRecord.spec, commands: [`show interface GigabitEthernet0/${n}`] };
+    const enqueuedAt = new Date().toISOString();
+    const record: JobRecord = {
+      ...modelRecord,
+      job_id: jobId,
+      spec,
+      status: 'queued',
+      started_at: null,
+      ended_at: null,
+      results: null,
+      command_status: null,
+      actor_host: null,
+      dedup_key: null,
+      enqueued_at: enqueuedAt,
+    };
+    delete record.placement;
+    await jobsKv.create(jobId, encodeJson(record));
+    const envelope: JobEnvelope = {
+      v: 1,
+      job_id: jobId,
+      owner: record.owner,
+      username: device.username,
+      spec,
+      sealed,
+      address: '127.0.0.1',
+      enqueued_at: enqueuedAt,
+      placement: 0,
+    };
+    await js.publish(Subjects.actor(hostId), encodeJson(envelope));
+    const beat: WorkerHeartbeat = {
+      ...liveBeat,
+      host_id: hostId,
+      started_at: silentSince,
+      last_beat: silentSince,
+      busy: 1,
+      active_jobs: 1,
+      draining: false,
+      capabilities,
+    };
+    await workers.put(hostId, encodeJson(beat));
+    return jobId;
+  };
+  const older = await placeOn('olderhost', [ActorCapability.configWorkflows], 1);
+  const fenced = await placeOn('fencedhost', [...ACTOR_CAPABILITIES], 2);
+
+  // The positive events: the fenced host's job ran elsewhere, and the reaper decided about the
+  // older host (it logs why it leaves it).
+  const done = await waitForJob(url, fenced, auth, 40_000);
+  assert.equal(done.json.status, 'finished', done.text);
+  await reaper.waitFor(/olderhost.*placement_fence|placement_fence.*olderhost/);
+  const left = await http('GET', `${url}/v2/send-command/${older}`, auth);
+  assert.equal(left.json.status, 'queued', left.text);
+  const info = await (
+    await jetstreamManager(nc)
+  ).streams.info(Streams.actor, { subjects_filter: Subjects.actor('olderhost') });
+  assert.equal(info.state.subjects?.[Subjects.actor('olderhost')], 1, 'still on its host');
+  const ran = device.stats.commands.map((c) => c.command);
+  assert.ok(!ran.includes('show interface GigabitEthernet0/1'), ran.join(', '));
 });

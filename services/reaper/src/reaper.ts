@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
+  ActorCapability,
   AuditEvent,
   AuditLog,
   Buckets,
@@ -171,6 +172,8 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const jsm = suspectMs > 0 && suspectMs < staleMs ? await jetstreamManager(nc) : null;
   /** Per suspect host, the started jobs left on its subject by its last early drain. */
   const leftOn = new Map<string, number>();
+  /** Silent hosts of an earlier release, logged once each. */
+  const unfenced = new Set<string>();
   async function handBackSuspects(): Promise<void> {
     if (!jsm || !beats.ready) return;
     const now = Date.now();
@@ -180,6 +183,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     });
     const suspects = known.filter((b) => b.age > suspectMs && b.age < staleMs);
     for (const key of leftOn.keys()) if (!suspects.some((b) => b.key === key)) leftOn.delete(key);
+    for (const key of unfenced) if (!suspects.some((b) => b.key === key)) unfenced.delete(key);
     if (suspects.length === 0) return;
     const live = known.filter((b) => b.age <= suspectMs && !b.beat.draining);
     if (live.length === 0) return;
@@ -189,6 +193,17 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       if (!entry || entry.operation !== 'PUT') continue;
       const beat = beatOf(key, entry.value);
       if (!beat || Date.now() - Date.parse(beat.last_beat) <= suspectMs) continue;
+      if (!(beat.capabilities ?? []).includes(ActorCapability.placementFence)) {
+        // It would start the copy it holds as well: its jobs keep waiting for the full drain.
+        if (!unfenced.has(key)) {
+          unfenced.add(key);
+          log.warn(
+            { host_id: beat.host_id },
+            `actor host ${beat.host_id} is silent but lacks ${ActorCapability.placementFence} (an earlier release): its jobs wait for WORKER_STALE_THRESHOLD`,
+          );
+        }
+        continue;
+      }
       const subject = Subjects.actor(beat.host_id);
       const info = await jsm.streams.info(Streams.actor, { subjects_filter: subject });
       const waiting = info.state.subjects?.[subject] ?? 0;
