@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import {
@@ -30,6 +31,72 @@ import {
 
 const PASSWORD = 'svc-demo';
 
+/** Reaper settings under which only an early hand-back runs a silent host's jobs in time. */
+const SUSPECT_ENV = {
+  LOG_LEVEL: 'DEBUG',
+  WORKER_STALE_THRESHOLD: '120',
+  WORKER_SUSPECT_THRESHOLD: '2',
+  JOB_REAPER_INTERVAL: '1',
+};
+
+/**
+ * Puts a queued job for `command` on an actor host's subject, as a dispatcher would have: its
+ * record (a copy of `model` with `placement` as given, absent when undefined) and its envelope
+ * (placement 0).
+ */
+async function placeQueuedJob(
+  nc: NatsConnection,
+  model: JobRecord,
+  hostId: string,
+  jobId: string,
+  command: string,
+  recordPlacement: number | undefined,
+): Promise<void> {
+  const js = jetstream(nc);
+  const kv = await new Kvm(js).open(Buckets.jobs);
+  const spec = { ...model.spec, commands: [command] };
+  const record: JobRecord = {
+    ...model,
+    job_id: jobId,
+    spec,
+    status: 'queued',
+    started_at: null,
+    ended_at: null,
+    results: null,
+    command_status: null,
+    actor_host: null,
+    dedup_key: null,
+    enqueued_at: new Date().toISOString(),
+  };
+  if (recordPlacement === undefined) delete record.placement;
+  else record.placement = recordPlacement;
+  await kv.create(jobId, encodeJson(record));
+  const secrets: DeviceSecrets = {
+    username: model.username,
+    password: PASSWORD,
+    enable: PASSWORD,
+    webhook_secret: null,
+  };
+  const envelope: JobEnvelope = {
+    v: 1,
+    job_id: jobId,
+    owner: record.owner,
+    username: model.username,
+    spec,
+    sealed: Sealer.fromSetting(TEST_ENCRYPTION_KEY).seal(secrets),
+    address: '127.0.0.1',
+    enqueued_at: record.enqueued_at,
+    placement: 0,
+  };
+  await js.publish(Subjects.actor(hostId), encodeJson(envelope));
+}
+
+/** The stored record of a job. */
+async function recordOf(nc: NatsConnection, jobId: string): Promise<JobRecord> {
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  return JSON.parse(new TextDecoder().decode((await kv.get(jobId))!.value)) as JobRecord;
+}
+
 /**
  * Issue 23, finding 3: a dead actor host is noticed in seconds for placement. Its jobs that never
  * started go back (in order, before the device's later jobs) long before WORKER_STALE_THRESHOLD,
@@ -39,13 +106,7 @@ const PASSWORD = 'svc-demo';
 test('when an actor host is killed, then its never-started jobs run elsewhere within seconds, in acceptance order, none twice, and its started job waits for WORKER_STALE_THRESHOLD', async (t) => {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
-  const env = testEnv(nats.url, {
-    LOG_LEVEL: 'DEBUG',
-    // Far above the waits below: only an early hand-back can run the queued jobs in time.
-    WORKER_STALE_THRESHOLD: '120',
-    WORKER_SUSPECT_THRESHOLD: '2',
-    JOB_REAPER_INTERVAL: '1',
-  });
+  const env = testEnv(nats.url, SUSPECT_ENV);
   const procs: ServiceProcess[] = [];
   t.after(async () => {
     for (const p of procs.reverse()) await p.kill('SIGTERM');
@@ -140,46 +201,16 @@ test('when an actor host is given a copy of a job whose record names a later pla
 
   // A job handed back once (its record says placement 1) of which the host still has the
   // first copy (placement 0), as a slow host would after the hand-back.
-  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
-  const modelRecord = JSON.parse(
-    new TextDecoder().decode((await kv.get(model.json.job_id))!.value),
-  ) as JobRecord;
   const fencedId = 'fenced-0000-0000-0000-000000000000';
-  const spec = { ...modelRecord.spec, commands: ['show interface GigabitEthernet0/2'] };
-  const record: JobRecord = {
-    ...modelRecord,
-    job_id: fencedId,
-    spec,
-    status: 'queued',
-    started_at: null,
-    ended_at: null,
-    results: null,
-    command_status: null,
-    actor_host: null,
-    dedup_key: null,
-    enqueued_at: new Date().toISOString(),
-    placement: 1,
-  };
-  await kv.create(fencedId, encodeJson(record));
-  const sealer = Sealer.fromSetting(TEST_ENCRYPTION_KEY);
-  const secrets: DeviceSecrets = {
-    username: device.username,
-    password: PASSWORD,
-    enable: PASSWORD,
-    webhook_secret: null,
-  };
-  const envelope: JobEnvelope = {
-    v: 1,
-    job_id: fencedId,
-    owner: record.owner,
-    username: device.username,
-    spec,
-    sealed: sealer.seal(secrets),
-    address: '127.0.0.1',
-    enqueued_at: record.enqueued_at,
-    placement: 0,
-  };
-  await jetstream(nc).publish(Subjects.actor('fence-host'), encodeJson(envelope));
+  const modelRecord = await recordOf(nc, model.json.job_id);
+  await placeQueuedJob(
+    nc,
+    modelRecord,
+    'fence-host',
+    fencedId,
+    'show interface GigabitEthernet0/2',
+    1,
+  );
   // The device's next job comes after that copy in the host's mailbox.
   const next = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: body(3) });
   assert.equal(next.status, 202, next.text);
@@ -199,12 +230,7 @@ test('when an actor host is given a copy of a job whose record names a later pla
 test('when a silent actor host does not list the placement fence in its heartbeat (an earlier release), then its jobs are not handed back early, while those of a silent host that lists it are', async (t) => {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
-  const env = testEnv(nats.url, {
-    LOG_LEVEL: 'DEBUG',
-    WORKER_STALE_THRESHOLD: '120',
-    WORKER_SUSPECT_THRESHOLD: '2',
-    JOB_REAPER_INTERVAL: '1',
-  });
+  const env = testEnv(nats.url, SUSPECT_ENV);
   const nc = await connectNats(nats.url, 'test');
   const procs: ServiceProcess[] = [];
   t.after(async () => {
@@ -227,58 +253,25 @@ test('when a silent actor host does not list the placement fence in its heartbea
   assert.equal(model.status, 202, model.text);
   await waitForJob(url, model.json.job_id, auth);
 
-  const js = jetstream(nc);
-  const kvm = new Kvm(js);
-  const jobsKv = await kvm.open(Buckets.jobs);
-  const workers = await kvm.open(Buckets.workers);
-  const modelRecord = JSON.parse(
-    new TextDecoder().decode((await jobsKv.get(model.json.job_id))!.value),
-  ) as JobRecord;
+  const workers = await new Kvm(jetstream(nc)).open(Buckets.workers);
+  const modelRecord = await recordOf(nc, model.json.job_id);
   let liveKey = '';
   for await (const k of await workers.keys()) liveKey = k;
   const liveBeat = JSON.parse(
     new TextDecoder().decode((await workers.get(liveKey))!.value),
   ) as WorkerHeartbeat;
-  const sealer = Sealer.fromSetting(TEST_ENCRYPTION_KEY);
-  const sealed = sealer.seal({
-    username: device.username,
-    password: PASSWORD,
-    enable: PASSWORD,
-    webhook_secret: null,
-  } satisfies DeviceSecrets);
   // Two hosts that went silent 3 s ago (past WORKER_SUSPECT_THRESHOLD), each holding one job.
   const silentSince = new Date(Date.now() - 3000).toISOString();
   const placeOn = async (hostId: string, capabilities: string[], n: number) => {
     const jobId = `${hostId}-0000-0000-0000-000000000000`;
-    const spec = { ...modelRecord.spec, commands: [`show interface GigabitEthernet0/${n}`] };
-    const enqueuedAt = new Date().toISOString();
-    const record: JobRecord = {
-      ...modelRecord,
-      job_id: jobId,
-      spec,
-      status: 'queued',
-      started_at: null,
-      ended_at: null,
-      results: null,
-      command_status: null,
-      actor_host: null,
-      dedup_key: null,
-      enqueued_at: enqueuedAt,
-    };
-    delete record.placement;
-    await jobsKv.create(jobId, encodeJson(record));
-    const envelope: JobEnvelope = {
-      v: 1,
-      job_id: jobId,
-      owner: record.owner,
-      username: device.username,
-      spec,
-      sealed,
-      address: '127.0.0.1',
-      enqueued_at: enqueuedAt,
-      placement: 0,
-    };
-    await js.publish(Subjects.actor(hostId), encodeJson(envelope));
+    await placeQueuedJob(
+      nc,
+      modelRecord,
+      hostId,
+      jobId,
+      `show interface GigabitEthernet0/${n}`,
+      undefined,
+    );
     const beat: WorkerHeartbeat = {
       ...liveBeat,
       host_id: hostId,
