@@ -9,6 +9,7 @@ import {
 import { JobEnvelope, JobRecord, WorkerHeartbeat } from '../src/messages/job.js';
 import { HeldEnvelope } from '../src/messages/stored.js';
 import { encodeJson } from '../src/job-store.js';
+import { commandSpec } from './job-fixtures.js';
 
 const beat = {
   host_id: 'h1',
@@ -68,23 +69,7 @@ const envelope = {
   job_id: 'j1',
   owner: 'basic:u',
   username: 'u',
-  spec: {
-    kind: 'command',
-    context: 'default',
-    host: '127.0.0.1',
-    port: 22,
-    platform: 'cisco_ios',
-    commands: ['show version'],
-    conn_timeout: 10,
-    read_timeout: 10,
-    expect_string: null,
-    tags: {},
-    webhook_url: null,
-    save_config: false,
-    commit: false,
-    textfsm_template: null,
-    ttp_template: null,
-  },
+  spec: commandSpec,
   sealed: 'sealed',
   enqueued_at: '2026-01-01T00:00:00.000Z',
   placement: 0,

@@ -8,6 +8,7 @@ import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src
 import type { JobLifecycle } from '../src/job-lifecycle.js';
 import { isTerminal, type JobRecord, type JobStatus } from '../src/messages/job.js';
 import { SvcError } from '../src/errors.js';
+import { commandSpec } from './job-fixtures.js';
 
 const STATUSES = Object.keys(JOB_TRANSITIONS) as JobStatus[];
 
@@ -41,23 +42,7 @@ function queued(jobId: string): JobRecord {
     status: 'queued',
     owner: 'basic:u',
     username: 'u',
-    spec: {
-      kind: 'command',
-      context: 'default',
-      host: '127.0.0.1',
-      port: 22,
-      platform: 'cisco_ios',
-      commands: ['show version'],
-      conn_timeout: 10,
-      read_timeout: 10,
-      expect_string: null,
-      tags: {},
-      webhook_url: null,
-      save_config: false,
-      commit: false,
-      textfsm_template: null,
-      ttp_template: null,
-    },
+    spec: commandSpec,
     enqueued_at: '2026-01-01T00:00:00.000Z',
     started_at: null,
     ended_at: null,

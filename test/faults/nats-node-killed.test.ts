@@ -60,7 +60,13 @@ test('when the node leading SVC_JOBS is SIGKILLed and restarted under load, then
   process.kill(node.pid!, 'SIGKILL');
   const killedAt = Date.now();
   await node.stop(); // reaps the child process
-  await new Promise((r) => setTimeout(r, 5000));
+  // Restarted once the two others serve without it (jobs accepted after the kill), so that its
+  // replica comes back stale: the phantom queue of finding 4.
+  await waitUntil(
+    () => clients.acceptedAt.filter((at) => at > killedAt).length >= 10,
+    '10 jobs accepted by the cluster without the killed node',
+    { timeoutMs: 120_000 },
+  );
   await cluster.restart(index);
   await clients.stopAfter(15_000);
 

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { CommandRecord } from '@svc/test/support';
 import { http } from './http-client.js';
 import { ServiceProcess } from './stack.js';
+import { waitUntil } from './wait.js';
 
 /** A job that got its 202: the device it was for and its one command (unique per scenario). */
 export interface AcceptedJob {
@@ -81,9 +82,9 @@ export class ScenarioClients {
         if (a === null) this.timeouts++;
         else this.refusals++;
         gateway = (gateway + 1) % this.urls.length;
-        await new Promise((r) => setTimeout(r, 250));
+        await new Promise((r) => setTimeout(r, 250)); // the client's retry backoff: load shape
       }
-      await new Promise((r) => setTimeout(r, this.options.pauseMs));
+      await new Promise((r) => setTimeout(r, this.options.pauseMs)); // one job per pause: load shape
     }
   }
 }
@@ -99,8 +100,7 @@ export async function waitForEnds(
   timeoutMs = 180_000,
 ): Promise<Map<string, JobEnd>> {
   const ends = new Map<string, JobEnd>();
-  const deadline = Date.now() + timeoutMs;
-  while (ends.size < accepted.length && Date.now() < deadline) {
+  const allEnded = async () => {
     for (const a of accepted) {
       if (ends.has(a.jobId)) continue;
       const r = await readJob(urls, a.jobId, auth);
@@ -110,8 +110,13 @@ export async function waitForEnds(
         ends.set(a.jobId, { status: s, code: (r!.json.error_code as string | null) ?? null });
       }
     }
-    if (ends.size < accepted.length) await new Promise((r) => setTimeout(r, 500));
-  }
+    return ends.size === accepted.length;
+  };
+  // At the deadline the jobs not ended are counted as stranded by the caller, not thrown.
+  await waitUntil(allEnded, `${accepted.length} accepted jobs to end`, {
+    timeoutMs,
+    everyMs: 500,
+  }).catch(() => undefined);
   return ends;
 }
 

@@ -115,15 +115,23 @@ export async function startDispatcher(
   // devices there (their queued jobs first). Written only when a device's host changes.
   const locks = stores[Buckets.locks];
   const placements = await KvMirror.start(locks, 'placement.>');
+  // Decoded once per stored value (it is read for every job placed), not at every read.
+  const hostOfValue = new WeakMap<Uint8Array, string | null>();
   placement.knownHost = (deviceKey) => {
-    const entry = placements.get(LockKeys.placement(deviceKey));
+    const key = LockKeys.placement(deviceKey);
+    const entry = placements.get(key);
     if (!entry) return null;
-    const value = decodeOrDrop(DevicePlacementEntry, entry.value, {
-      consumer: 'dispatcher_placements',
-      log,
-      where: { key: LockKeys.placement(deviceKey) },
-    });
-    return value?.host ?? null;
+    let host = hostOfValue.get(entry.value);
+    if (host === undefined) {
+      const value = decodeOrDrop(DevicePlacementEntry, entry.value, {
+        consumer: 'dispatcher_placements',
+        log,
+        where: { key },
+      });
+      host = value?.host ?? null;
+      hostOfValue.set(entry.value, host);
+    }
+    return host;
   };
   const rememberHost = async (deviceKey: string, host: string): Promise<void> => {
     if (placement.knownHost(deviceKey) === host) return;

@@ -1,0 +1,20 @@
+import type { JobSpec } from '../src/messages/job.js';
+
+/** A complete read job's spec, as the gateway stores it: the base of the tests' records. */
+export const commandSpec: JobSpec = {
+  kind: 'command',
+  context: 'default',
+  host: '127.0.0.1',
+  port: 22,
+  platform: 'cisco_ios',
+  commands: ['show version'],
+  conn_timeout: 10,
+  read_timeout: 10,
+  expect_string: null,
+  tags: {},
+  webhook_url: null,
+  save_config: false,
+  commit: false,
+  textfsm_template: null,
+  ttp_template: null,
+};
