@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { runServiceMain } from '@svc/proto';
 import { loadDeviceActorConfig } from './config.js';
-import { startDeviceActorService } from './service.js';
+import { startDeviceActorService } from './actor-host/service.js';
 
 // On SIGTERM the host stops taking jobs, finishes running ones and hands back queued ones.
 await runServiceMain(process, {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, SvcError } from '@svc/proto';
-import { CliSession } from '../src/drivers/cli-session.js';
+import { CliSession } from '../src/device/drivers/cli-session.js';
 
 /** A CliSession over a recorder of what it would send (no SSH: this checks the wall only). */
 function recordingSession(): { cli: CliSession; written: string[] } {

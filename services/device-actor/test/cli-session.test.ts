@@ -6,16 +6,16 @@ import {
   learnedBase,
   learnedPromptPattern,
   shortenablePattern,
-} from '../src/drivers/cli-session.js';
-import { OutputScanner, TerminalText } from '../src/ssh-session.js';
+} from '../src/device/drivers/cli-session.js';
+import { OutputScanner, TerminalText } from '../src/device/ssh/ssh-session.js';
 import {
   COMMIT_SAVE_FLOOR_MS,
   LONG_SHOW_FLOOR_MS,
   jobFailure,
   showTimeoutMs,
   stepTimeoutMs,
-} from '../src/device-runner.js';
-import { getDriver } from '../src/drivers/registry.js';
+} from '../src/device/device-runner.js';
+import { getDriver } from '../src/device/drivers/registry.js';
 
 test('when a base prompt is long, then its pattern matches the shortened configuration prompt and nothing shorter', () => {
   const ios = getDriver('cisco_ios');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ErrorCode, SvcError } from '@svc/proto';
-import { DeviceClaim, DeviceLocks } from '../src/device-claim.js';
+import { DeviceClaim, DeviceLocks } from '../src/actor-host/device-claim.js';
 
 const never = new AbortController().signal;
 

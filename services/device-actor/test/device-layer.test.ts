@@ -1,13 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PLATFORMS } from '@svc/proto';
-import { TerminalText, normalizeTerminalText, matchPager } from '../src/ssh-session.js';
-import { findEcho, dropEchoLike } from '../src/drivers/cli-session.js';
-import { DRIVERS, getDriver } from '../src/drivers/registry.js';
-import { escapeRegExp } from '../src/drivers/driver.js';
-import { matchFingerprint, probesFor } from '../src/autodetect.js';
-import { redactValues } from '../src/redaction.js';
-import { withLoginCredentials } from '../src/drivers/compile.js';
+import { TerminalText, normalizeTerminalText, matchPager } from '../src/device/ssh/ssh-session.js';
+import { findEcho, dropEchoLike } from '../src/device/drivers/cli-session.js';
+import { DRIVERS, getDriver } from '../src/device/drivers/registry.js';
+import { escapeRegExp } from '../src/device/drivers/driver.js';
+import { matchFingerprint, probesFor } from '../src/device/autodetect.js';
+import { redactValues } from '../src/device/redaction.js';
+import { withLoginCredentials } from '../src/device/drivers/compile.js';
 
 test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
   assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { redactValues } from '../src/redaction.js';
-import { redactError } from '../src/device-runner.js';
+import { redactValues } from '../src/device/redaction.js';
+import { redactError } from '../src/device/device-runner.js';
 import { ErrorCode, SvcError } from '@svc/proto';
 
 test('when a secret is a part of a longer word, address or number, then it is not masked there', () => {

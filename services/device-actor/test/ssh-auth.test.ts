@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isPasswordPrompt, keyboardAnswers, nextAuthStep } from '../src/ssh-auth.js';
+import { isPasswordPrompt, keyboardAnswers, nextAuthStep } from '../src/device/ssh/ssh-auth.js';
 
 test('when a keyboard-interactive prompt asks for the password, then it is recognised', () => {
   for (const p of [

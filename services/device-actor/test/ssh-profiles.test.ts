@@ -8,7 +8,7 @@ import {
   algorithmsFor,
   sshProfiles,
 } from '@svc/proto';
-import { nextAuthStep } from '../src/ssh-auth.js';
+import { nextAuthStep } from '../src/device/ssh/ssh-auth.js';
 
 // The library's own lists (not part of its public surface: read only here, to catch drift).
 const constants = createRequire(import.meta.url)('ssh2/lib/protocol/constants.js') as Record<

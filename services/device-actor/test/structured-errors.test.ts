@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, SvcError, type JobRecord } from '@svc/proto';
-import { createStructuredParser } from '../src/structured-output.js';
+import { createStructuredParser } from '../src/actor-host/structured-output.js';
 
 const record = (spec: Partial<JobRecord['spec']>) =>
   ({

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { TranscriptRecorder } from '../src/transcript.js';
+import { TranscriptRecorder } from '../src/device/transcript.js';
 
 const clock = () => {
   let t = Date.parse('2026-01-01T00:00:00Z');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { Sealer, createLogger, type JobRecord } from '@svc/proto';
 import { loadDeviceActorConfig } from '../src/config.js';
-import { createWebhookNotifier } from '../src/webhook.js';
+import { createWebhookNotifier } from '../src/actor-host/webhook.js';
 
 let hits = 0;
 const receiver = createServer((req, res) => {

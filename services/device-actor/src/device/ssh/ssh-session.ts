@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { SvcError, ErrorCode, type UserPattern } from '@svc/proto';
 import type { VerifyHostKey } from './host-key-trust.js';
 import { keyboardAnswers, nextAuthStep } from './ssh-auth.js';
-import type { SessionTap } from './transcript.js';
+import type { SessionTap } from '../transcript.js';
 
 /**
  * The transport half of the device layer: one SSH connection with one interactive shell, and a

@@ -41,11 +41,11 @@ import {
   type WorkerHeartbeat,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
-import type { DeviceActorConfig } from './config.js';
+import type { DeviceActorConfig } from '../config.js';
 import { DeviceActor } from './device-actor.js';
 import { DeviceAdmission } from './device-admission.js';
 import { DeviceLocks } from './device-claim.js';
-import type { RunDeviceJob } from './device-job.js';
+import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
 
 export type { ParseOutputs } from './actor-context.js';

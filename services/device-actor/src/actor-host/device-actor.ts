@@ -28,13 +28,13 @@ import {
   shownWholeOf,
   transportSecretsOf,
   type DeviceJob,
-} from './device-job.js';
+} from '../device/device-job.js';
 import type { Admitted } from './device-admission.js';
 import { DeviceClaim } from './device-claim.js';
 import { Mailbox } from './mailbox.js';
-import { redactSecrets } from './redaction.js';
+import { redactSecrets } from '../device/redaction.js';
 import type { ParsedOutputs } from './structured-output.js';
-import { TranscriptRecorder } from './transcript.js';
+import { TranscriptRecorder } from '../device/transcript.js';
 
 /** A placed job and the message to settle once it has ended. */
 export interface Delivery {

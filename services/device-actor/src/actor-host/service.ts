@@ -9,10 +9,10 @@ import {
   type Sealer,
 } from '@svc/proto';
 import { startActorHost, type RunningActorHost } from './actor-host.js';
-import type { DeviceActorConfig } from './config.js';
-import { createDeviceRunner } from './device-runner.js';
-import { installUserDrivers } from './drivers/registry.js';
-import { SessionPool } from './session-pool.js';
+import type { DeviceActorConfig } from '../config.js';
+import { createDeviceRunner } from '../device/device-runner.js';
+import { installUserDrivers } from '../device/drivers/registry.js';
+import { SessionPool } from '../device/session-pool.js';
 import { createStructuredParser } from './structured-output.js';
 import { createWebhookNotifier } from './webhook.js';
 

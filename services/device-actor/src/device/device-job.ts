@@ -7,8 +7,8 @@ import {
   type ConfirmOf,
   type JobKind,
 } from '@svc/proto';
-import type { VerifyHostKey } from './host-key-trust.js';
-import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh-session.js';
+import type { VerifyHostKey } from './ssh/host-key-trust.js';
+import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh/ssh-session.js';
 import type { SessionTap } from './transcript.js';
 import type { ShownWhole } from './redaction.js';
 

@@ -10,8 +10,8 @@ import type {
   Sealer,
 } from '@svc/proto';
 import type { KV } from '@nats-io/kv';
-import type { DeviceActorConfig } from './config.js';
-import type { RunDeviceJob } from './device-job.js';
+import type { DeviceActorConfig } from '../config.js';
+import type { RunDeviceJob } from '../device/device-job.js';
 import type { DeviceAdmission } from './device-admission.js';
 import type { DeviceLocks } from './device-claim.js';
 import type { Semaphore } from './mailbox.js';

@@ -13,7 +13,7 @@ import {
   type SshSessionOptions,
   type TerminalText,
   type WaitTest,
-} from '../ssh-session.js';
+} from '../ssh/ssh-session.js';
 import {
   escapeRegExp,
   stripContextLines,

@@ -8,8 +8,8 @@ import {
   type Sealer,
   type WebhookOutcome,
 } from '@svc/proto';
-import type { DeviceActorConfig } from './config.js';
-import { redactSecrets } from './redaction.js';
+import type { DeviceActorConfig } from '../config.js';
+import { redactSecrets } from '../device/redaction.js';
 
 /** The webhook body: never results, never credentials. */
 export interface WebhookPayload {

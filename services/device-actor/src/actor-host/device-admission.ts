@@ -18,10 +18,10 @@ import {
   type Logger,
   type Stores,
 } from '@svc/proto';
-import type { DeviceActorConfig } from './config.js';
-import type { DeviceJob } from './device-job.js';
-import { hostKeyVerifier } from './host-key-trust.js';
-import type { SshAlgorithms, SshHop } from './ssh-session.js';
+import type { DeviceActorConfig } from '../config.js';
+import type { DeviceJob } from '../device/device-job.js';
+import { hostKeyVerifier } from '../device/ssh/host-key-trust.js';
+import type { SshAlgorithms, SshHop } from '../device/ssh/ssh-session.js';
 
 /**
  * One party of a job's route, as its guards know it: a jump host or the device, each keyed
