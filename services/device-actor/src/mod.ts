@@ -9,4 +9,4 @@ export { createDeviceRunner } from './device/device-runner.js';
 export { SessionPool } from './device/session-pool.js';
 export { CliSession } from './device/drivers/cli-session.js';
 export { getDriver } from './device/drivers/registry.js';
-export { TerminalText, OutputScanner } from './device/ssh/ssh-session.js';
+export { TerminalText, OutputScanner } from './device/ssh/terminal-text.js';

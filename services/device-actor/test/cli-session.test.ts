@@ -7,7 +7,7 @@ import {
   learnedPromptPattern,
   shortenablePattern,
 } from '../src/device/drivers/cli-session.js';
-import { OutputScanner, TerminalText } from '../src/device/ssh/ssh-session.js';
+import { OutputScanner, TerminalText } from '../src/device/ssh/terminal-text.js';
 import {
   COMMIT_SAVE_FLOOR_MS,
   LONG_SHOW_FLOOR_MS,

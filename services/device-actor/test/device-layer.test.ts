@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PLATFORMS } from '@svc/proto';
-import { TerminalText, normalizeTerminalText, matchPager } from '../src/device/ssh/ssh-session.js';
+import { TerminalText, normalizeTerminalText } from '../src/device/ssh/terminal-text.js';
+import { matchPager } from '../src/device/ssh/pager.js';
 import { findEcho, dropEchoLike } from '../src/device/drivers/cli-session.js';
 import { DRIVERS, getDriver } from '../src/device/drivers/registry.js';
 import { escapeRegExp } from '../src/device/drivers/driver.js';

@@ -21,7 +21,7 @@ import {
 import type { DeviceActorConfig } from '../config.js';
 import type { DeviceJob } from '../device/device-job.js';
 import { hostKeyVerifier } from '../device/ssh/host-key-trust.js';
-import type { SshAlgorithms, SshHop } from '../device/ssh/ssh-session.js';
+import type { SshAlgorithms, SshHop } from '../device/ssh/ssh-connect.js';
 
 /**
  * One party of a job's route, as its guards know it: a jump host or the device, each keyed

@@ -1,4 +1,4 @@
-import { abortError } from '../device/ssh/ssh-session.js';
+import { abortError } from '../device/abort.js';
 
 /**
  * The one-session limit per device, whatever address reaches it. A device's mailbox is keyed by

@@ -8,7 +8,8 @@ import {
   type JobKind,
 } from '@svc/proto';
 import type { VerifyHostKey } from './ssh/host-key-trust.js';
-import type { SshAlgorithms, SshHop, SshSessionOptions } from './ssh/ssh-session.js';
+import type { SshAlgorithms, SshHop } from './ssh/ssh-connect.js';
+import type { SshSessionOptions } from './ssh/ssh-session.js';
 import type { SessionTap } from './transcript.js';
 import type { ShownWhole } from './redaction.js';
 

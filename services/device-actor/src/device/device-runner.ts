@@ -30,7 +30,7 @@ import { checkResults, runChecks } from './config-checks.js';
 import { getDriver } from './drivers/registry.js';
 import { withLoginCredentials } from './drivers/compile.js';
 import { autodetectPlatform } from './autodetect.js';
-import { abortError } from './ssh/ssh-session.js';
+import { abortError } from './abort.js';
 import type { PoolKeyParts, SessionPool } from './session-pool.js';
 
 export interface DeviceRunnerOptions {

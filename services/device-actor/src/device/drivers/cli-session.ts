@@ -6,14 +6,9 @@ import {
   type CommandStatus,
   type UserPattern,
 } from '@svc/proto';
-import {
-  OutputScanner,
-  SshSession,
-  matchPager,
-  type SshSessionOptions,
-  type TerminalText,
-  type WaitTest,
-} from '../ssh/ssh-session.js';
+import { matchPager } from '../ssh/pager.js';
+import { SshSession, type SshSessionOptions, type WaitTest } from '../ssh/ssh-session.js';
+import { OutputScanner, type TerminalText } from '../ssh/terminal-text.js';
 import {
   escapeRegExp,
   stripContextLines,
