@@ -1,28 +1,17 @@
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JsMsg,
-} from '@nats-io/jetstream';
-import { nanos, type NatsConnection, type Subscription } from '@nats-io/transport-node';
-import { Counter, Gauge } from 'prom-client';
+import { jetstreamManager, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import { Counter } from 'prom-client';
 import {
   AuditLog,
   Buckets,
-  closeWhenStalled,
-  workConsumeOptions,
-  Consumers,
   ErrorCode,
   JobLifecycle,
   JobResults,
   JobStore,
   MetricsRegistry,
   jobFailureCounter,
-  ACTOR_CAPABILITIES,
   Streams,
   Subjects,
   SubjectParsers,
@@ -30,7 +19,6 @@ import {
   decodeOrDrop,
   deviceKeyOf,
   drainHost,
-  encodeJson,
   ensureTopology,
   topologyFrom,
   type DeviceSecrets,
@@ -38,7 +26,6 @@ import {
   type JobRecord,
   type Logger,
   type Sealer,
-  type WorkerHeartbeat,
 } from '@svc/proto';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from '../config.js';
@@ -47,6 +34,8 @@ import { DeviceAdmission } from './device-admission.js';
 import { DeviceLocks } from './device-claim.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
+import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
+import { PlacementIntake, placementConsumerConfig } from './placement-intake.js';
 
 export type { ParseOutputs } from './actor-context.js';
 
@@ -85,7 +74,6 @@ export async function startActorHost(
   const { nc, log } = deps;
   const hostId = config.ACTOR_HOST_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
   const stores = await ensureTopology(nc, topologyFrom(config));
-  const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const results = await JobResults.open(nc, config.SVC_MAX_RESULT_BYTES);
   const jobs = new JobStore(stores[Buckets.jobs], nc, undefined, undefined, results);
@@ -104,7 +92,6 @@ export async function startActorHost(
   const running = new Map<string, AbortController>();
   const startedAt = new Date().toISOString();
   let draining = false;
-  let messages: ConsumerMessages | null = null;
 
   const ctx: ActorContext = {
     config,
@@ -133,62 +120,21 @@ export async function startActorHost(
     onJobEnded: deps.onJobEnded,
   };
 
-  // Per host (the gateway's svc_workers_* and svc_connection_pool_* are the cluster's sums).
-  const hostGauge = (name: string, help: string, read: () => number) =>
-    new Gauge({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        this.set(read());
-      },
-    });
-  hostGauge(
-    'svc_actor_sessions_busy',
-    'Device sessions of this actor host running a job now.',
-    () => sessions.inUse,
-  );
-  hostGauge(
-    'svc_actor_session_slots',
-    'Device session slots of this actor host (ACTOR_MAX_SESSIONS).',
-    () => config.ACTOR_MAX_SESSIONS,
-  );
-  hostGauge(
-    'svc_actor_sessions_warm',
-    'Warm SSH sessions this actor host keeps for reuse.',
-    () => deps.poolStats?.().size ?? 0,
-  );
-  hostGauge('svc_actor_devices', 'Devices with a mailbox on this actor host.', () => actors.size);
-
-  const beat = async () => {
-    const pool = deps.poolStats?.() ?? { size: 0, hits: 0, misses: 0 };
-    const hb: WorkerHeartbeat = {
-      host_id: hostId,
-      contexts: [...config.WORKER_CONTEXTS],
-      capacity: config.ACTOR_MAX_SESSIONS,
-      busy: sessions.inUse,
-      active_jobs: running.size,
-      started_at: startedAt,
-      last_beat: new Date().toISOString(),
-      pool_size: pool.size,
-      pool_hits: pool.hits,
-      pool_misses: pool.misses,
-      draining,
-      capabilities: [...ACTOR_CAPABILITIES],
-    };
-    await stores[Buckets.workers].put(hostId, encodeJson(hb));
+  const host: HostState = {
+    hostId,
+    config,
+    sessions,
+    running: () => running.size,
+    devices: () => actors.size,
+    poolStats: deps.poolStats,
+    draining: () => draining,
+    startedAt,
   };
+  registerHostGauges(registry, host);
 
-  const consumerConfig = {
-    durable_name: Consumers.actor(hostId),
-    filter_subject: Subjects.actor(hostId),
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    // Jobs wait in device mailboxes until their turn; they are acked when they end.
-    ack_wait: nanos(6 * 3600_000),
-    max_ack_pending: 20_000,
-  };
-  await jsm.consumers.add(Streams.actor, consumerConfig);
+  const beat = heartbeatWriter(stores[Buckets.workers], host);
+
+  await jsm.consumers.add(Streams.actor, placementConsumerConfig(hostId));
   await beat();
   const heartbeat = setInterval(() => {
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
@@ -226,31 +172,7 @@ export async function startActorHost(
     }
     actor.push({ envelope, msg });
   };
-  let stalled = false;
-  const intake = (async () => {
-    while (!draining) {
-      try {
-        if (stalled) {
-          // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
-          // the stream, and one delivered twice cannot start twice.
-          await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => false);
-          stalled = false;
-        }
-        // Re-declared each time: a reaper that took this host for dead deleted it.
-        await jsm.consumers.add(Streams.actor, consumerConfig);
-        const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
-        messages = await consumer.consume(workConsumeOptions(512));
-        closeWhenStalled(messages, log, 'placement', () => {
-          stalled = true;
-        });
-        for await (const msg of messages) deliver(msg);
-      } catch (err) {
-        // A cluster node going away can end the consumer: consume again, never stop serving.
-        if (!draining) log.warn({ err }, 'placement consumer failed; consuming again');
-      }
-      if (!draining) await sleep(500);
-    }
-  })();
+  const intake = new PlacementIntake(nc, jsm, hostId, log, () => draining, deliver);
   log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
 
   return {
@@ -259,8 +181,7 @@ export async function startActorHost(
     async stop() {
       draining = true;
       await beat().catch(() => undefined);
-      await messages?.close().catch(() => undefined);
-      await intake.catch(() => undefined);
+      await intake.close();
       cancels.unsubscribe();
       // Jobs waiting in mailboxes never started: they go back for placement elsewhere.
       const waiting = [...actors.values()].flatMap((a) => a.takeWaiting());

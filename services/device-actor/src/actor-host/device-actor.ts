@@ -28,6 +28,7 @@ import {
   shownWholeOf,
   transportSecretsOf,
   type DeviceJob,
+  type DeviceOutcome,
 } from '../device/device-job.js';
 import type { Admitted } from './device-admission.js';
 import { DeviceClaim } from './device-claim.js';
@@ -255,57 +256,17 @@ export class DeviceActor {
         .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job), platform)))
         .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
     };
-    const job: DeviceJob = {
-      jobId,
-      kind: spec.kind,
-      host: spec.host,
-      address: address ?? spec.host,
-      port: spec.port,
-      platform: spec.platform,
-      username: secrets.username,
-      password: secrets.password,
-      enable: secrets.enable,
-      commands: spec.commands,
-      connTimeoutMs: spec.conn_timeout * 1000,
-      readTimeoutMs: spec.read_timeout * 1000,
-      expectString: spec.expect_string,
-      saveConfig: spec.save_config,
-      commit: spec.commit,
-      stopOnError: spec.stop_on_error ?? false,
-      ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
-      ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
-      ...(spec.dry_run === true ? { dryRun: true } : {}),
-      ...(spec.commit_options !== undefined ? { commitOptions: spec.commit_options } : {}),
-      ...(spec.confirm_of !== undefined ? { confirmOf: spec.confirm_of } : {}),
-      ...(spec.checks !== undefined ? { checks: spec.checks } : {}),
-      textfsmTemplate: spec.textfsm_template,
-      ttpTemplate: spec.ttp_template,
-      signal: controller.signal,
+    const job = deviceJobOf(jobId, spec, address, secrets, controller.signal, recorder, {
       onReached: () => {
         reached = true;
       },
       onJumpPassed: (index) => {
         jumpsPassed = index + 1;
       },
-      recorder,
-    };
+    });
     // The job's claim on its device's key (taken before it started when the address is pinned).
     job.claim = claim;
-    if (address !== null) {
-      const verify = ctx.admission.verifierFor(spec, address, jlog);
-      job.verifyHostKey = async (key) => {
-        const refusal = await verify?.(key);
-        if (refusal) return refusal;
-        // First contact (nothing was pinned for this address): the key is known only now. A
-        // device busy at another address is left before any credential is sent.
-        const device = ctx.admission.deviceOfAcceptedKey(spec, key);
-        if (device === null || claim.tryTake(device)) return null;
-        return new SvcError(
-          ErrorCode.INTERNAL,
-          `${spec.host}:${spec.port} is busy at another address`,
-        );
-      };
-    }
+    if (address !== null) job.verifyHostKey = this.#hostKeyCheck(spec, address, claim, jlog);
     // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
       admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
@@ -318,27 +279,11 @@ export class DeviceActor {
             'svc.commands': spec.commands.length,
           },
         },
-        async () => {
-          for (;;) {
-            try {
-              return await ctx.runner(job);
-            } catch (err) {
-              if (claim.busy === null) throw err;
-              // Met at the handshake a device that another address holds: wait, then again.
-              const busy = claim.busy;
-              claim.busy = null;
-              reached = false;
-              jumpsPassed = 0;
-              // Its host slot is free meanwhile: a job holding the key may be waiting for one.
-              ctx.sessions.release();
-              try {
-                await claim.take(busy, controller.signal);
-              } finally {
-                await ctx.sessions.acquire();
-              }
-            }
-          }
-        },
+        () =>
+          this.#runOnDevice(job, claim, () => {
+            reached = false;
+            jumpsPassed = 0;
+          }),
       );
       // The session is closed or warm in the pool by now: other addresses may have the device.
       claim.release();
@@ -428,6 +373,62 @@ export class DeviceActor {
       ctx.running.delete(jobId);
     }
   }
+
+  /**
+   * The host-key check of a job's connection: its context's trust, then, at first contact
+   * (nothing was pinned for this address), the claim on the device the key names.
+   */
+  #hostKeyCheck(
+    spec: JobRecord['spec'],
+    address: string,
+    claim: DeviceClaim,
+    jlog: Logger,
+  ): NonNullable<DeviceJob['verifyHostKey']> {
+    const { ctx } = this;
+    const verify = ctx.admission.verifierFor(spec, address, jlog);
+    return async (key) => {
+      const refusal = await verify?.(key);
+      if (refusal) return refusal;
+      // First contact (nothing was pinned for this address): the key is known only now. A
+      // device busy at another address is left before any credential is sent.
+      const device = ctx.admission.deviceOfAcceptedKey(spec, key);
+      if (device === null || claim.tryTake(device)) return null;
+      return new SvcError(
+        ErrorCode.INTERNAL,
+        `${spec.host}:${spec.port} is busy at another address`,
+      );
+    };
+  }
+
+  /**
+   * Runs the job on its device; when the handshake met a device another address holds, waits
+   * for it (the host slot given up meanwhile) and runs again, `onRetry` first.
+   */
+  async #runOnDevice(
+    job: DeviceJob,
+    claim: DeviceClaim,
+    onRetry: () => void,
+  ): Promise<DeviceOutcome> {
+    const { ctx } = this;
+    for (;;) {
+      try {
+        return await ctx.runner(job);
+      } catch (err) {
+        if (claim.busy === null) throw err;
+        // Met at the handshake a device that another address holds: wait, then again.
+        const busy = claim.busy;
+        claim.busy = null;
+        onRetry();
+        // Its host slot is free meanwhile: a job holding the key may be waiting for one.
+        ctx.sessions.release();
+        try {
+          await claim.take(busy, job.signal);
+        } finally {
+          await ctx.sessions.acquire();
+        }
+      }
+    }
+  }
 }
 
 /** The record as it is when it already holds this attempt's own write, else null (refuse). */
@@ -507,4 +508,45 @@ function withParseNotes(
     const note = parsed.notes[s.command] ?? { parsed: false, template: null };
     return { ...s, parsed: note.parsed, template: note.template };
   });
+}
+
+/** What the device layer is asked to do for a started job (its spec, address and secrets). */
+function deviceJobOf(
+  jobId: string,
+  spec: JobRecord['spec'],
+  address: string | null,
+  secrets: DeviceSecrets,
+  signal: AbortSignal,
+  recorder: TranscriptRecorder,
+  progress: Pick<DeviceJob, 'onReached' | 'onJumpPassed'>,
+): DeviceJob {
+  return {
+    jobId,
+    kind: spec.kind,
+    host: spec.host,
+    address: address ?? spec.host,
+    port: spec.port,
+    platform: spec.platform,
+    username: secrets.username,
+    password: secrets.password,
+    enable: secrets.enable,
+    commands: spec.commands,
+    connTimeoutMs: spec.conn_timeout * 1000,
+    readTimeoutMs: spec.read_timeout * 1000,
+    expectString: spec.expect_string,
+    saveConfig: spec.save_config,
+    commit: spec.commit,
+    stopOnError: spec.stop_on_error ?? false,
+    ...(spec.answers !== undefined ? { answers: spec.answers } : {}),
+    ...(spec.error_patterns !== undefined ? { errorPatterns: spec.error_patterns } : {}),
+    ...(spec.dry_run === true ? { dryRun: true } : {}),
+    ...(spec.commit_options !== undefined ? { commitOptions: spec.commit_options } : {}),
+    ...(spec.confirm_of !== undefined ? { confirmOf: spec.confirm_of } : {}),
+    ...(spec.checks !== undefined ? { checks: spec.checks } : {}),
+    textfsmTemplate: spec.textfsm_template,
+    ttpTemplate: spec.ttp_template,
+    signal,
+    ...progress,
+    recorder,
+  };
 }
