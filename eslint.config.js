@@ -57,6 +57,32 @@ export default tseslint.config(
     },
   },
   {
+    // The device layer talks to devices only: it knows nothing of the actor host nor of NATS
+    // (docs/architecture.md). This block replaces the one above for these files, so it repeats
+    // its rule.
+    files: ['services/device-actor/src/device/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@svc/proto',
+              importNames: ['decodeJson'],
+              message: 'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
+            },
+          ],
+          patterns: [
+            {
+              group: ['**/actor-host/**', '@nats-io/*'],
+              message: 'The device layer imports nothing from the actor host or NATS.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests assert on loosely typed JSON bodies and drive raw protocols.
     files: ['**/test/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {
