@@ -31,7 +31,13 @@ import {
   type InProcessStack,
 } from '@svc/test/harness';
 import { startFleet, type Fleet, type SimulatedDevice } from '@svc/test/support';
-import { natsPerJob, natsSnapshot, type NatsPerJob, type NatsSnapshot } from './nats-monitor.js';
+import {
+  natsPerJob,
+  natsSnapshot,
+  subjectKind,
+  type NatsPerJob,
+  type NatsSnapshot,
+} from './nats-monitor.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -68,6 +74,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     command, show version) over all --devices; reports POST->202, POST->last job
                     ended, the slowest device's own time and CPU per job (no warm-up: sessions
                     are cold, as a site batch meets them)
+  --subjects        count every message published through nats-server by subject kind (one
+                    more connection subscribed to '>'; its deliveries are not counted as svc's)
   --json            also print the report as JSON
 `;
 
@@ -92,6 +100,7 @@ interface Options {
   /** nats-server monitoring endpoint (`/varz`, `/jsz`, `/connz`). */
   monitor: string | undefined;
   json: boolean;
+  subjects: boolean;
   processes: boolean;
   /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
   cpuProf: string | undefined;
@@ -121,6 +130,7 @@ function parseOptions(argv: string[]): Options {
       'actor-pid': { type: 'string' },
       monitor: { type: 'string' },
       json: { type: 'boolean', default: false },
+      subjects: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       batch: { type: 'boolean', default: false },
@@ -172,6 +182,7 @@ function parseOptions(argv: string[]): Options {
     actorPid: values['actor-pid'] ? int('actor-pid', values['actor-pid'], 1) : undefined,
     monitor: values.monitor,
     json: values.json,
+    subjects: values.subjects,
     processes: values.processes,
     cpuProf: values['cpu-prof'],
     batch: values.batch,
@@ -398,6 +409,8 @@ interface PhaseResult {
   peakBacklog: { jobs: number; actor: number };
   /** nats-server's own counts per job (without the benchmark's traffic); null without `--monitor`. */
   nats: NatsPerJob | null;
+  /** `--subjects`: messages published per job, by subject kind. */
+  subjectsPerJob: Record<string, number> | null;
 }
 
 interface PhaseSpec {
@@ -476,6 +489,9 @@ let streamsJsm: JetStreamManager | undefined;
 let monitorUrl: string | undefined;
 /** The benchmark's own NATS connection name: its traffic is not a job's cost. */
 const BENCH_CONN = 'svc-bench';
+/** `--subjects`: a connection subscribed to every subject, counting messages by kind. */
+const TAP_CONN = 'svc-bench-tap';
+let subjectTap: Map<string, number> | undefined;
 
 const snapshot = (): Promise<NatsSnapshot | null> =>
   monitorUrl
@@ -497,6 +513,7 @@ async function runPhase(
   const total = spec.mix[0] + spec.mix[1] + spec.mix[2];
   for (const d of spec.devices) d.resetStats();
   const natsBefore = await snapshot();
+  subjectTap?.clear();
   const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
   const tracked = new Map<string, Tracked>();
   const rejected: Record<string, number> = {};
@@ -563,6 +580,7 @@ async function runPhase(
   const peakBacklog = sampler.stop();
   // Before the record reads below: they are the benchmark's, not the jobs'.
   const natsAfter = await snapshot();
+  const tapped = subjectTap ? new Map(subjectTap) : null;
 
   // Per-job numbers from the records (server clock = this machine's clock).
   const queuedToStarted: number[] = [];
@@ -639,8 +657,11 @@ async function runPhase(
     peakBacklog,
     nats:
       natsBefore && natsAfter
-        ? natsPerJob(natsBefore, natsAfter, done, BENCH_CONN, sampler.apiCalls())
+        ? natsPerJob(natsBefore, natsAfter, done, [BENCH_CONN, TAP_CONN], sampler.apiCalls())
         : null,
+    subjectsPerJob: tapped
+      ? Object.fromEntries([...tapped].map(([k, n]) => [k, n / Math.max(1, done)]))
+      : null,
     cpuMsPerJob: Object.fromEntries(
       cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
     ),
@@ -827,6 +848,19 @@ function printReport(
       for (const c of connNames.sort()) {
         out.push(
           `    connection ${c.padEnd(17)} in ${nc((n) => n.byConnection[c]?.in ?? 0)}, out ${nc((n) => n.byConnection[c]?.out ?? 0)}`,
+        );
+      }
+    }
+    const withSubjects = reps.filter((r) => r.subjectsPerJob !== null);
+    if (withSubjects.length > 0) {
+      out.push(`  messages published per job, by subject kind (--subjects):`);
+      const kinds = [...new Set(withSubjects.flatMap((r) => Object.keys(r.subjectsPerJob!)))];
+      for (const k of kinds.sort()) {
+        out.push(
+          `    ${k.padEnd(50)} ${spread(
+            withSubjects.map((r) => r.subjectsPerJob![k] ?? 0),
+            f2,
+          )}`,
         );
       }
     }
@@ -1101,6 +1135,20 @@ async function main(): Promise<void> {
     const nc: NatsConnection = await connectNats(natsUrl, BENCH_CONN);
     cleanup.push(() => nc.close());
     const kv = await new Kvm(nc).open(Buckets.jobs);
+    if (opts.subjects) {
+      const tapConn = await connectNats(natsUrl, TAP_CONN);
+      cleanup.push(() => tapConn.close());
+      const tally = new Map<string, number>();
+      subjectTap = tally;
+      const sub = tapConn.subscribe('>');
+      void (async () => {
+        for await (const m of sub) {
+          const k = subjectKind(m.subject);
+          tally.set(k, (tally.get(k) ?? 0) + 1);
+        }
+      })();
+      await tapConn.flush();
+    }
     streamsJsm = await jetstreamManager(nc);
     const watcher = await JobWatcher.start(kv);
     cleanup.push(() => Promise.resolve(watcher.stop()));

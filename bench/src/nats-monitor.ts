@@ -78,14 +78,14 @@ export interface NatsPerJob {
 }
 
 /**
- * @param own the benchmark's connection name (its KV watch and reads are not svc's cost)
+ * @param own the benchmark's connection names (its KV watch and reads are not svc's cost)
  * @param ownApiCalls JetStream API requests the benchmark itself made during the phase
  */
 export function natsPerJob(
   before: NatsSnapshot,
   after: NatsSnapshot,
   jobs: number,
-  own: string,
+  own: readonly string[],
   ownApiCalls: number,
 ): NatsPerJob {
   const n = Math.max(1, jobs);
@@ -94,7 +94,11 @@ export function natsPerJob(
     const b = before.conns[name] ?? { in: 0, out: 0 };
     byConnection[name] = { in: (a.in - b.in) / n, out: (a.out - b.out) / n };
   }
-  const ownConn = byConnection[own] ?? { in: 0, out: 0 };
+  const ownConn = { in: 0, out: 0 };
+  for (const name of own) {
+    ownConn.in += byConnection[name]?.in ?? 0;
+    ownConn.out += byConnection[name]?.out ?? 0;
+  }
   const storedByStream: Record<string, number> = {};
   let stored = 0;
   for (const [name, seq] of Object.entries(after.streams)) {
@@ -114,4 +118,26 @@ export function natsPerJob(
     storedByStream,
     byConnection,
   };
+}
+
+/**
+ * A subject with its ids taken out, so that messages of one kind count together:
+ * `svc.events.job.<id>.finished` -> `svc.events.job.*.finished`, `$KV.svc-jobs.<id>` ->
+ * `$KV.svc-jobs.*`, `_INBOX.<nuid>.<n>` -> `_INBOX.*` (replies, acks, consumer deliveries).
+ */
+export function subjectKind(subject: string): string {
+  const t = subject.split('.');
+  if (t[0] === '_INBOX') return '_INBOX.* (replies, pull and watch deliveries)';
+  if (t[0] === '$KV') return `$KV.${t[1]}.*`;
+  if (t[0] === '$JS' && t[1] === 'ACK') return `$JS.ACK.${t[2]}.*`;
+  if (t[0] === '$JS' && t[1] === 'API') {
+    // A direct get names its stream (`$JS.API.DIRECT.GET.<stream>.<subject>`).
+    const keep = t[2] === 'DIRECT' ? 5 : 4;
+    return t.slice(0, keep).join('.') + (t.length > keep ? '.*' : '');
+  }
+  if (t[0] === '$JS' && t[1] === 'FC') return '$JS.FC.*';
+  if (t[0] === 'svc' && t[1] === 'events' && t[2] === 'job') return `svc.events.job.*.${t[4]}`;
+  if (t[0] === 'svc' && t[1] === 'events' && t[2] === 'batch') return `svc.events.batch.*`;
+  if (t[0] === 'svc' && t.length >= 3) return `${t[0]}.${t[1]}.*`;
+  return t.length > 2 ? `${t[0]}.${t[1]}.*` : subject;
 }
