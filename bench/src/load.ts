@@ -31,6 +31,13 @@ import {
   type InProcessStack,
 } from '@svc/test/harness';
 import { startFleet, type Fleet, type SimulatedDevice } from '@svc/test/support';
+import {
+  natsPerJob,
+  natsSnapshot,
+  subjectKind,
+  type NatsPerJob,
+  type NatsSnapshot,
+} from './nats-monitor.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -57,6 +64,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
   --url URL         use a running gateway instead of starting the stack (needs --nats)
   --nats URL        NATS of the running stack (job records are read from svc-jobs)
   --actor-pid PID   with --url: actor host process whose RSS the memory phase reads
+  --monitor URL     with --url: nats-server's monitoring endpoint (http://127.0.0.1:8222) for
+                    the per-job NATS counts; a started stack enables one of its own
   --processes       run gateway, dispatcher and reaper as separate processes too (as deployed;
                     default: in this process, with the fleet and the client)
   --cpu-prof DIR    write a CPU profile of every service process into DIR (node --cpu-prof),
@@ -65,6 +74,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     command, show version) over all --devices; reports POST->202, POST->last job
                     ended, the slowest device's own time and CPU per job (no warm-up: sessions
                     are cold, as a site batch meets them)
+  --subjects        count every message published through nats-server by subject kind (one
+                    more connection subscribed to '>'; its deliveries are not counted as svc's)
   --json            also print the report as JSON
 `;
 
@@ -86,7 +97,10 @@ interface Options {
   url: string | undefined;
   nats: string | undefined;
   actorPid: number | undefined;
+  /** nats-server monitoring endpoint (`/varz`, `/jsz`, `/connz`). */
+  monitor: string | undefined;
   json: boolean;
+  subjects: boolean;
   processes: boolean;
   /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
   cpuProf: string | undefined;
@@ -114,7 +128,9 @@ function parseOptions(argv: string[]): Options {
       url: { type: 'string' },
       nats: { type: 'string' },
       'actor-pid': { type: 'string' },
+      monitor: { type: 'string' },
       json: { type: 'boolean', default: false },
+      subjects: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       batch: { type: 'boolean', default: false },
@@ -141,7 +157,7 @@ function parseOptions(argv: string[]): Options {
   }
   const url = values.url;
   if (url && !values.nats) throw new Error('--url needs --nats (job records are read from NATS)');
-  for (const u of [url, values.nats]) {
+  for (const u of [url, values.nats, values.monitor]) {
     if (u && !/^(https?|nats):\/\/(127\.0\.0\.1|localhost|\[::1\])([:/,]|$)/.test(u)) {
       throw new Error(`${u}: the benchmark only drives loopback addresses`);
     }
@@ -164,7 +180,9 @@ function parseOptions(argv: string[]): Options {
     url,
     nats: values.nats,
     actorPid: values['actor-pid'] ? int('actor-pid', values['actor-pid'], 1) : undefined,
+    monitor: values.monitor,
     json: values.json,
+    subjects: values.subjects,
     processes: values.processes,
     cpuProf: values['cpu-prof'],
     batch: values.batch,
@@ -389,6 +407,10 @@ interface PhaseResult {
   cpuMsPerJob: Record<string, number>;
   /** Most messages waiting in each work-queue stream during the phase (where jobs queue). */
   peakBacklog: { jobs: number; actor: number };
+  /** nats-server's own counts per job (without the benchmark's traffic); null without `--monitor`. */
+  nats: NatsPerJob | null;
+  /** `--subjects`: messages published per job, by subject kind. */
+  subjectsPerJob: Record<string, number> | null;
 }
 
 interface PhaseSpec {
@@ -435,12 +457,16 @@ function jobBody(kind: Kind, device: SimulatedDevice, context: string | undefine
 /** Samples the work-queue streams: SVC_JOBS (before placement), SVC_ACTOR (placed, not done). */
 function backlogSampler(jsm: JetStreamManager | undefined): {
   stop(): { jobs: number; actor: number };
+  /** JetStream API requests sent so far (taken out of the per-job API calls). */
+  apiCalls(): number;
 } {
   const peak = { jobs: 0, actor: 0 };
   let busy = false;
+  let calls = 0;
   const timer = setInterval(() => {
     if (!jsm || busy) return;
     busy = true;
+    calls += 2;
     Promise.all([jsm.streams.info(Streams.jobs), jsm.streams.info(Streams.actor)])
       .then(([j, a]) => {
         peak.jobs = Math.max(peak.jobs, j.state.messages);
@@ -454,10 +480,26 @@ function backlogSampler(jsm: JetStreamManager | undefined): {
       clearInterval(timer);
       return peak;
     },
+    apiCalls: () => calls,
   };
 }
 
 let streamsJsm: JetStreamManager | undefined;
+/** nats-server's monitoring endpoint, when there is one. */
+let monitorUrl: string | undefined;
+/** The benchmark's own NATS connection name: its traffic is not a job's cost. */
+const BENCH_CONN = 'svc-bench';
+/** `--subjects`: a connection subscribed to every subject, counting messages by kind. */
+const TAP_CONN = 'svc-bench-tap';
+let subjectTap: Map<string, number> | undefined;
+
+const snapshot = (): Promise<NatsSnapshot | null> =>
+  monitorUrl
+    ? natsSnapshot(monitorUrl).catch((err: unknown) => {
+        process.stderr.write(`NATS monitoring snapshot failed: ${(err as Error).message}\n`);
+        return null;
+      })
+    : Promise.resolve(null);
 
 async function runPhase(
   spec: PhaseSpec,
@@ -470,6 +512,8 @@ async function runPhase(
   const [ws, wc] = spec.mix;
   const total = spec.mix[0] + spec.mix[1] + spec.mix[2];
   for (const d of spec.devices) d.resetStats();
+  const natsBefore = await snapshot();
+  subjectTap?.clear();
   const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
   const tracked = new Map<string, Tracked>();
   const rejected: Record<string, number> = {};
@@ -534,6 +578,9 @@ async function runPhase(
   const wallSeconds = (lastTerminal - start) / 1000;
   const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
   const peakBacklog = sampler.stop();
+  // Before the record reads below: they are the benchmark's, not the jobs'.
+  const natsAfter = await snapshot();
+  const tapped = subjectTap ? new Map(subjectTap) : null;
 
   // Per-job numbers from the records (server clock = this machine's clock).
   const queuedToStarted: number[] = [];
@@ -608,6 +655,13 @@ async function runPhase(
     handshakesPerJob: done > 0 ? handshakes / done : NaN,
     errorCodes,
     peakBacklog,
+    nats:
+      natsBefore && natsAfter
+        ? natsPerJob(natsBefore, natsAfter, done, [BENCH_CONN, TAP_CONN], sampler.apiCalls())
+        : null,
+    subjectsPerJob: tapped
+      ? Object.fromEntries([...tapped].map(([k, n]) => [k, n / Math.max(1, done)]))
+      : null,
     cpuMsPerJob: Object.fromEntries(
       cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
     ),
@@ -765,6 +819,50 @@ function printReport(
       out.push(
         `  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`,
       );
+    }
+    const svcCpu = (r: PhaseResult) =>
+      Object.entries(r.cpuMsPerJob)
+        .filter(([name]) => name !== 'fleet+client')
+        .reduce((sum, [, ms]) => sum + ms, 0);
+    if (opts.processes) out.push(`  CPU per job: svc + nats-server  ${col(svcCpu, f2)} ms`);
+    const withNats = reps.filter((r) => r.nats !== null);
+    if (withNats.length > 0) {
+      const nc = (pick: (n: NatsPerJob) => number) =>
+        spread(
+          withNats.map((r) => pick(r.nats!)),
+          f2,
+        );
+      out.push(
+        `  NATS per job (nats-server monitoring, the benchmark's own traffic taken out):`,
+        `    messages through nats-server ${nc((n) => n.total)} (in ${nc((n) => n.in)}, out ${nc((n) => n.out)})`,
+        `    stored messages              ${nc((n) => n.stored)}`,
+        `    JetStream API calls          ${nc((n) => n.apiCalls)}`,
+      );
+      const streamNames = [
+        ...new Set(withNats.flatMap((r) => Object.keys(r.nats!.storedByStream))),
+      ];
+      for (const s of streamNames.sort()) {
+        out.push(`    stored in ${s.padEnd(18)} ${nc((n) => n.storedByStream[s] ?? 0)}`);
+      }
+      const connNames = [...new Set(withNats.flatMap((r) => Object.keys(r.nats!.byConnection)))];
+      for (const c of connNames.sort()) {
+        out.push(
+          `    connection ${c.padEnd(17)} in ${nc((n) => n.byConnection[c]?.in ?? 0)}, out ${nc((n) => n.byConnection[c]?.out ?? 0)}`,
+        );
+      }
+    }
+    const withSubjects = reps.filter((r) => r.subjectsPerJob !== null);
+    if (withSubjects.length > 0) {
+      out.push(`  messages published per job, by subject kind (--subjects):`);
+      const kinds = [...new Set(withSubjects.flatMap((r) => Object.keys(r.subjectsPerJob!)))];
+      for (const k of kinds.sort()) {
+        out.push(
+          `    ${k.padEnd(50)} ${spread(
+            withSubjects.map((r) => r.subjectsPerJob![k] ?? 0),
+            f2,
+          )}`,
+        );
+      }
     }
   }
   if (hold) {
@@ -945,9 +1043,15 @@ async function main(): Promise<void> {
     if (opts.url) {
       baseUrl = opts.url;
       natsUrl = opts.nats!;
+      monitorUrl = opts.monitor;
       setup = `running stack at ${baseUrl}`;
     } else {
-      const nats = await NatsServerProcess.start();
+      // The monitoring endpoint gives nats-server's own message, storage and API counts.
+      const monitorPort = await freePort();
+      const nats = await NatsServerProcess.start({
+        extraConfig: `http: "127.0.0.1:${monitorPort}"`,
+      });
+      monitorUrl = `http://127.0.0.1:${monitorPort}`;
       cleanup.push(() => nats.stop());
       if (nats.pid) cpuWatch.push({ name: 'nats-server', pid: nats.pid });
       natsUrl = nats.url;
@@ -1028,9 +1132,23 @@ async function main(): Promise<void> {
         ? `gateway, dispatcher, reaper and ${opts.actors} actor host(s) as separate processes, nats-server ${natsUrl}`
         : `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
     }
-    const nc: NatsConnection = await connectNats(natsUrl, 'svc-bench');
+    const nc: NatsConnection = await connectNats(natsUrl, BENCH_CONN);
     cleanup.push(() => nc.close());
     const kv = await new Kvm(nc).open(Buckets.jobs);
+    if (opts.subjects) {
+      const tapConn = await connectNats(natsUrl, TAP_CONN);
+      cleanup.push(() => tapConn.close());
+      const tally = new Map<string, number>();
+      subjectTap = tally;
+      const sub = tapConn.subscribe('>');
+      void (async () => {
+        for await (const m of sub) {
+          const k = subjectKind(m.subject);
+          tally.set(k, (tally.get(k) ?? 0) + 1);
+        }
+      })();
+      await tapConn.flush();
+    }
     streamsJsm = await jetstreamManager(nc);
     const watcher = await JobWatcher.start(kv);
     cleanup.push(() => Promise.resolve(watcher.stop()));

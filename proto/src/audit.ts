@@ -1,5 +1,5 @@
 import type { DestinationStream, Logger } from 'pino';
-import { createLogger } from './logging.js';
+import { bufferedStdout, createLogger } from './logging.js';
 
 /** Audit event types (the specification's current vocabulary). */
 export const AuditEvent = {
@@ -40,7 +40,7 @@ export interface AuditFields {
 export class AuditLog {
   readonly #log: Logger;
   constructor(service: string, destination?: DestinationStream) {
-    this.#log = createLogger(service, 'INFO', destination, 'svc.audit');
+    this.#log = createLogger(service, 'INFO', destination ?? bufferedStdout(), 'svc.audit');
   }
 
   emit(eventType: AuditEvent, fields: AuditFields): void {

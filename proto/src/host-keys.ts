@@ -6,6 +6,7 @@ import { canonicalHost } from './device-address.js';
 import { deviceKeyOf } from './device-guards.js';
 import { decodeMessage } from './codec.js';
 import { encodeJson, isWrongRevision } from './job-store.js';
+import { KvMirror } from './kv-mirror.js';
 import { PinnedHostKeyRecord } from './messages/stored.js';
 import { encodeToken } from './subjects.js';
 
@@ -88,6 +89,12 @@ export function hostKeyModes(entries: readonly string[]): (context: string) => H
   return (context) => byContext.get(context) ?? fallback;
 }
 
+/**
+ * Watched copies of `svc-hostkeys`, one per bucket handle (so per process), shared by its
+ * stores; null when the copy could not be started (then the bucket is read).
+ */
+const copies = new WeakMap<KV, Promise<KvMirror | null>>();
+
 /** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
 export class HostKeyStore {
   constructor(readonly kv: KV) {}
@@ -110,8 +117,48 @@ export class HostKeyStore {
 
   /** The device key of the host key pinned for this address (`<context>|hostkey:<fp>`), or null. */
   async pinnedDeviceOf(context: string, address: string, port: number): Promise<string | null> {
-    const pin = await this.get(context, address, port).catch(() => null);
+    const pin = await this.pinnedCopy(context, address, port).catch(() => null);
     return pin !== null ? HostKeyStore.deviceOf(context, pin.fingerprint) : null;
+  }
+
+  /**
+   * The pin as the watched copy of the bucket has it. Every job's device guards ask (three
+   * times at the gateway, twice on the actor host): a round trip each was 10 of a job's 34
+   * messages through nats-server. The copy trails another process's new pin by milliseconds,
+   * as the breaker and lockout copies do; this process's own writes wait for it (`settled`).
+   * Verifying a device's key (`get`) still reads the bucket.
+   */
+  private async pinnedCopy(
+    context: string,
+    host: string,
+    port: number,
+  ): Promise<PinnedHostKey | null> {
+    let copy = copies.get(this.kv);
+    if (!copy) {
+      copy = KvMirror.start(this.kv).catch(() => null);
+      copies.set(this.kv, copy);
+    }
+    const mirror = await copy;
+    if (!mirror?.ready) return this.get(context, host, port);
+    const entry = mirror.get(HostKeyStore.keyOf(context, host, port));
+    return entry ? decodeMessage(PinnedHostKeyRecord, entry.value) : null;
+  }
+
+  /**
+   * Returns once this process's copy shows its own write (revision, or null for a delete), so
+   * that the guards of the next job here key by it. Bounded: a copy that fell behind gives up
+   * after two seconds (its watch catches up on its own).
+   */
+  private async settled(key: string, revision: number | null): Promise<void> {
+    const mirror = await copies.get(this.kv);
+    if (!mirror?.ready) return;
+    const deadline = Date.now() + 2000;
+    for (;;) {
+      const entry = mirror.get(key);
+      if (revision === null ? entry === null : (entry?.revision ?? 0) >= revision) return;
+      if (Date.now() > deadline) return;
+      await new Promise((r) => setTimeout(r, 2));
+    }
   }
 
   /** The device key of a host key (`<context>|hostkey:<fingerprint>`): one device, any address. */
@@ -138,7 +185,8 @@ export class HostKeyStore {
   ): Promise<PinnedHostKey> {
     const pin = this.record(context, host, port, blob, 'tofu');
     try {
-      await this.kv.create(HostKeyStore.keyOf(context, host, port), encodeJson(pin));
+      const key = HostKeyStore.keyOf(context, host, port);
+      await this.settled(key, await this.kv.create(key, encodeJson(pin)));
       return pin;
     } catch (err) {
       if (!isWrongRevision(err) && !/exists/i.test(String(err))) throw err;
@@ -149,14 +197,17 @@ export class HostKeyStore {
   /** Loads (or replaces) the key of a device: an administrator's decision. */
   async put(context: string, host: string, port: number, blob: Buffer): Promise<PinnedHostKey> {
     const pin = this.record(context, host, port, blob, 'admin');
-    await this.kv.put(HostKeyStore.keyOf(context, host, port), encodeJson(pin));
+    const key = HostKeyStore.keyOf(context, host, port);
+    await this.settled(key, await this.kv.put(key, encodeJson(pin)));
     return pin;
   }
 
   /** Forgets a pinned key; false when none was pinned. */
   async delete(context: string, host: string, port: number): Promise<boolean> {
     if ((await this.get(context, host, port)) === null) return false;
-    await this.kv.delete(HostKeyStore.keyOf(context, host, port));
+    const key = HostKeyStore.keyOf(context, host, port);
+    await this.kv.delete(key);
+    await this.settled(key, null);
     return true;
   }
 

@@ -85,6 +85,17 @@ function prettyStream(): pino.DestinationStream {
   });
 }
 
+/**
+ * Where audit lines go on stdout in JSON mode: buffered (up to 4 KiB, at most 200 ms old) and
+ * written without blocking, so a busy process makes one write for many lines instead of one
+ * per line. pino flushes the buffer synchronously when the process exits (a graceful stop ends
+ * in `process.exit`). Undefined when lines are pretty-printed (a terminal: written at once).
+ */
+export function bufferedStdout(): pino.DestinationStream | undefined {
+  if (prettyWanted()) return undefined;
+  return pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 });
+}
+
 /** How each root logger was made, so that a logger of another name can share its output. */
 const origins = new WeakMap<
   Logger,
