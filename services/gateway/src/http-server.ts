@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Logger } from '@svc/proto';
+import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
+import { UUID_V4_PATTERN } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const UUID_V4 = new RegExp(UUID_V4_PATTERN);
 /**
  * TLS 1.2 suites: forward secrecy (ECDHE) with an AEAD (AES-GCM, ChaCha20-Poly1305) only, no
  * CBC or SHA-1; the TLS 1.3 suites are all AEAD.
@@ -78,8 +80,9 @@ export interface HttpServerOptions {
 }
 
 /**
- * A Fastify instance with the service's conventions: bodies arrive as text (routes parse JSON
- * themselves so that bad JSON gets the same 422 as any bad input), `{message}` error bodies,
+ * A Fastify instance with the service's conventions: input judged by the route schemas with the
+ * project's Ajv, answered by the handlers in their turn (request-input.ts: bad JSON gets the
+ * same 422 as any bad input, after authentication), `{message}` error bodies,
  * TLS 1.2 or newer, `X-Request-ID` on every response. Every POST, PUT and PATCH must say
  * `Content-Type: application/json`, with or without a body (415 otherwise): a page on another
  * site can send a bodiless POST, `text/plain`, form or multipart bodies with a browser's cached
@@ -95,6 +98,13 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     return503OnClosing: true,
+    // Fastify's types name Ajv's compile signature here, not the route-schema compiler it calls.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: buildRequestValidator as never,
+      },
+    },
+    schemaErrorFormatter,
   };
   const app = (options.tls
     ? Fastify({
@@ -108,15 +118,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         },
       })
     : Fastify(common)) as unknown as FastifyInstance;
-  // Route schemas document the API (the OpenAPI document is generated from them); the routes
-  // validate input themselves through the same proto schemas, to answer bad JSON and bad fields
-  // with one 422 body, and answers are sent as built. So Fastify compiles nothing from them.
-  app.setValidatorCompiler(() => () => true);
+  // Fastify validates each request against its route schema but answers nothing itself: the
+  // handler answers 401/403 first, then each part's 422 in its turn (`validInput`). Answers
+  // are sent as built.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) =>
-    done(null, body),
-  );
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true;
+  });
+  parseJsonBodies(app);
   app.addHook('onRequest', (req, reply, done) => {
     const sent = req.headers['x-request-id'];
     const id = typeof sent === 'string' && UUID_V4.test(sent) ? sent.toLowerCase() : randomUUID();
