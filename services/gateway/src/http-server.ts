@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { Logger } from '@svc/proto';
+import { EnqueueResponse, MessageBody, ValidationErrorBody, type Logger } from '@svc/proto';
 import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
-import { UUID_V4_PATTERN } from './routes/route-schemas.js';
+import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
 
 const UUID_V4 = new RegExp(UUID_V4_PATTERN);
@@ -23,6 +24,28 @@ const TLS_CIPHERS = [
 ].join(':');
 /** One year, as HSTS preload lists expect. */
 const HSTS = 'max-age=31536000';
+
+/**
+ * Answers serialized from their schema (fast-json-stringify), by the `$ref` of the response
+ * schema: those whose every writer builds exactly the schema's fields (one builder each:
+ * JobIntake's enqueue answers, `sendValidation`, `sendMessage` and the server's own errors),
+ * so that nothing a client sees is dropped. Every other answer is JSON.stringify'd as built:
+ * fast-json-stringify drops what a schema does not name, and those schemas describe records
+ * read from the store or results of any shape rather than list every field they carry.
+ */
+const SERIALIZED = new Set(
+  [EnqueueResponse, MessageBody, ValidationErrorBody].map((s) => ref(s).$ref),
+);
+
+function buildSerializer(shared: unknown, options: unknown) {
+  const compile = SerializerSelector()(shared, options as never);
+  return (def: { method: string; url: string; httpStatus: string; schema?: unknown }) => {
+    const ref = (def.schema as { $ref?: unknown } | undefined)?.$ref;
+    return typeof ref === 'string' && SERIALIZED.has(ref)
+      ? compile(def)
+      : (data: unknown) => JSON.stringify(data);
+  };
+}
 
 /** Methods that change state: they need `Content-Type: application/json`, body or not. */
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
@@ -102,6 +125,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     schemaController: {
       compilersFactory: {
         buildValidator: buildRequestValidator as never,
+        buildSerializer: buildSerializer as never,
       },
     },
     schemaErrorFormatter,
@@ -119,9 +143,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
       })
     : Fastify(common)) as unknown as FastifyInstance;
   // Fastify validates each request against its route schema but answers nothing itself: the
-  // handler answers 401/403 first, then each part's 422 in its turn (`validInput`). Answers
-  // are sent as built.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // handler answers 401/403 first, then each part's 422 in its turn (`validInput`).
   app.addHook('onRoute', (route) => {
     route.attachValidation = true;
   });
