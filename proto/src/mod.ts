@@ -66,7 +66,7 @@ export {
   HealthRecord,
   HealthStatus,
 } from './messages/http.js';
-export { ajv, check, validatorFor, toIssues } from './validate.js';
+export { ajv, check, createAjv, validatorFor, toIssues } from './validate.js';
 export type { Checked } from './validate.js';
 export {
   normalizeSubmission,

@@ -7,9 +7,19 @@ import type { ValidationIssue } from './messages/http.js';
 // ajv-formats is CommonJS with a default export; under NodeNext its default import is the module.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
-/** The one Ajv instance of a process: strict, all errors, standard formats, no coercion. */
-export const ajv = new Ajv({ strict: false, allErrors: true, coerceTypes: false, verbose: true });
-addFormats(ajv);
+/**
+ * An Ajv with the project's options: all errors, standard formats, no coercion, no defaults
+ * filled in, verbose errors (`toIssues` reads the failing value and its schema). The gateway's
+ * route validators are built with it too, so a body is judged as `check` judges it.
+ */
+export function createAjv(): Ajv {
+  const instance = new Ajv({ strict: false, allErrors: true, coerceTypes: false, verbose: true });
+  addFormats(instance);
+  return instance;
+}
+
+/** The one Ajv instance of a process for proto's schemas (see `createAjv`). */
+export const ajv = createAjv();
 
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 
@@ -33,8 +43,7 @@ export function validatorFor(schema: TSchema): ValidateFunction {
  * would lose them at the next compare-and-set. What a later field changes about running a job is
  * announced in the envelope's `requires`, which this release checks (actor-capabilities.ts).
  */
-const ajvRead = new Ajv({ strict: false, allErrors: true, coerceTypes: false, verbose: true });
-addFormats(ajvRead);
+const ajvRead = createAjv();
 const readers = new WeakMap<TSchema, ValidateFunction>();
 
 /** A deep copy without `additionalProperties: false` and without `$id` (compiled once each). */

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { BatchRequest } from '@svc/proto';
 import {
-  BatchRequest,
   ConfigBatchRequest,
   KeyedWindow,
   Subjects,
@@ -41,7 +41,7 @@ import {
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
 import { RefusedAt, type BatchBudget } from './batch-admission.js';
-import { JobIntake, parseJsonBody, type PreparedJob } from './job-intake.js';
+import { JobIntake, type PreparedJob } from './job-intake.js';
 
 export interface BatchOptions {
   /** BATCH_MAX_DEVICES */
@@ -166,18 +166,15 @@ export class Batches {
 
   async create(
     caller: Caller,
-    body: string | undefined,
+    /** The body, validated by its route's schema (BatchRequest). */
+    req: BatchRequest,
     traceparent: string | undefined,
     source?: string,
   ): Promise<BatchCreated> {
     JobIntake.mustSubmit(caller);
-    const parsed = parseJsonBody(body);
-    const checked = check<BatchRequest>(BatchRequest, parsed, 'body');
-    if (!checked.ok) throw HttpError.validation(checked.issues);
-    const req = checked.value;
     const issues: ValidationIssue[] = [];
     if (req.kind === 'config') {
-      const strict = check<BatchRequest>(ConfigBatchRequest, parsed, 'body');
+      const strict = check<BatchRequest>(ConfigBatchRequest, req, 'body');
       if (!strict.ok) issues.push(...strict.issues);
     }
     if (req.devices.length > this.options.maxDevices) {

@@ -1,9 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { Logger } from '@svc/proto';
+import { EnqueueResponse, MessageBody, ValidationErrorBody, type Logger } from '@svc/proto';
+import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
+import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+const UUID_V4 = new RegExp(UUID_V4_PATTERN);
 /**
  * TLS 1.2 suites: forward secrecy (ECDHE) with an AEAD (AES-GCM, ChaCha20-Poly1305) only, no
  * CBC or SHA-1; the TLS 1.3 suites are all AEAD.
@@ -21,6 +24,28 @@ const TLS_CIPHERS = [
 ].join(':');
 /** One year, as HSTS preload lists expect. */
 const HSTS = 'max-age=31536000';
+
+/**
+ * Answers serialized from their schema (fast-json-stringify), by the `$ref` of the response
+ * schema: those whose every writer builds exactly the schema's fields (one builder each:
+ * JobIntake's enqueue answers, `sendValidation`, `sendMessage` and the server's own errors),
+ * so that nothing a client sees is dropped. Every other answer is JSON.stringify'd as built:
+ * fast-json-stringify drops what a schema does not name, and those schemas describe records
+ * read from the store or results of any shape rather than list every field they carry.
+ */
+const SERIALIZED = new Set(
+  [EnqueueResponse, MessageBody, ValidationErrorBody].map((s) => ref(s).$ref),
+);
+
+function buildSerializer(shared: unknown, options: unknown) {
+  const compile = SerializerSelector()(shared, options as never);
+  return (def: { method: string; url: string; httpStatus: string; schema?: unknown }) => {
+    const ref = (def.schema as { $ref?: unknown } | undefined)?.$ref;
+    return typeof ref === 'string' && SERIALIZED.has(ref)
+      ? compile(def)
+      : (data: unknown) => JSON.stringify(data);
+  };
+}
 
 /** Methods that change state: they need `Content-Type: application/json`, body or not. */
 const WRITES = new Set(['POST', 'PUT', 'PATCH']);
@@ -78,8 +103,9 @@ export interface HttpServerOptions {
 }
 
 /**
- * A Fastify instance with the service's conventions: bodies arrive as text (routes parse JSON
- * themselves so that bad JSON gets the same 422 as any bad input), `{message}` error bodies,
+ * A Fastify instance with the service's conventions: input judged by the route schemas with the
+ * project's Ajv, answered by the handlers in their turn (request-input.ts: bad JSON gets the
+ * same 422 as any bad input, after authentication), `{message}` error bodies,
  * TLS 1.2 or newer, `X-Request-ID` on every response. Every POST, PUT and PATCH must say
  * `Content-Type: application/json`, with or without a body (415 otherwise): a page on another
  * site can send a bodiless POST, `text/plain`, form or multipart bodies with a browser's cached
@@ -95,6 +121,14 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: options.bodyLimit,
     return503OnClosing: true,
+    // Fastify's types name Ajv's compile signature here, not the route-schema compiler it calls.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: buildRequestValidator as never,
+        buildSerializer: buildSerializer as never,
+      },
+    },
+    schemaErrorFormatter,
   };
   const app = (options.tls
     ? Fastify({
@@ -108,15 +142,12 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
         },
       })
     : Fastify(common)) as unknown as FastifyInstance;
-  // Route schemas document the API (the OpenAPI document is generated from them); the routes
-  // validate input themselves through the same proto schemas, to answer bad JSON and bad fields
-  // with one 422 body, and answers are sent as built. So Fastify compiles nothing from them.
-  app.setValidatorCompiler(() => () => true);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) =>
-    done(null, body),
-  );
+  // Fastify validates each request against its route schema but answers nothing itself: the
+  // handler answers 401/403 first, then each part's 422 in its turn (`validInput`).
+  app.addHook('onRoute', (route) => {
+    route.attachValidation = true;
+  });
+  parseJsonBodies(app);
   app.addHook('onRequest', (req, reply, done) => {
     const sent = req.headers['x-request-id'];
     const id = typeof sent === 'string' && UUID_V4.test(sent) ? sent.toLowerCase() : randomUUID();

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
@@ -73,8 +72,6 @@ const SCHEMAS: Record<JobKind, TSchema> = {
   structured: SendCommandStructuredRequest,
 };
 
-const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
-
 export interface IntakeOptions {
   contexts: readonly string[];
   /** Platform ids of the user drivers (SVC_DRIVERS_DIR). */
@@ -120,13 +117,11 @@ const HOLDER_WAIT_MS = 2000;
 
 export interface SubmitRequest {
   kind: JobKind;
-  /** The raw JSON text of the body. */
-  body: string | undefined;
+  /** The body, validated by its route's schema (v1 routes' accept retired fields). */
+  body: unknown;
   caller: Caller;
-  /** X-Request-ID as sent, if any. */
-  requestId: string | undefined;
-  /** Schema override (v1 routes accept retired fields). */
-  schema?: TSchema;
+  /** The job id: the request's X-Request-ID (validated by its route's schema) or a fresh one. */
+  jobId: string;
   /** W3C trace context of the request, carried to the actor in message headers. */
   traceparent?: string;
   /** X-Idempotency-Key as sent, if any. */
@@ -221,32 +216,12 @@ export class JobIntake {
     }
   }
 
-  /** Validates X-Request-ID; returns the job id to use. */
-  static jobIdFrom(requestId: string | undefined): string {
-    if (requestId === undefined || requestId === '') return randomUUID();
-    if (!UUID_V4.test(requestId)) {
-      throw HttpError.validation([
-        {
-          loc: ['header', 'X-Request-ID'],
-          msg: 'value is not a valid UUID version 4',
-          type: 'uuid_parsing',
-        },
-      ]);
-    }
-    return requestId.toLowerCase();
-  }
-
   async submit(req: SubmitRequest): Promise<EnqueueResponse> {
-    JobIntake.mustSubmit(req.caller);
-    const jobId = JobIntake.jobIdFrom(req.requestId);
-    const prepared = await this.prepare(
-      req.kind,
-      parseJsonBody(req.body),
-      req.caller,
-      req.schema,
-      req.commandPolicy,
-    );
-    return this.admit(prepared, jobId, req);
+    const prepared = await this.prepare(req.kind, req.body, req.caller, {
+      askedPolicy: req.commandPolicy,
+      validated: true,
+    });
+    return this.admit(prepared, req.jobId, req);
   }
 
   /** STORE_TIMEOUT in ms. */
@@ -263,16 +238,18 @@ export class JobIntake {
     kind: JobKind,
     parsed: unknown,
     caller: Caller,
-    schema?: TSchema,
-    askedPolicy?: string,
+    options: {
+      askedPolicy?: string;
+      /** The body passed its route's schema already (a submission); a batch's device has not. */
+      validated?: boolean;
+    } = {},
   ): Promise<PreparedJob> {
     JobIntake.mustSubmit(caller);
-    const asked = JobIntake.askedMode(askedPolicy);
-    const checked = check<SendConfigRequest & SendCommandStructuredRequest>(
-      schema ?? SCHEMAS[kind],
-      parsed,
-      'body',
-    );
+    const asked = JobIntake.askedMode(options.askedPolicy);
+    type Body = SendConfigRequest & SendCommandStructuredRequest;
+    const checked = options.validated
+      ? { ok: true as const, value: parsed as Body }
+      : check<Body>(SCHEMAS[kind], parsed, 'body');
     if (!checked.ok) throw HttpError.validation(checked.issues);
     const fromTemplate = kind === 'config' ? await this.renderedLines(checked.value, caller) : null;
     const body = fromTemplate ? { ...checked.value, commands: fromTemplate.lines } : checked.value;
@@ -833,21 +810,5 @@ export class JobIntake {
       msgID: MessageIds.envelope(envelope.job_id),
       headers: h,
     });
-  }
-}
-
-/** JSON text → value; a body that is not JSON is a 422 like any other bad input. */
-export function parseJsonBody(body: string | undefined): unknown {
-  if (body === undefined || body.trim() === '') {
-    throw HttpError.validation([
-      { loc: ['body'], msg: 'a JSON body is required', type: 'missing' },
-    ]);
-  }
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    throw HttpError.validation([
-      { loc: ['body'], msg: 'body is not valid JSON', type: 'json_invalid' },
-    ]);
   }
 }

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { AuditEvent, DateTime, check } from '@svc/proto';
+import { AuditEvent, DateTime } from '@svc/proto';
 import type { ApiKeyMeta, ApiKeys } from '../api-keys.js';
 import { attemptOf } from '../authenticate.js';
 import { Role, hasRole, mayUseContext, parseBasic, parseBearer, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { noteCaller } from '../http-server.js';
-import { parseJsonBody } from '../job-intake.js';
+import { validInput } from '../request-input.js';
 import { guarded } from './context.js';
 import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
@@ -161,11 +161,7 @@ export function registerApiKeyRoutes(
     }),
     guarded(async (req, reply) => {
       const actor = await authorize(req);
-      const raw = req.body as string | undefined;
-      const parsed = raw === undefined || raw.trim() === '' ? {} : parseJsonBody(raw);
-      const checked = check<CreateKeyRequest>(CreateKeyRequest, parsed, 'body');
-      if (!checked.ok) throw HttpError.validation(checked.issues);
-      const body = checked.value;
+      const body = validInput<CreateKeyRequest>(req, 'body');
       const defaultContexts = actor.kind === 'key' ? actor.caller.contexts : ['*'];
       const contexts = [...new Set(body.contexts ?? defaultContexts)];
       const unknown = contexts.filter((c) => c !== '*' && !config.SVC_CONTEXTS.includes(c));

@@ -18,6 +18,8 @@ import { Type } from 'typebox';
 import type { Batches } from '../batches.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
+import { JobIntake } from '../job-intake.js';
+import { validInput } from '../request-input.js';
 import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
 import {
@@ -116,10 +118,11 @@ export function registerBatchRoutes(
     }),
     guarded(async (req, reply) => {
       const caller = await authenticate(req);
+      JobIntake.mustSubmit(caller);
       const traceparent = req.headers['traceparent'];
       const created = await batches.create(
         caller,
-        req.body as string | undefined,
+        validInput<BatchRequest>(req, 'body'),
         typeof traceparent === 'string' ? traceparent : undefined,
         req.ip,
       );

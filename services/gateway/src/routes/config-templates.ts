@@ -12,7 +12,6 @@ import {
   RenderStoredRequest,
   RenderedConfig,
   TEMPLATE_NAME_PATTERN,
-  check,
   type RenderInlineRequest as RenderInline,
   type RenderStoredRequest as RenderStored,
   type ConfigTemplatePut as Put,
@@ -23,7 +22,7 @@ import { TemplateProblem, renderConfig, templateProblems } from '../config-rende
 import { ConfigTemplates } from '../config-templates.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
-import { parseJsonBody } from '../job-intake.js';
+import { validInput } from '../request-input.js';
 import { guarded } from './context.js';
 import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
@@ -83,19 +82,16 @@ export function registerConfigTemplateRoutes(app: FastifyInstance, ctx: GatewayC
     return context;
   };
   const nameOf = (req: FastifyRequest<NameParams>): string => {
-    const name = req.params.name;
-    if (!new RegExp(TEMPLATE_NAME_PATTERN).test(name) || RESERVED_TEMPLATE_NAMES.includes(name)) {
+    if (RESERVED_TEMPLATE_NAMES.includes(req.params.name)) {
       throw HttpError.validation([
         {
           loc: ['path', 'name'],
-          msg: RESERVED_TEMPLATE_NAMES.includes(name)
-            ? `${JSON.stringify(name)} is reserved (POST /v2/config-templates/render renders inline text)`
-            : `string does not match pattern ${TEMPLATE_NAME_PATTERN}`,
+          msg: `${JSON.stringify(req.params.name)} is reserved (POST /v2/config-templates/render renders inline text)`,
           type: 'string_pattern_mismatch',
         },
       ]);
     }
-    return name;
+    return validInput<NameParams['Params']>(req, 'params').name;
   };
   const auditBase = (req: FastifyRequest, caller: Caller, status: string) => ({
     request_id: attemptOf(req, null).requestId,
@@ -155,13 +151,7 @@ export function registerConfigTemplateRoutes(app: FastifyInstance, ctx: GatewayC
     guarded<FastifyRequest<ContextQuery>>(async (req, reply) => {
       const caller = await authenticate(req);
       contextOf(caller, req);
-      const checked = check<RenderInline>(
-        RenderInlineRequest,
-        parseJsonBody(req.body as string),
-        'body',
-      );
-      if (!checked.ok) throw HttpError.validation(checked.issues);
-      const body = checked.value;
+      const body = validInput<RenderInline>(req, 'body');
       return reply.code(200).send(rendered(body.template, body.vars ?? {}, ['body', 'template']));
     }, onStoreError),
   );
@@ -204,9 +194,8 @@ export function registerConfigTemplateRoutes(app: FastifyInstance, ctx: GatewayC
       mustWrite(caller);
       const context = contextOf(caller, req);
       const name = nameOf(req);
-      const checked = check<Put>(ConfigTemplatePut, parseJsonBody(req.body as string), 'body');
-      if (!checked.ok) throw HttpError.validation(checked.issues);
-      const problems = templateProblems(checked.value.template, {
+      const body = validInput<Put>(req, 'body');
+      const problems = templateProblems(body.template, {
         template: ['body', 'template'],
         vars: ['body', 'vars'],
       });
@@ -214,8 +203,8 @@ export function registerConfigTemplateRoutes(app: FastifyInstance, ctx: GatewayC
       const { template, created } = await store.put(
         context,
         name,
-        checked.value.template,
-        checked.value.description ?? '',
+        body.template,
+        body.description ?? '',
         caller.id,
       );
       audit.emit(AuditEvent.configTemplateSaved, {
@@ -271,15 +260,10 @@ export function registerConfigTemplateRoutes(app: FastifyInstance, ctx: GatewayC
       const caller = await authenticate(req);
       const context = contextOf(caller, req);
       const name = nameOf(req);
-      const checked = check<RenderStored>(
-        RenderStoredRequest,
-        parseJsonBody(req.body as string),
-        'body',
-      );
-      if (!checked.ok) throw HttpError.validation(checked.issues);
+      const body = validInput<RenderStored>(req, 'body');
       const t = await store.get(context, name);
       if (!t) throw new HttpError(404, `no template ${name} in context ${context}`);
-      return reply.code(200).send(rendered(t.template, checked.value.vars ?? {}, ['path', 'name']));
+      return reply.code(200).send(rendered(t.template, body.vars ?? {}, ['path', 'name']));
     }, onStoreError),
   );
 }

@@ -6,7 +6,6 @@ import {
   DateTime,
   HostKeyStore,
   canonicalHost,
-  check,
   parseOpenSshPublicKey,
   type PinnedHostKey,
 } from '@svc/proto';
@@ -15,7 +14,7 @@ import { attemptOf } from '../authenticate.js';
 import { mayUseContext } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
-import { parseJsonBody } from '../job-intake.js';
+import { validInput } from '../request-input.js';
 import { authorizeAdmin, type KeyActor } from './api-keys.js';
 import { guarded } from './context.js';
 import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
@@ -127,13 +126,8 @@ export function registerHostKeyRoutes(
     }),
     guarded<FastifyRequest<DeviceParams>>(async (req, reply) => {
       const { who, context, host, port } = await device(req);
-      const checked = check<LoadHostKeyRequest>(
-        LoadHostKeyRequest,
-        parseJsonBody(req.body as string | undefined),
-        'body',
-      );
-      if (!checked.ok) throw HttpError.validation(checked.issues);
-      const parsed = parseOpenSshPublicKey(checked.value.public_key);
+      const body = validInput<LoadHostKeyRequest>(req, 'body');
+      const parsed = parseOpenSshPublicKey(body.public_key);
       if (parsed === null) {
         throw HttpError.validation([
           {

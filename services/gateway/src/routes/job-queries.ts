@@ -11,13 +11,19 @@ import {
   decodeOrDrop,
   FailedJob,
   JobRecord,
-  type ValidationIssue,
 } from '@svc/proto';
 import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
-import { HttpError } from '../http-errors.js';
 import { guarded } from './context.js';
-import { EXAMPLE_JOB_ID, ref, routeSchema, type RouteDoc } from './route-schemas.js';
+import { validInput } from '../request-input.js';
+import {
+  EXAMPLE_JOB_ID,
+  ISSUE,
+  ref,
+  routeSchema,
+  type IssueText,
+  type RouteDoc,
+} from './route-schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 
@@ -88,18 +94,34 @@ export const ContextList = Type.Object(
 /** The named answers of the job queries (components of the OpenAPI document). */
 export const JOB_QUERY_SCHEMAS = [JobList, FailedJobList, ContextList];
 
-/** The query of GET /v2/jobs, as documented (parseListQuery enforces it with SPEC's 422s). */
-const ListQuerySchema = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+/** Statuses GET /v2/jobs filters by (the specification's four, and cancelled). */
+export const LIST_STATUSES: readonly string[] = Object.values(JobStatus);
+
+/** A tag filter `key:value`: the key ends at the first colon, the value is any tag text. */
+const TAG_TEXT = TAG_PATTERN.slice(1, -1);
+const TAG_FILTER = `^${TAG_TEXT.replace(':', '')}:${TAG_TEXT}$`;
+
+/**
+ * The query of GET /v2/jobs: the schema Fastify validates it with and the document shows. Its
+ * values are converted from text (request-input.ts); unknown parameters are ignored.
+ */
+export const ListQuery = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  status: Type.Optional(Type.Enum(Object.values(JobStatus))),
+  status: Type.Optional(Type.Enum(LIST_STATUSES)),
   tag: Type.Optional(
     Type.String({
-      pattern: '^[A-Za-z0-9_:-]{1,64}:[A-Za-z0-9_:-]{1,64}$',
+      pattern: TAG_FILTER,
       description: 'key:value',
+      [ISSUE]: {
+        msg: 'tag must be key:value (each 1-64 of A-Z a-z 0-9 _ : -)',
+        type: 'value_error',
+      } satisfies IssueText,
     }),
   ),
 });
+/** A valid query, its defaults filled in. */
+export type ListQuery = Static<typeof ListQuery> & { page: number; per_page: number };
 
 /** Route schemas of the job queries; v1 reuses them, deprecated. */
 export function jobQuerySchemas(v1: boolean) {
@@ -119,7 +141,7 @@ export function jobQuerySchemas(v1: boolean) {
     list: doc({
       operationId: 'listJobs',
       summary: "The caller's jobs, newest first (admin keys: every job of their contexts)",
-      querystring: ListQuerySchema,
+      querystring: ListQuery,
       ok: {
         200: {
           description: 'A page of job summaries.',
@@ -178,83 +200,6 @@ export function jobQuerySchemas(v1: boolean) {
       },
     }),
   };
-}
-
-/** Statuses GET /v2/jobs filters by (the specification's four, and cancelled). */
-export const LIST_STATUSES: readonly string[] = Object.values(JobStatus);
-
-export interface ListQuery {
-  page: number;
-  perPage: number;
-  status: string | null;
-  tag: { key: string; value: string } | null;
-}
-
-/**
- * Query text → typed values ("Query values are coerced from text"); every bad value is
- * reported at once with `loc: ["query", name]`. Unknown parameters are ignored.
- */
-export function parseListQuery(query: unknown): ListQuery {
-  const raw = (query ?? {}) as Record<string, string | string[] | undefined>;
-  const one = (name: string): string | undefined => {
-    const v = raw[name];
-    return Array.isArray(v) ? v[v.length - 1] : v;
-  };
-  const issues: ValidationIssue[] = [];
-  const int = (name: string, dflt: number, min: number, max: number): number => {
-    const text = one(name);
-    if (text === undefined) return dflt;
-    if (!/^\s*[+-]?\d+\s*$/.test(text)) {
-      issues.push({
-        loc: ['query', name],
-        msg: 'value is not a valid integer',
-        type: 'int_parsing',
-      });
-      return dflt;
-    }
-    const n = Number(text);
-    if (n < min) {
-      issues.push({
-        loc: ['query', name],
-        msg: `ensure this value is greater than or equal to ${min}`,
-        type: 'greater_than_equal',
-      });
-    } else if (n > max) {
-      issues.push({
-        loc: ['query', name],
-        msg: `ensure this value is less than or equal to ${max}`,
-        type: 'less_than_equal',
-      });
-    }
-    return n;
-  };
-  const page = int('page', 1, 1, Number.MAX_SAFE_INTEGER);
-  const perPage = int('per_page', 20, 1, 100);
-  const status = one('status') ?? null;
-  if (status !== null && !LIST_STATUSES.includes(status)) {
-    issues.push({
-      loc: ['query', 'status'],
-      msg: `value is not one of ${JSON.stringify(LIST_STATUSES)}`,
-      type: 'enum',
-    });
-  }
-  const tagText = one('tag');
-  let tag: ListQuery['tag'] = null;
-  if (tagText !== undefined) {
-    const colon = tagText.indexOf(':');
-    const key = colon > 0 ? tagText.slice(0, colon) : '';
-    const value = colon > 0 ? tagText.slice(colon + 1) : '';
-    const ok = new RegExp(TAG_PATTERN);
-    if (!ok.test(key) || !ok.test(value)) {
-      issues.push({
-        loc: ['query', 'tag'],
-        msg: 'tag must be key:value (each 1-64 of A-Z a-z 0-9 _ : -)',
-        type: 'value_error',
-      });
-    } else tag = { key, value };
-  }
-  if (issues.length > 0) throw HttpError.validation(issues);
-  return { page, perPage, status, tag };
 }
 
 interface IndexedJob extends JobSummary {
@@ -352,6 +297,8 @@ export class JobIndex {
   }
 
   list(caller: Caller, q: ListQuery): JobList {
+    const colon = q.tag?.indexOf(':') ?? -1;
+    const tag = q.tag && { key: q.tag.slice(0, colon), value: q.tag.slice(colon + 1) };
     const now = Date.now();
     const matches: IndexedJob[] = [];
     for (const [key, j] of this.#entries) {
@@ -361,16 +308,16 @@ export class JobIndex {
         continue;
       }
       if (!mayAccessJob(caller, j.owner, j.context)) continue;
-      if (q.status !== null && j.status !== q.status) continue;
-      if (q.tag !== null && j.tags?.[q.tag.key] !== q.tag.value) continue;
+      if (q.status !== undefined && j.status !== q.status) continue;
+      if (tag && j.tags?.[tag.key] !== tag.value) continue;
       matches.push(j);
     }
     matches.sort(
       (a, b) =>
         (b.created_at ?? '').localeCompare(a.created_at ?? '') || a.job_id.localeCompare(b.job_id),
     );
-    const start = (q.page - 1) * q.perPage;
-    const jobs = matches.slice(start, start + q.perPage).map((j) => ({
+    const start = (q.page - 1) * q.per_page;
+    const jobs = matches.slice(start, start + q.per_page).map((j) => ({
       job_id: j.job_id,
       status: j.status,
       created_at: j.created_at,
@@ -381,9 +328,9 @@ export class JobIndex {
       jobs,
       pagination: {
         page: q.page,
-        per_page: q.perPage,
+        per_page: q.per_page,
         total: matches.length,
-        pages: Math.ceil(matches.length / q.perPage),
+        pages: Math.ceil(matches.length / q.per_page),
       },
     };
   }
@@ -447,7 +394,7 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
   const handlers: JobQueryHandlers = {
     list: guarded(async (req, reply) => {
       const caller = await ctx.authenticate(req);
-      const q = parseListQuery(req.query);
+      const q = validInput<ListQuery>(req, 'querystring');
       const index = await indexReady();
       return reply.code(200).send(index.list(caller, q));
     }, ctx.onStoreError),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   Buckets,
@@ -14,9 +15,11 @@ import {
 } from '@svc/proto';
 import type { TSchema } from 'typebox';
 import type { JobControl } from '../job-control.js';
-import type { JobIntake } from '../job-intake.js';
+import type { Caller } from '../caller.js';
+import { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
 import { deadlineOf, requestIdOf } from '../http-server.js';
+import { parsedBody, validInput } from '../request-input.js';
 import { guarded, type Authenticate } from './context.js';
 import {
   ENQUEUE_EXAMPLE,
@@ -108,9 +111,8 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
         const traceparent = req.headers['traceparent'];
         const response = await intake.submit({
           kind,
-          body: req.body as string | undefined,
+          ...submissionInput(req, caller),
           caller,
-          requestId: header(req, 'x-request-id'),
           idempotencyKey: header(req, 'x-idempotency-key'),
           commandPolicy: header(req, 'x-svc-command-policy'),
           source: req.ip,
@@ -212,6 +214,29 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
       return reply.code(204).send();
     }, onStoreError),
   );
+}
+
+/**
+ * The input of a submission, in the order its answers are due: 403 for a role that may not
+ * submit, then X-Request-ID, bad JSON, X-Svc-Command-Policy, and the body's schema.
+ */
+export function submissionInput(
+  req: FastifyRequest,
+  caller: Caller,
+): { jobId: string; body: unknown } {
+  JobIntake.mustSubmit(caller);
+  const jobId = jobIdOf(req);
+  parsedBody(req);
+  JobIntake.askedMode(header(req, 'x-svc-command-policy'));
+  return { jobId, body: validInput(req, 'body') };
+}
+
+/** The id of a new job: the request's X-Request-ID (SubmitHeaders: a UUID v4), else a fresh one. */
+export function jobIdOf(req: FastifyRequest): string {
+  // A route without SubmitHeaders would take any text for a job id.
+  if (!req.getValidationFunction('headers')) throw new Error(`${req.url}: no header schema`);
+  const sent = validInput<{ 'x-request-id'?: string }>(req, 'headers')['x-request-id'];
+  return sent === undefined || sent === '' ? randomUUID() : sent.toLowerCase();
 }
 
 /** Where a request came from, for audit lines. */

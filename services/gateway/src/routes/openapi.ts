@@ -18,7 +18,7 @@ import {
   V1SendCommandStructuredRequest,
   ValidationErrorBody,
 } from '@svc/proto';
-import { BODY_OPTIONAL, routeSchema } from './route-schemas.js';
+import { BODY_OPTIONAL, ISSUE, routeSchema } from './route-schemas.js';
 
 /** Where the document is served (no authentication). */
 export const OPENAPI_PATH = '/v2/openapi.json';
@@ -122,7 +122,11 @@ export async function registerOpenApi(
     },
     transformObject: (documentObject) => {
       if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
-      const { openapiObject } = documentObject;
+      // A copy: the route schemas may share objects with it, and Ajv reads their wording.
+      const openapiObject = JSON.parse(JSON.stringify(documentObject.openapiObject)) as Partial<
+        typeof documentObject.openapiObject
+      >;
+      dropIssueWording(openapiObject);
       for (const item of Object.values(openapiObject.paths ?? {}))
         for (const op of Object.values(item as Record<string, Record<string, unknown>>)) {
           if (op === null || typeof op !== 'object' || !(BODY_OPTIONAL in op)) continue;
@@ -138,6 +142,18 @@ export async function registerOpenApi(
         typeof json['$id'] === 'string' ? json['$id'] : `def-${i}`,
     },
   });
+}
+
+/** Drops the 422 wording of schemas (route-schemas.ts `ISSUE`): the gateway's, not the API's. */
+function dropIssueWording(node: unknown): void {
+  if (node === null || typeof node !== 'object') return;
+  if (Array.isArray(node)) {
+    for (const n of node) dropIssueWording(n);
+    return;
+  }
+  const obj = node as Record<string, unknown>;
+  delete obj[ISSUE];
+  for (const v of Object.values(obj)) dropIssueWording(v);
 }
 
 /** GET /v2/openapi.json: the document generated from the routes' schemas. */

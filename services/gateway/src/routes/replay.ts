@@ -7,7 +7,6 @@ import {
   SshReplaySecrets,
   basicCredentialIssues,
   replaySshSecrets,
-  check,
   commitFormsOf,
   sessionNameOf,
   type DeviceSecrets,
@@ -19,9 +18,9 @@ import {
 import { hasRole, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
-import { JobIntake, parseJsonBody } from '../job-intake.js';
+import { validInput } from '../request-input.js';
 import { guarded } from './context.js';
-import { ACCEPTED, accepted, header } from './jobs.js';
+import { ACCEPTED, accepted, header, jobIdOf } from './jobs.js';
 import { JobIdParam, SubmitHeaders, ref, routeSchema } from './route-schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -171,7 +170,7 @@ export async function ownJob(
   const caller = await ctx.authenticate(req);
   if (!hasRole(caller, 'operator'))
     throw new HttpError(403, `role ${caller.role} may not ${action} jobs`);
-  const newId = JobIntake.jobIdFrom(header(req, 'x-request-id'));
+  const newId = jobIdOf(req);
   const stored = await ctx.jobs.get(req.params.job_id);
   if (!stored) throw new HttpError(404, `job ${req.params.job_id} not found`);
   const record = stored.record;
@@ -196,11 +195,7 @@ export async function resubmit(
   newId: string,
   link: { event: AuditEvent; field: string },
 ): Promise<EnqueueResponse> {
-  const raw = req.body as string | undefined;
-  const parsed = raw === undefined || raw.trim() === '' ? {} : parseJsonBody(raw);
-  const checked = check<ReplayRequest>(ReplayRequest, parsed, 'body');
-  if (!checked.ok) throw HttpError.validation(checked.issues);
-  const body = checked.value;
+  const body = validInput<ReplayRequest>(req, 'body');
   // The original job's key and jump-host credentials were never kept: given again here.
   const ssh = replaySshSecrets(record.spec.ssh, body.ssh);
   const issues: ValidationIssue[] = [...ssh.issues];

@@ -10,12 +10,20 @@ import { Type, type TSchema } from 'typebox';
 import { hasRole } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
-import { parseJsonBody } from '../job-intake.js';
 import { guarded } from './context.js';
 import { deadlineOf } from '../http-server.js';
 import { jobQueryHandlers, jobQuerySchemas } from './job-queries.js';
 import { ReplayRequest } from './replay.js';
-import { ACCEPTED, JOB_READ, SUBMIT_EXAMPLE, accepted, header, originOf } from './jobs.js';
+import { parsedBody, rawBodyOf } from '../request-input.js';
+import {
+  ACCEPTED,
+  JOB_READ,
+  SUBMIT_EXAMPLE,
+  accepted,
+  header,
+  originOf,
+  submissionInput,
+} from './jobs.js';
 import { JobIdParam, SubmitHeaders, ref, routeSchema, type RouteDoc } from './route-schemas.js';
 
 type JobParams = { Params: { job_id: string } };
@@ -78,20 +86,18 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
       errors: [403, 404],
     });
 
-  const submit = (kind: JobKind, schema: TSchema) =>
+  const submit = (kind: JobKind) =>
     guarded(async (req, reply) => {
       const caller = await ctx.authenticate(req);
       const traceparent = header(req, 'traceparent');
       const response = await ctx.intake.submit({
         kind,
-        body: req.body as string | undefined,
+        ...submissionInput(req, caller),
         caller,
-        requestId: header(req, 'x-request-id'),
         idempotencyKey: header(req, 'x-idempotency-key'),
         commandPolicy: header(req, 'x-svc-command-policy'),
         source: req.ip,
         deadline: deadlineOf(req),
-        schema,
         ...(traceparent ? { traceparent } : {}),
       });
       return accepted(reply, response.job_id, response);
@@ -106,7 +112,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         V1SendCommandRequest,
       ),
     },
-    submit('command', V1SendCommandRequest),
+    submit('command'),
   );
   app.post(
     '/v1/send_command_structured',
@@ -118,7 +124,7 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         V1SendCommandStructuredRequest,
       ),
     },
-    submit('structured', V1SendCommandStructuredRequest),
+    submit('structured'),
   );
 
   const getJob = guarded<FastifyRequest<JobParams>>(async (req, reply) => {
@@ -228,7 +234,7 @@ async function delegate(
     headers,
     // The client's address, not the injector's: brute-force limits and audit lines use it.
     remoteAddress: req.ip,
-    ...(typeof req.body === 'string' ? { payload: req.body } : {}),
+    ...(rawBodyOf(req) !== undefined ? { payload: rawBodyOf(req) } : {}),
   });
   for (const name of PASSED_HEADERS) {
     const value = answer.headers[name];
@@ -254,7 +260,7 @@ async function replayFallback(
   let creds: { username: string; password: string; enable: string | null };
   if (caller.basic) creds = { ...caller.basic, enable: null };
   else {
-    const body = parseJsonBody(req.body as string | undefined) as Record<string, unknown> | null;
+    const body = parsedBody(req) as Record<string, unknown> | null;
     const username = body?.['username'];
     const password = body?.['password'];
     const enable = body?.['enable'];
