@@ -33,7 +33,7 @@ export default tseslint.config(
     // What a service reads from NATS is decoded against its schema (decodeMessage, decodeOrDrop):
     // decodeJson is an unchecked cast, left for tests and tools.
     files: ['services/*/src/**/*.ts', 'proto/src/**/*.ts', 'cli/src/**/*.ts'],
-    ignores: ['proto/src/job-store.ts', 'proto/src/mod.ts'],
+    ignores: ['proto/src/codec.ts', 'proto/src/mod.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -47,11 +47,37 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              group: ['**/job-store.js'],
+              group: ['**/codec.js'],
               importNames: ['decodeJson'],
               message: 'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // A job's status is written, and its events and cancels are published, only by the named
+    // operations of @svc/jobs (enqueue, start, finish, fail, cancel, drain, ...): no other
+    // writer of the `svc-jobs` bucket, no other publisher on a job's event subjects.
+    files: ['services/*/src/**/*.ts', 'cli/src/**/*.ts', 'proto/src/**/*.ts'],
+    // Readers of the bucket (job lists, the dispatcher's ended check) and its creation.
+    ignores: [
+      'services/gateway/src/routes/job-queries.ts',
+      'services/dispatcher/src/dispatcher.ts',
+      'proto/src/topology.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            'MemberExpression[object.name=/^(Subjects|MessageIds)$/][property.name=/^(jobEvent|batchJobEvent|cancel)$/]',
+          message: "A job's events and cancels are published by @svc/jobs: use its operations.",
+        },
+        {
+          selector: "MemberExpression[object.name='Buckets'][property.name='jobs']",
+          message: 'Job records are written by @svc/jobs only (Jobs.open and its operations).',
         },
       ],
     },

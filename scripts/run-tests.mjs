@@ -9,6 +9,7 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const unitDirs = [
   'proto/dist/test',
+  'jobs/dist/test',
   'parsers/dist/test',
   'services/gateway/dist/test',
   'services/dispatcher/dist/test',

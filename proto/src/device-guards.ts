@@ -1,6 +1,5 @@
 import type { KV } from '@nats-io/kv';
-import { decodeMessage } from './codec.js';
-import { encodeJson, isWrongRevision } from './job-store.js';
+import { decodeMessage, encodeJson, isWrongRevision } from './codec.js';
 import { BreakerRecord, LockoutRecord } from './messages/stored.js';
 import { canonicalHost } from './device-address.js';
 import type { KvMirror } from './kv-mirror.js';

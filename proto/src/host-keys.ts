@@ -4,8 +4,7 @@ import { Type } from 'typebox';
 import { ConfigError } from './config-loader.js';
 import { canonicalHost } from './device-address.js';
 import { deviceKeyOf } from './device-guards.js';
-import { decodeMessage } from './codec.js';
-import { encodeJson, isWrongRevision } from './job-store.js';
+import { decodeMessage, encodeJson, isWrongRevision } from './codec.js';
 import { PinnedHostKeyRecord } from './messages/stored.js';
 import { encodeToken } from './subjects.js';
 

@@ -101,22 +101,15 @@ export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './web
 export { ensureTopology, DefaultTopology, JOBS_DUPLICATE_WINDOW_SECONDS } from './topology.js';
 export type { TopologyOptions, Stores } from './topology.js';
 export {
-  JobStore,
+  MalformedMessage,
   encodeJson,
   decodeJson,
   isWrongRevision,
-  placementMayStart,
-  queuedRecordOf,
-} from './job-store.js';
-export {
-  MalformedMessage,
   decodeMessage,
   decodeOrDrop,
   malformedMessagesDropped,
 } from './codec.js';
 export type { DropContext } from './codec.js';
-export { JOB_TRANSITIONS, IllegalTransition, mayMove } from './job-states.js';
-export type { NextOf, FromOf } from './job-states.js';
 export {
   LeaseRecord,
   BreakerRecord,
@@ -127,9 +120,6 @@ export {
   ResultsObject,
   DevicePlacementEntry,
 } from './messages/stored.js';
-export type { StoredRecord } from './job-store.js';
-export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';
-export type { StoredResults } from './job-results.js';
 export { createLogger, renamedLogger, REDACT_PATHS } from './logging.js';
 export type { Logger } from './logging.js';
 export { loadConfig, ConfigError } from './config-loader.js';
@@ -145,11 +135,9 @@ export {
 export type { NatsCredentials } from './nats-connection.js';
 export { AuditLog, AuditEvent } from './audit.js';
 export type { AuditFields } from './audit.js';
-export { JobLifecycle, failure, retryTransient } from './job-lifecycle.js';
+export { retryTransient } from './store-retry.js';
 export { FailedJob, FUNC_NAMES } from './messages/job.js';
 export { Lease } from './lease.js';
-export { drainHost } from './host-drain.js';
-export type { DrainOutcome } from './host-drain.js';
 export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
 export { canonicalIp, canonicalHost, resolveHost, RESOLVE_TIMEOUT_MS } from './device-address.js';
 export {

@@ -17,9 +17,6 @@ import {
   workConsumeOptions,
   Consumers,
   ErrorCode,
-  JobLifecycle,
-  JobResults,
-  JobStore,
   MetricsRegistry,
   jobFailureCounter,
   ACTOR_CAPABILITIES,
@@ -29,7 +26,6 @@ import {
   SvcError,
   decodeOrDrop,
   deviceKeyOf,
-  drainHost,
   encodeJson,
   ensureTopology,
   topologyFrom,
@@ -40,6 +36,7 @@ import {
   type Sealer,
   type WorkerHeartbeat,
 } from '@svc/proto';
+import { Jobs } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from './config.js';
 import { DeviceActor } from './device-actor.js';
@@ -87,15 +84,11 @@ export async function startActorHost(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const results = await JobResults.open(nc, config.SVC_MAX_RESULT_BYTES);
-  const jobs = new JobStore(stores[Buckets.jobs], nc, undefined, undefined, results);
   const registry = deps.metrics ?? new MetricsRegistry();
-  const lifecycle = new JobLifecycle(
-    jobs,
-    stores[Buckets.failed],
-    stores[Buckets.dedup],
-    jobFailureCounter(registry),
-  );
+  const jobs = await Jobs.open(nc, stores, {
+    maxResultBytes: config.SVC_MAX_RESULT_BYTES,
+    onFailed: jobFailureCounter(registry),
+  });
   const admission = await DeviceAdmission.start(config, stores, log);
   const transcriptEverywhere = config.TRANSCRIPT_CONTEXTS.includes('*');
   const transcriptContexts = new Set(config.TRANSCRIPT_CONTEXTS);
@@ -113,7 +106,6 @@ export async function startActorHost(
     audit: deps.audit ?? new AuditLog('device-actor'),
     sealer: deps.sealer,
     jobs,
-    lifecycle,
     admission,
     runner: deps.runner,
     parseOutputs: deps.parseOutputs,
@@ -122,7 +114,6 @@ export async function startActorHost(
     running,
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
-    results,
     jobsEnded: new Counter({
       name: 'svc_actor_jobs_total',
       help: 'Jobs this actor host ran to a terminal status, by status.',
@@ -272,14 +263,16 @@ export async function startActorHost(
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
       admission.stop();
-      const drained = await drainHost(nc, lifecycle, hostId, {
-        failStarted: true,
-        reason: 'actor host shut down while the job ran',
-        log,
-      }).catch((err: unknown) => {
-        log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
-        return null;
-      });
+      const drained = await jobs
+        .drain(hostId, {
+          failStarted: true,
+          reason: 'actor host shut down while the job ran',
+          log,
+        })
+        .catch((err: unknown) => {
+          log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
+          return null;
+        });
       if (drained) {
         log.info(
           { handed_back: drained.handedBack.length, waiting: waiting.length },

@@ -1,12 +1,16 @@
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, SvcError } from './errors.js';
-import { retryTransient } from './job-lifecycle.js';
-import { decodeMessage } from './codec.js';
-import { encodeJson } from './job-store.js';
-import { ResultsObject } from './messages/stored.js';
-import type { JobRecord, ResultsRef } from './messages/job.js';
-import { ObjectBuckets } from './subjects.js';
+import {
+  ErrorCode,
+  ObjectBuckets,
+  ResultsObject,
+  SvcError,
+  decodeMessage,
+  encodeJson,
+  retryTransient,
+  type JobRecord,
+  type ResultsRef,
+} from '@svc/proto';
 
 /** Default of SVC_MAX_RESULT_BYTES: the largest results a job may keep. */
 export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024;

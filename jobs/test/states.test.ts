@@ -3,12 +3,29 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { JobStore } from '../src/job-store.js';
-import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src/job-states.js';
-import type { JobLifecycle } from '../src/job-lifecycle.js';
-import { isTerminal, type JobRecord, type JobStatus } from '../src/messages/job.js';
-import { SvcError } from '../src/errors.js';
-import { commandSpec } from './job-fixtures.js';
+import { SvcError, isTerminal, type JobRecord, type JobSpec, type JobStatus } from '@svc/proto';
+import { JobStore } from '../src/store.js';
+import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src/states.js';
+import type { Jobs } from '../src/jobs.js';
+
+/** A complete read job's spec, as the gateway stores it. */
+const commandSpec: JobSpec = {
+  kind: 'command',
+  context: 'default',
+  host: '127.0.0.1',
+  port: 22,
+  platform: 'cisco_ios',
+  commands: ['show version'],
+  conn_timeout: 10,
+  read_timeout: 10,
+  expect_string: null,
+  tags: {},
+  webhook_url: null,
+  save_config: false,
+  commit: false,
+  textfsm_template: null,
+  ttp_template: null,
+};
 
 const STATUSES = Object.keys(JOB_TRANSITIONS) as JobStatus[];
 
@@ -96,16 +113,20 @@ test('over random sequences of changes, the store writes exactly the moves of th
   );
 });
 
-test('move changes a job only from the status it names', async () => {
+test('move changes a job only from the statuses it names', async () => {
   const store = new JobStore(memoryKv(), {} as NatsConnection);
   await store.create(queued('m1'));
-  assert.equal(await store.move('m1', 'started', 'finished'), null, 'not started: unchanged');
-  const started = await store.move('m1', 'queued', 'started', () => ({ actor_host: 'h1' }));
+  assert.equal(await store.move('m1', ['started'], 'finished'), null, 'not started: unchanged');
+  const started = await store.move('m1', ['queued'], 'started', () => ({ actor_host: 'h1' }));
   assert.equal(started?.record.status, 'started');
   assert.equal(started?.record.actor_host, 'h1');
-  const finished = await store.move('m1', 'started', 'finished');
+  const finished = await store.move('m1', ['started'], 'finished');
   assert.equal(finished?.record.status, 'finished');
-  assert.equal(await store.move('m1', 'started', 'failed'), null, 'finished: unchanged');
+  assert.equal(
+    await store.move('m1', ['queued', 'started'], 'failed'),
+    null,
+    'finished: unchanged',
+  );
   assert.equal((await store.get('m1'))?.record.status, 'finished');
   // A store written by something else: the guard holds for any change handed to transition.
   await assert.rejects(
@@ -116,18 +137,21 @@ test('move changes a job only from the status it names', async () => {
 
 // Compiled, never run: the lines marked below must not type-check (tsc fails the build if an
 // expected error goes away).
-export function illegalMovesDoNotCompile(store: JobStore, lifecycle: JobLifecycle): void {
+export function illegalMovesDoNotCompile(store: JobStore, jobs: Jobs): void {
   // @ts-expect-error nothing moves out of a terminal status
-  void store.move('j', 'finished', 'failed');
+  void store.move('j', ['finished'], 'failed');
   // @ts-expect-error a queued job is not finished without starting
-  void store.move('j', 'queued', 'finished');
+  void store.move('j', ['queued'], 'finished');
   // @ts-expect-error fail() only from queued or started
-  void lifecycle.fail('j', 'finished', new SvcError('INTERNAL', 'x'));
+  void jobs.fail('j', 'finished', new SvcError('INTERNAL', 'x'));
+  // @ts-expect-error cancel() only from queued or started
+  void jobs.cancel('j', 'x', ['failed']);
   // @ts-expect-error cancelled has no next status
   const none: NextOf<'cancelled'> = 'queued';
   void none;
   // And the legal ones do.
-  void store.move('j', 'queued', 'started');
-  void store.move('j', 'started', 'cancelled');
-  void lifecycle.fail('j', 'queued', new SvcError('INTERNAL', 'x'));
+  void store.move('j', ['queued'], 'started');
+  void store.move('j', ['queued', 'started'], 'cancelled');
+  void jobs.fail('j', 'queued', new SvcError('INTERNAL', 'x'));
+  void jobs.cancel('j', 'x', ['queued']);
 }

@@ -1,4 +1,4 @@
-import type { JobStatus } from './messages/job.js';
+import type { JobStatus } from '@svc/proto';
 
 /**
  * The job's state machine: the statuses that may follow each one. A terminal status has none,

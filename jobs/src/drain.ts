@@ -1,11 +1,19 @@
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { SvcError } from './errors.js';
-import { decodeOrDrop } from './codec.js';
-import { encodeJson, placementMayStart } from './job-store.js';
-import type { JobLifecycle } from './job-lifecycle.js';
-import { JobEnvelope, type JobRecord } from './messages/job.js';
-import { Consumers, MessageIds, Streams, Subjects, encodeToken } from './subjects.js';
+import {
+  Consumers,
+  JobEnvelope,
+  MessageIds,
+  Streams,
+  Subjects,
+  SvcError,
+  decodeOrDrop,
+  encodeJson,
+  encodeToken,
+  type JobRecord,
+} from '@svc/proto';
+import type { Jobs } from './jobs.js';
+import { placementMayStart } from './store.js';
 
 export interface DrainOutcome {
   /** Jobs placed on the host but never started, sent back for placement elsewhere. */
@@ -14,6 +22,15 @@ export interface DrainOutcome {
   orphaned: JobRecord[];
   /** Jobs the host had started, left on its subject (`failStarted` false) for a later drain. */
   left: string[];
+}
+
+export interface DrainOptions {
+  failStarted: boolean;
+  reason: string;
+  /** Where a malformed message on the host's subject is logged (then dropped). */
+  log?: { warn(obj: object, msg: string): void };
+  /** Called as soon as a started job has been failed (and its event sent): audit. */
+  onOrphaned?: (record: JobRecord) => Promise<void>;
 }
 
 /**
@@ -31,20 +48,12 @@ export interface DrainOutcome {
  */
 export async function drainHost(
   nc: NatsConnection,
-  lifecycle: JobLifecycle,
+  jobs: Jobs,
   hostId: string,
-  options: {
-    failStarted: boolean;
-    reason: string;
-    /** Where a malformed message on the host's subject is logged (then dropped). */
-    log?: { warn(obj: object, msg: string): void };
-    /** Called as soon as a started job has been failed (events, audit). */
-    onOrphaned?: (record: JobRecord) => Promise<void>;
-  },
+  options: DrainOptions,
 ): Promise<DrainOutcome> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = lifecycle.jobs;
   // A work-queue stream allows one consumer per subject: the host's own must go first.
   await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => undefined);
   const durable = `drain_${encodeToken(hostId)}`;
@@ -82,16 +91,7 @@ export async function drainHost(
         let record = stored?.record;
         if (record?.status === 'queued' && record.placement !== next) {
           if (placementMayStart(record, envelope)) {
-            const fenced = await jobs.transitionStored(
-              jobId,
-              (current) =>
-                current.status === 'queued' && placementMayStart(current, envelope)
-                  ? { ...current, placement: next }
-                  : null,
-              stored!,
-            );
-            // Refused: the host (only slow) started it meanwhile, or it was cancelled.
-            record = fenced?.record ?? (await jobs.get(jobId))?.record;
+            record = await jobs.fence(envelope, next, stored!);
           }
         }
         if (record?.status === 'queued' && record.placement === next) {
@@ -110,7 +110,7 @@ export async function drainHost(
             outcome.left.push(jobId);
             continue;
           }
-          const failed = await lifecycle.fail(
+          const failed = await jobs.fail(
             jobId,
             'started',
             new SvcError('WORKER_LOST', options.reason),

@@ -1,34 +1,25 @@
 import type { KV } from '@nats-io/kv';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
   FailedJob,
+  Headers,
   JobRecord,
+  MalformedMessage,
+  MessageIds,
+  Subjects,
+  decodeMessage,
+  encodeJson,
+  injectTraceContext,
+  isWrongRevision,
   type JobEnvelope,
   type JobEvent,
   type JobStatus,
-} from './messages/job.js';
-import { MalformedMessage, decodeMessage } from './codec.js';
-import { IllegalTransition, mayMove, type NextOf } from './job-states.js';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
-import { Headers, MessageIds, Subjects } from './subjects.js';
-import { injectTraceContext } from './tracing.js';
-import type { JobResults } from './job-results.js';
+} from '@svc/proto';
+import { IllegalTransition, mayMove, type FromOf } from './states.js';
+import type { JobResults } from './results.js';
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 /** What the KV client accepts as a key (it throws on anything else). */
 const VALID_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
-
-export function encodeJson(value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(value));
-}
-
-/**
- * Unchecked: for tests and tools that read what they just wrote. Services decode what they read
- * from NATS with `decodeMessage` (or `decodeOrDrop` in consumer loops) against its schema.
- */
-export function decodeJson<T>(data: Uint8Array): T {
-  return JSON.parse(decoder.decode(data)) as T;
-}
 
 export interface StoredRecord {
   record: JobRecord;
@@ -38,9 +29,10 @@ export interface StoredRecord {
 }
 
 /**
- * Job records in the `svc-jobs` bucket. Every status change goes through `transition`, a
- * compare-and-set on the record's revision, so two processes can never both move a job out of
- * the same state (this is what stops a job from starting twice).
+ * Job records in the `svc-jobs` bucket: the low-level store under `Jobs` (not exported from the
+ * package). Every status change goes through `transition`, a compare-and-set on the record's
+ * revision, so two processes can never both move a job out of the same state (this is what
+ * stops a job from starting twice).
  */
 export class JobStore {
   /**
@@ -92,7 +84,7 @@ export class JobStore {
   /**
    * Applies `change` to the current record and writes it back if nobody wrote in between,
    * retrying on conflict. `change` returns null to leave the record as it is. A change that
-   * moves the status against the state machine (`job-states.ts`) throws `IllegalTransition`
+   * moves the status against the state machine (`states.ts`) throws `IllegalTransition`
    * and writes nothing.
    * Returns the record written, or null when the job is unknown or `change` declined.
    */
@@ -148,26 +140,38 @@ export class JobStore {
   }
 
   /**
-   * `from → to`, typed so that a move against the state machine (`job-states.ts`) does not
-   * compile: the record changes only while it is in `from` (null otherwise, or when `patch`
-   * declines with null).
+   * `from → to`, typed so that a move against the state machine (`states.ts`) does not
+   * compile: the record changes only while it is in one of `from` (null otherwise, or when
+   * `patch` declines with null). `mine` recognises a record that already holds this attempt's
+   * own write (a write that went through but whose answer was lost): it is written as it is.
    */
-  async move<From extends JobStatus, To extends NextOf<From>>(
+  async move<To extends JobStatus>(
     jobId: string,
-    from: From,
+    from: readonly FromOf<To>[],
     to: To,
     patch: (current: JobRecord) => Partial<JobRecord> | null = () => ({}),
-    known?: StoredRecord,
+    options: { known?: StoredRecord; mine?: (current: JobRecord) => boolean } = {},
   ): Promise<StoredRecord | null> {
+    const froms: readonly JobStatus[] = from;
     return this.transitionStored(
       jobId,
       (current) => {
-        if (current.status !== from) return null;
+        if (!froms.includes(current.status)) {
+          return current.status === to && options.mine?.(current) ? current : null;
+        }
         const changes = patch(current);
         return changes ? { ...current, ...changes, status: to } : null;
       },
-      known,
+      options.known,
     );
+  }
+
+  /** Deletes a record still at `revision` (one that never left `queued`); false otherwise. */
+  async discard(jobId: string, revision: number): Promise<boolean> {
+    return this.kv
+      .delete(jobId, { previousSeq: revision })
+      .then(() => true)
+      .catch(() => false);
   }
 
   /**
@@ -229,11 +233,6 @@ export class JobStore {
 }
 
 /**
- * The record of a job as the gateway creates it (`queued`), from the job's envelope: one
- * definition for the gateway, which writes it, and the actor, which starts the job from it
- * without reading it back (`record_revision`).
- */
-/**
  * Whether this copy of a job (its envelope's placement) may start it: the record names the
  * placement that may (`placement`, written when a host's unstarted job is handed back), or none
  * when the job was never handed back that way (then any copy may; starting stays one
@@ -243,6 +242,11 @@ export function placementMayStart(record: JobRecord, envelope: JobEnvelope): boo
   return record.placement === undefined || record.placement === envelope.placement;
 }
 
+/**
+ * The record of a job as the gateway creates it (`queued`), from the job's envelope: one
+ * definition for the gateway, which writes it, and the actor, which starts the job from it
+ * without reading it back (`record_revision`).
+ */
 export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
   return {
     job_id: envelope.job_id,
@@ -263,9 +267,4 @@ export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
     ...(envelope.batch_id != null ? { batch_id: envelope.batch_id } : {}),
     ...(envelope.device_name !== undefined ? { device_name: envelope.device_name } : {}),
   };
-}
-
-export function isWrongRevision(err: unknown): boolean {
-  const text = err instanceof Error ? err.message : String(err);
-  return /wrong last sequence|key exists|10071/i.test(text);
 }
