@@ -2,6 +2,36 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+const PROTO_RUNTIME =
+  'proto holds the contract only: runtime goes to a package named for what it does (docs/architecture.md).';
+
+/** The imports proto may not use (and, outside codec.ts and mod.ts, the unchecked decodeJson). */
+function protoRuntimeBans(withDecodeJson) {
+  return [
+    {
+      paths: [
+        { name: 'node:net', allowImportNames: ['isIP'], message: PROTO_RUNTIME },
+        ...['node:http', 'node:https', 'node:dns', 'node:dns/promises', 'pino', 'prom-client'].map(
+          (name) => ({ name, message: PROTO_RUNTIME }),
+        ),
+      ],
+      patterns: [
+        { group: ['@nats-io/*', '@opentelemetry/*'], message: PROTO_RUNTIME },
+        ...(withDecodeJson
+          ? [
+              {
+                group: ['**/codec.js'],
+                importNames: ['decodeJson'],
+                message:
+                  'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
+              },
+            ]
+          : []),
+      ],
+    },
+  ];
+}
+
 export default tseslint.config(
   {
     ignores: [
@@ -54,6 +84,23 @@ export default tseslint.config(
           ],
         },
       ],
+    },
+  },
+  {
+    // proto is the contract (schemas, subjects with their builders and parsers, codecs and
+    // validation, error codes, platform names): no NATS client, logger, metrics, tracing or
+    // network I/O. Runtime lives in packages named for what it does (jobs, nats, telemetry,
+    // device-access, webhooks, service-main). isIP is a pure check of an address's syntax.
+    files: ['proto/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', ...protoRuntimeBans(true)],
+    },
+  },
+  {
+    // The codec defines decodeJson and mod.ts re-exports it.
+    files: ['proto/src/codec.ts', 'proto/src/mod.ts'],
+    rules: {
+      'no-restricted-imports': ['error', ...protoRuntimeBans(false)],
     },
   },
   {

@@ -5,13 +5,12 @@ import {
   FUNC_NAMES,
   Subjects,
   encodeJson,
-  retryTransient,
   type FailedJob,
   type JobEnvelope,
   type JobRecord,
-  type Stores,
   type SvcError,
 } from '@svc/proto';
+import { retryTransient, type Stores } from '@svc/nats';
 import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
 import { drainHost, type DrainOptions, type DrainOutcome } from './drain.js';
 import type { FromOf } from './states.js';

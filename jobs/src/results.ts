@@ -7,10 +7,10 @@ import {
   SvcError,
   decodeMessage,
   encodeJson,
-  retryTransient,
   type JobRecord,
   type ResultsRef,
 } from '@svc/proto';
+import { retryTransient } from '@svc/nats';
 
 /** Default of SVC_MAX_RESULT_BYTES: the largest results a job may keep. */
 export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024 * 1024;

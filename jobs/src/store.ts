@@ -9,12 +9,12 @@ import {
   Subjects,
   decodeMessage,
   encodeJson,
-  injectTraceContext,
   isWrongRevision,
   type JobEnvelope,
   type JobEvent,
   type JobStatus,
 } from '@svc/proto';
+import { injectTraceContext } from '@svc/telemetry';
 import { IllegalTransition, mayMove, type FromOf } from './states.js';
 import type { JobResults } from './results.js';
 

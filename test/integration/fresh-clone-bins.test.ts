@@ -23,6 +23,11 @@ const root = new URL('../../..', import.meta.url).pathname;
 const BUILT = [
   'proto',
   'jobs',
+  'telemetry',
+  'nats',
+  'device-access',
+  'webhooks',
+  'service-main',
   'parsers',
   'services/gateway',
   'services/dispatcher',

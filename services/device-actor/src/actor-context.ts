@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
-import type { AuditLog, DeviceSecrets, JobRecord, Logger, Sealer } from '@svc/proto';
+import type { DeviceSecrets, JobRecord, Sealer } from '@svc/proto';
+import type { AuditLog, Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 import type { KV } from '@nats-io/kv';
 import type { DeviceActorConfig } from './config.js';

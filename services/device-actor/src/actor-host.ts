@@ -11,31 +11,26 @@ import {
 import { nanos, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { Counter, Gauge } from 'prom-client';
 import {
-  AuditLog,
   Buckets,
-  closeWhenStalled,
-  workConsumeOptions,
   Consumers,
   ErrorCode,
-  MetricsRegistry,
-  jobFailureCounter,
   ACTOR_CAPABILITIES,
   Streams,
   Subjects,
   SubjectParsers,
   SvcError,
   decodeOrDrop,
-  deviceKeyOf,
   encodeJson,
-  ensureTopology,
   topologyFrom,
   type DeviceSecrets,
   JobEnvelope,
   type JobRecord,
-  type Logger,
   type Sealer,
   type WorkerHeartbeat,
 } from '@svc/proto';
+import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
+import { closeWhenStalled, workConsumeOptions, ensureTopology } from '@svc/nats';
+import { deviceKeyOf } from '@svc/device-access';
 import { Jobs } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from './config.js';

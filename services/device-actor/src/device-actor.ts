@@ -2,21 +2,17 @@ import type { JsMsg } from '@nats-io/jetstream';
 import {
   ACTOR_CAPABILITIES,
   missingCapabilities,
-  AuditEvent,
   ErrorCode,
-  SpanKind,
   SvcError,
   MalformedMessage,
   encodeJson,
-  extractTraceContext,
-  resolveHost,
-  withSpan,
   type CommandStatus,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
-  type Logger,
 } from '@svc/proto';
+import { AuditEvent, SpanKind, extractTraceContext, withSpan, type Logger } from '@svc/telemetry';
+import { resolveHost } from '@svc/device-access';
 import type { Jobs, StoredRecord } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import {

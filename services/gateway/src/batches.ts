@@ -13,13 +13,11 @@ import {
   decodeMessage,
   decodeOrDrop,
   HeldEnvelope,
-  deviceKeyOf,
   encodeJson,
   isTerminal,
   isWrongRevision,
   openWebhookUrl,
   toJobResult,
-  webhookSender,
   type BatchCreated,
   type BatchJobRef,
   BatchRecord,
@@ -29,14 +27,14 @@ import {
   JobEvent,
   type JobRecord,
   type JobResult,
-  type KvMirror,
-  type Logger,
   type Rollout,
   type Sealer,
   type ValidationIssue,
-  type WebhookAttempt,
-  type WebhookSenderOptions,
 } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
+import { webhookSender, type WebhookAttempt, type WebhookSenderOptions } from '@svc/webhooks';
+import { type KvMirror } from '@svc/nats';
+import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';

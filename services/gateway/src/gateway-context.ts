@@ -1,7 +1,9 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyRequest } from 'fastify';
-import type { AuditLog, DriverDescription, Logger, Sealer, Stores } from '@svc/proto';
+import type { DriverDescription, Sealer } from '@svc/proto';
+import type { AuditLog, Logger } from '@svc/telemetry';
+import type { Stores } from '@svc/nats';
 import type { Jobs } from '@svc/jobs';
 import type { AuthLimits } from './auth-limits.js';
 import type { ClusterStatus } from './cluster-status.js';

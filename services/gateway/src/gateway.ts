@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
-  AuditLog,
   Buckets,
   ConfigTemplate,
   ConfigTemplateList,
@@ -11,22 +10,23 @@ import {
   RenderInlineRequest,
   RenderStoredRequest,
   RenderedConfig,
+  commandPolicy,
+  deviceNetworkPolicy,
+  loadDriverDir,
+  webhookNetworkPolicy,
+  topologyFrom,
+  type Sealer,
+} from '@svc/proto';
+import {
+  AuditLog,
   createMetricsRegistry,
   jobFailureCounter,
   type MetricsRegistry,
-  HostKeyStore,
-  KvMirror,
-  LockoutLedger,
-  commandPolicy,
-  deviceNetworkPolicy,
-  ensureTopology,
-  loadDriverDir,
   renamedLogger,
-  webhookNetworkPolicy,
-  topologyFrom,
   type Logger,
-  type Sealer,
-} from '@svc/proto';
+} from '@svc/telemetry';
+import { HostKeyStore, LockoutLedger } from '@svc/device-access';
+import { KvMirror, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { ownerSecret, startApiKeys } from './api-keys.js';
 import { AuthLimits } from './auth-limits.js';

@@ -1,4 +1,5 @@
-import { AuditEvent, isTerminal, type AuditLog, type JobRecord } from '@svc/proto';
+import { isTerminal, type JobRecord } from '@svc/proto';
+import { AuditEvent, type AuditLog } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 import { mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';

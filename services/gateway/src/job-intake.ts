@@ -3,7 +3,6 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   requiredCapabilities,
-  AuditEvent,
   SendCommandRequest,
   SendCommandStructuredRequest,
   SendConfigRequest,
@@ -11,18 +10,13 @@ import {
   MessageIds,
   askedCommandMode,
   check,
-  deviceKeyOf,
   encodeJson,
-  injectTraceContext,
   isTerminal,
   canonicalIp,
   normalizeSubmission,
-  resolveHost,
   type AddressPolicy,
-  type AuditLog,
   type CommandMode,
   type CommandPolicy,
-  type HostKeyStore,
   type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
@@ -30,10 +24,16 @@ import {
   type JobKind,
   type JobRecord,
   type JobSpec,
-  type LockoutLedger,
   type Sealer,
   type ValidationIssue,
 } from '@svc/proto';
+import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
+import {
+  deviceKeyOf,
+  resolveHost,
+  type HostKeyStore,
+  type LockoutLedger,
+} from '@svc/device-access';
 import type { Enqueued, Jobs } from '@svc/jobs';
 import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig, metricsSettings } from '@svc/proto';
+import { SharedSettings, loadConfig } from '@svc/proto';
+import { metricsSettings } from '@svc/telemetry';
 
 export const ReaperConfig = Type.Object({
   ...SharedSettings,

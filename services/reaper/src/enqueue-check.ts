@@ -9,8 +9,8 @@ import {
   MessageIds,
   SvcError,
   type JobRecord,
-  type Logger,
 } from '@svc/proto';
+import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 
 /** Safety margin before the duplicate window ends: past it, a probe proves nothing. */

@@ -4,23 +4,23 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
   ActorCapability,
-  AuditEvent,
-  AuditLog,
   Buckets,
-  KvMirror,
-  Lease,
   LockKeys,
-  MetricsRegistry,
   Streams,
   Subjects,
   decodeOrDrop,
   encodeJson,
-  ensureTopology,
-  jobFailureCounter,
   topologyFrom,
-  type Logger,
   WorkerHeartbeat,
 } from '@svc/proto';
+import {
+  AuditEvent,
+  AuditLog,
+  MetricsRegistry,
+  jobFailureCounter,
+  type Logger,
+} from '@svc/telemetry';
+import { KvMirror, Lease, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import type { ReaperConfig } from './config.js';
 import { EnqueueCheck } from './enqueue-check.js';

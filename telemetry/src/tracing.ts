@@ -12,7 +12,7 @@ import {
   type TextMapSetter,
 } from '@opentelemetry/api';
 import type { tracing as SdkTracing } from '@opentelemetry/sdk-node';
-import { Headers } from './subjects.js';
+import { Headers } from '@svc/proto';
 
 /** The tracing settings of SharedSettings (the standard OTEL_* variables, plus OTEL_ENABLED). */
 export interface TracingSettings {

@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
 import { Type } from 'typebox';
-import { ConfigError } from './config-loader.js';
-import { canonicalHost } from './device-address.js';
+import {
+  ConfigError,
+  canonicalHost,
+  decodeMessage,
+  encodeJson,
+  isWrongRevision,
+  PinnedHostKeyRecord,
+  encodeToken,
+} from '@svc/proto';
 import { deviceKeyOf } from './device-guards.js';
-import { decodeMessage, encodeJson, isWrongRevision } from './codec.js';
-import { PinnedHostKeyRecord } from './messages/stored.js';
-import { encodeToken } from './subjects.js';
 
 /**
  * Host-key trust: which SSH host key the service accepts for a device (context + canonical

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, fingerprintOf, hostKeyModes, parseOpenSshPublicKey } from '../src/mod.js';
+import { ConfigError } from '@svc/proto';
+import { fingerprintOf, hostKeyModes, parseOpenSshPublicKey } from '../src/mod.js';
 
 // A throwaway key and the fingerprint OpenSSH 9.2's `ssh-keygen -lf` printed for it.
 const PUB =

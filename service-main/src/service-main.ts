@@ -1,15 +1,16 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ConfigError } from './config-loader.js';
-import { createLogger, type Logger } from './logging.js';
-import { connectNats, type NatsCredentials } from './nats-connection.js';
-import { Sealer } from './sealing.js';
+import { ConfigError, Sealer } from '@svc/proto';
 import {
+  createLogger,
+  type Logger,
   createMetricsRegistry,
   startMetricsServer,
   type MetricsRegistry,
   type MetricsServer,
-} from './service-metrics.js';
-import { startTracing, type TracingSettings } from './tracing.js';
+  startTracing,
+  type TracingSettings,
+} from '@svc/telemetry';
+import { connectNats, type NatsCredentials } from '@svc/nats';
 
 /** The parts of `process` a service's entry point hands over (only `main.ts` touches process). */
 export interface ProcessHandle {

@@ -1,9 +1,14 @@
 import type { KV } from '@nats-io/kv';
-import { decodeMessage, encodeJson, isWrongRevision } from './codec.js';
-import { BreakerRecord, LockoutRecord } from './messages/stored.js';
-import { canonicalHost } from './device-address.js';
-import type { KvMirror } from './kv-mirror.js';
-import { encodeToken } from './subjects.js';
+import {
+  decodeMessage,
+  encodeJson,
+  isWrongRevision,
+  BreakerRecord,
+  LockoutRecord,
+  canonicalHost,
+  encodeToken,
+} from '@svc/proto';
+import type { KvMirror } from '@svc/nats';
 
 /**
  * Devices are identified by context, canonical address and port (the breaker, lockout, rate

@@ -10,36 +10,16 @@ import {
 import { Kvm, type KV } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Buckets, ObjectBuckets, Streams, Subjects, type Bucket } from './subjects.js';
-import { TEMPLATE_HISTORY } from './messages/config-template.js';
-
-/** Retention settings of the shared NATS state. Durations in seconds. */
-export interface TopologyOptions {
-  /** Stream and bucket replicas: 1 on one node, 3 on a 3-node cluster. */
-  replicas: number;
-  /** How long job records live (JOB_TTL_SUCCESS). */
-  jobTtlSeconds: number;
-  /** How long failed-job entries live (JOB_TTL_FAILED). */
-  failedTtlSeconds: number;
-  /** At most this many failed-job entries (FAILED_JOB_MAX_RETAIN). */
-  failedMaxRetain: number;
-  /** Lifetime of idempotency keys (IDEMPOTENCY_TTL). */
-  idempotencyTtlSeconds: number;
-  /** Lifetime of in-flight dedup keys (JOB_TIMEOUT + 60). */
-  dedupTtlSeconds: number;
-  /** Age of kept job events; at least the SSE stream timeout. */
-  eventsMaxAgeSeconds: number;
-}
-
-export const DefaultTopology: TopologyOptions = {
-  replicas: 1,
-  jobTtlSeconds: 86_400,
-  failedTtlSeconds: 7 * 86_400,
-  failedMaxRetain: 500,
-  idempotencyTtlSeconds: 86_400,
-  dedupTtlSeconds: 180,
-  eventsMaxAgeSeconds: 600,
-};
+import {
+  Buckets,
+  JOBS_DUPLICATE_WINDOW_SECONDS,
+  ObjectBuckets,
+  Streams,
+  Subjects,
+  TEMPLATE_HISTORY,
+  type Bucket,
+  type TopologyOptions,
+} from '@svc/proto';
 
 const NS_PER_S = 1_000_000_000;
 
@@ -66,12 +46,6 @@ export async function ensureTopology(
     }
   }
 }
-
-/**
- * The work queues' duplicate window: a message id seen within it is dropped. The reaper's
- * enqueue check relies on it to learn whether a job's envelope was ever stored.
- */
-export const JOBS_DUPLICATE_WINDOW_SECONDS = 120;
 
 async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promise<Stores> {
   const jsm = await jetstreamManager(nc);
@@ -120,7 +94,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     [Buckets.transcripts]: await make(Buckets.transcripts, opts.jobTtlSeconds),
     [Buckets.templates]: await make(Buckets.templates, 0, TEMPLATE_HISTORY),
   };
-  // Results too large for a record (proto/src/job-results.ts) live as long as records do.
+  // Results too large for a record (jobs/src/results.ts) live as long as records do.
   await new Objm(jetstream(nc)).create(ObjectBuckets.results, {
     replicas,
     ttl: opts.jobTtlSeconds * NS_PER_S,

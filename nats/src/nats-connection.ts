@@ -6,7 +6,7 @@ import {
   type NatsConnection,
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
-import type { Logger } from './logging.js';
+import type { Logger } from '@svc/telemetry';
 
 /** How often a wait for NATS is reported again (the first report comes after WAIT_FIRST_MS). */
 export const WAIT_REPEAT_SECONDS = 15;

@@ -3,8 +3,8 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { canonicalIp } from './device-address.js';
-import type { AddressPolicy } from './network-policy.js';
+import { canonicalIp } from '@svc/proto';
+import type { AddressPolicy } from '@svc/proto';
 
 /** Header carrying `sha256=<hex HMAC-SHA256 of the raw body>` under the webhook secret. */
 export const SIGNATURE_HEADER = 'X-Svc-Signature-256';

@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Type } from 'typebox';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from './logging.js';
-import type { JobRecord } from './messages/job.js';
-import { malformedMessagesDropped } from './codec.js';
+import type { JobRecord } from '@svc/proto';
+import { malformedMessagesDropped } from '@svc/proto';
 
 export { Registry as MetricsRegistry };
 

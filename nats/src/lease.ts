@@ -1,6 +1,5 @@
 import type { KV } from '@nats-io/kv';
-import { decodeMessage, encodeJson, isWrongRevision } from './codec.js';
-import { LeaseRecord as LeaseValue } from './messages/stored.js';
+import { decodeMessage, encodeJson, isWrongRevision, LeaseRecord as LeaseValue } from '@svc/proto';
 
 /**
  * A lease in the `svc-locks` bucket, taken and renewed with compare-and-set: at most one holder

@@ -1,5 +1,5 @@
 import type { ConsumeOptions, ConsumerMessages } from '@nats-io/jetstream';
-import type { Logger } from './logging.js';
+import type { Logger } from '@svc/telemetry';
 
 /**
  * Pull options of the work consumers (dispatch, placement). A pull held by a consumer leader

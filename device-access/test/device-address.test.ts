@@ -4,11 +4,10 @@ import {
   ConfigError,
   canonicalHost,
   canonicalIp,
-  deviceKeyOf,
   deviceNetworkPolicy,
-  resolveHost,
   webhookNetworkPolicy,
-} from '../src/mod.js';
+} from '@svc/proto';
+import { deviceKeyOf, resolveHost } from '../src/mod.js';
 
 test('when one address is written several ways, then its canonical form is one text', () => {
   assert.equal(canonicalIp('::ffff:127.0.0.1'), '127.0.0.1');
