@@ -15,6 +15,7 @@ const unitDirs = [
   'device-access/dist/test',
   'webhooks/dist/test',
   'service-main/dist/test',
+  'config/dist/test',
   'parsers/dist/test',
   'services/gateway/dist/test',
   'services/dispatcher/dist/test',

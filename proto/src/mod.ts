@@ -1,4 +1,4 @@
-export { ErrorCode, ERROR_CODES, SvcError, isErrorCode } from './errors.js';
+export { ErrorCode, ERROR_CODES, SvcError, ConfigError, isErrorCode } from './errors.js';
 export type { ErrorCodeInfo, WireError } from './errors.js';
 export { PLATFORMS, AUTODETECT, DEFAULT_PLATFORM, isPlatform } from './platforms.js';
 export type { Platform } from './platforms.js';
@@ -111,8 +111,6 @@ export {
   ResultsObject,
   DevicePlacementEntry,
 } from './messages/stored.js';
-export { loadConfig, ConfigError } from './config-loader.js';
-export type { ConfigCheck } from './config-loader.js';
 export {
   SharedSettings,
   topologyFrom,

@@ -28,6 +28,7 @@ const BUILT = [
   'device-access',
   'webhooks',
   'service-main',
+  'config',
   'parsers',
   'services/gateway',
   'services/dispatcher',

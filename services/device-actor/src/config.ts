@@ -9,9 +9,9 @@ import {
   SshSettings,
   deviceNetworkPolicy,
   sshProfiles,
-  loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
+import { loadConfig } from '@svc/config';
 import { HostKeySettings, hostKeyModes } from '@svc/device-access';
 import { metricsSettings } from '@svc/telemetry';
 import { loadTemplateIndex } from '@svc/parsers';

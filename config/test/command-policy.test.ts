@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Type } from 'typebox';
-import { CommandPolicySettings, commandPolicy } from '../src/command-policy.js';
-import { ConfigError, loadConfig } from '../src/config-loader.js';
+import { CommandPolicySettings, ConfigError, commandPolicy } from '@svc/proto';
+import { loadConfig } from '../src/mod.js';
 
 const settings = Type.Object(CommandPolicySettings);
 const policyFrom = (env: Record<string, string>) => commandPolicy(loadConfig(settings, env));

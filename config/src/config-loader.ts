@@ -1,12 +1,5 @@
 import type { TObject, TSchema, Static } from 'typebox';
-import { check } from './validate.js';
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
-  }
-}
+import { ConfigError, check } from '@svc/proto';
 
 /**
  * A check of settings that a schema cannot say (parsed lists, files that must exist). It runs
