@@ -2,6 +2,36 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+const PROTO_RUNTIME =
+  'proto holds the contract only: runtime goes to a package named for what it does (docs/architecture.md).';
+
+/** The imports proto may not use (and, outside codec.ts and mod.ts, the unchecked decodeJson). */
+function protoRuntimeBans(withDecodeJson) {
+  return [
+    {
+      paths: [
+        { name: 'node:net', allowImportNames: ['isIP'], message: PROTO_RUNTIME },
+        ...['node:http', 'node:https', 'node:dns', 'node:dns/promises', 'pino', 'prom-client'].map(
+          (name) => ({ name, message: PROTO_RUNTIME }),
+        ),
+      ],
+      patterns: [
+        { group: ['@nats-io/*', '@opentelemetry/*'], message: PROTO_RUNTIME },
+        ...(withDecodeJson
+          ? [
+              {
+                group: ['**/codec.js'],
+                importNames: ['decodeJson'],
+                message:
+                  'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
+              },
+            ]
+          : []),
+      ],
+    },
+  ];
+}
+
 export default tseslint.config(
   {
     ignores: [
@@ -33,7 +63,7 @@ export default tseslint.config(
     // What a service reads from NATS is decoded against its schema (decodeMessage, decodeOrDrop):
     // decodeJson is an unchecked cast, left for tests and tools.
     files: ['services/*/src/**/*.ts', 'proto/src/**/*.ts', 'cli/src/**/*.ts'],
-    ignores: ['proto/src/job-store.ts', 'proto/src/mod.ts'],
+    ignores: ['proto/src/codec.ts', 'proto/src/mod.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -47,7 +77,7 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              group: ['**/job-store.js'],
+              group: ['**/codec.js'],
               importNames: ['decodeJson'],
               message: 'Decode what NATS holds against its schema: decodeMessage or decodeOrDrop.',
             },
@@ -74,10 +104,53 @@ export default tseslint.config(
           ],
           patterns: [
             {
-              group: ['**/actor-host/**', '@nats-io/*'],
+              group: ['**/actor-host/**', '@nats-io/*', '@svc/nats', '@svc/jobs'],
               message: 'The device layer imports nothing from the actor host or NATS.',
             },
           ],
+        },
+      ],
+    },
+  },
+  {
+    // proto is the contract (schemas, subjects with their builders and parsers, codecs and
+    // validation, error codes, platform names): no NATS client, logger, metrics, tracing or
+    // network I/O. Runtime lives in packages named for what it does (jobs, nats, telemetry,
+    // device-access, webhooks, service-main). isIP is a pure check of an address's syntax.
+    files: ['proto/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', ...protoRuntimeBans(true)],
+    },
+  },
+  {
+    // The codec defines decodeJson and mod.ts re-exports it.
+    files: ['proto/src/codec.ts', 'proto/src/mod.ts'],
+    rules: {
+      'no-restricted-imports': ['error', ...protoRuntimeBans(false)],
+    },
+  },
+  {
+    // A job's status is written, and its events and cancels are published, only by the named
+    // operations of @svc/jobs (enqueue, start, finish, fail, cancel, drain, ...): no other
+    // writer of the `svc-jobs` bucket, no other publisher on a job's event subjects.
+    files: ['services/*/src/**/*.ts', 'cli/src/**/*.ts', 'proto/src/**/*.ts'],
+    // Readers of the bucket (job lists, the dispatcher's ended check) and its creation.
+    ignores: [
+      'services/gateway/src/routes/job-queries.ts',
+      'services/dispatcher/src/dispatcher.ts',
+      'proto/src/topology.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            'MemberExpression[object.name=/^(Subjects|MessageIds)$/][property.name=/^(jobEvent|batchJobEvent|cancel)$/]',
+          message: "A job's events and cancels are published by @svc/jobs: use its operations.",
+        },
+        {
+          selector: "MemberExpression[object.name='Buckets'][property.name='jobs']",
+          message: 'Job records are written by @svc/jobs only (Jobs.open and its operations).',
         },
       ],
     },

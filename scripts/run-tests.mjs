@@ -9,6 +9,13 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const unitDirs = [
   'proto/dist/test',
+  'jobs/dist/test',
+  'telemetry/dist/test',
+  'nats/dist/test',
+  'device-access/dist/test',
+  'webhooks/dist/test',
+  'service-main/dist/test',
+  'config/dist/test',
   'parsers/dist/test',
   'services/gateway/dist/test',
   'services/dispatcher/dist/test',

@@ -20,7 +20,8 @@ import { parseArgs } from 'node:util';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
-import { Buckets, Streams, connectNats, decodeJson, type JobRecord } from '@svc/proto';
+import { Buckets, Streams, decodeJson, type JobRecord } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   ServiceProcess,

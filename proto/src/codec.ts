@@ -7,7 +7,26 @@ import { readerFor, toIssues } from './validate.js';
  * refused whole (never half-used as a cast would), whatever wrote it.
  */
 
+const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/**
+ * Unchecked: for tests and tools that read what they just wrote. Services decode what they read
+ * from NATS with `decodeMessage` (or `decodeOrDrop` in consumer loops) against its schema.
+ */
+export function decodeJson<T>(data: Uint8Array): T {
+  return JSON.parse(decoder.decode(data)) as T;
+}
+
+/** Whether a KV write failed its compare-and-set (someone wrote the key in between). */
+export function isWrongRevision(err: unknown): boolean {
+  const text = err instanceof Error ? err.message : String(err);
+  return /wrong last sequence|key exists|10071/i.test(text);
+}
 
 /** A message or record that is not JSON, or not of its schema's shape. */
 export class MalformedMessage extends Error {

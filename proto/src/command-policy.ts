@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { ConfigError } from './config-loader.js';
+import { ConfigError } from './errors.js';
 import { UserPattern } from './user-pattern.js';
 
 /**

@@ -141,3 +141,11 @@ export interface WireError {
   message: string;
   retryable: boolean;
 }
+
+/** Settings that cannot be used: every problem at once, each naming its variable. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  }
+}

@@ -1,4 +1,4 @@
-export { ErrorCode, ERROR_CODES, SvcError, isErrorCode } from './errors.js';
+export { ErrorCode, ERROR_CODES, SvcError, ConfigError, isErrorCode } from './errors.js';
 export type { ErrorCodeInfo, WireError } from './errors.js';
 export { PLATFORMS, AUTODETECT, DEFAULT_PLATFORM, isPlatform } from './platforms.js';
 export type { Platform } from './platforms.js';
@@ -92,31 +92,15 @@ export type { PatternMatch } from './user-pattern.js';
 export type { CallerCredentials, NormalizeOptions, Normalized } from './submission.js';
 export { Sealer, openWebhookUrl } from './sealing.js';
 export {
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
-  signWebhook,
-  webhookSender,
-} from './webhook-delivery.js';
-export type { WebhookAttempt, WebhookOutcome, WebhookSenderOptions } from './webhook-delivery.js';
-export { ensureTopology, DefaultTopology, JOBS_DUPLICATE_WINDOW_SECONDS } from './topology.js';
-export type { TopologyOptions, Stores } from './topology.js';
-export {
-  JobStore,
+  MalformedMessage,
   encodeJson,
   decodeJson,
   isWrongRevision,
-  placementMayStart,
-  queuedRecordOf,
-} from './job-store.js';
-export {
-  MalformedMessage,
   decodeMessage,
   decodeOrDrop,
   malformedMessagesDropped,
 } from './codec.js';
 export type { DropContext } from './codec.js';
-export { JOB_TRANSITIONS, IllegalTransition, mayMove } from './job-states.js';
-export type { NextOf, FromOf } from './job-states.js';
 export {
   LeaseRecord,
   BreakerRecord,
@@ -127,31 +111,15 @@ export {
   ResultsObject,
   DevicePlacementEntry,
 } from './messages/stored.js';
-export type { StoredRecord } from './job-store.js';
-export { JobResults, DEFAULT_MAX_RESULT_BYTES, inlineResultLimit } from './job-results.js';
-export type { StoredResults } from './job-results.js';
-export { createLogger, renamedLogger, REDACT_PATHS } from './logging.js';
-export type { Logger } from './logging.js';
-export { loadConfig, ConfigError } from './config-loader.js';
-export type { ConfigCheck } from './config-loader.js';
-export { SharedSettings, topologyFrom } from './shared-config.js';
 export {
-  connectNats,
-  publicNatsUrl,
-  compareVersions,
-  natsAuthOptions,
-  MIN_SERVER_VERSION,
-} from './nats-connection.js';
-export type { NatsCredentials } from './nats-connection.js';
-export { AuditLog, AuditEvent } from './audit.js';
-export type { AuditFields } from './audit.js';
-export { JobLifecycle, failure, retryTransient } from './job-lifecycle.js';
+  SharedSettings,
+  topologyFrom,
+  DefaultTopology,
+  JOBS_DUPLICATE_WINDOW_SECONDS,
+} from './shared-config.js';
+export type { TopologyOptions } from './shared-config.js';
 export { FailedJob, FUNC_NAMES } from './messages/job.js';
-export { Lease } from './lease.js';
-export { drainHost } from './host-drain.js';
-export type { DrainOutcome } from './host-drain.js';
-export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
-export { canonicalIp, canonicalHost, resolveHost, RESOLVE_TIMEOUT_MS } from './device-address.js';
+export { canonicalIp, canonicalHost } from './device-address.js';
 export {
   AddressPolicy,
   ReachabilitySettings,
@@ -163,15 +131,6 @@ export {
 export type { Reachability } from './network-policy.js';
 export { CommandPolicySettings, askedCommandMode, commandPolicy } from './command-policy.js';
 export type { CommandMode, CommandPolicy } from './command-policy.js';
-export {
-  HostKeySettings,
-  HostKeyStore,
-  fingerprintOf,
-  hostKeyModes,
-  keyTypeOf,
-  parseOpenSshPublicKey,
-} from './host-keys.js';
-export type { HostKeyMode, PinnedHostKey } from './host-keys.js';
 export {
   SshProfile,
   SshSettings,
@@ -190,41 +149,6 @@ export {
   sshProfiles,
 } from './ssh-options.js';
 export type { SshAlgorithmKind, SshAlgorithmLists, JumpHostSecrets } from './ssh-options.js';
-export type { BreakerVerdict } from './device-guards.js';
-export {
-  startTracing,
-  tracingPlan,
-  parseResourceAttributes,
-  activeTraceIds,
-  tracer,
-  injectTraceContext,
-  extractTraceContext,
-  extractHttpTraceContext,
-  withSpan,
-  SpanKind,
-  SpanStatusCode,
-  otelContext,
-  otelTrace,
-} from './tracing.js';
-export type {
-  TracingSettings,
-  TracingPlan,
-  RunningTracing,
-  HeaderCarrier,
-  Span,
-  TraceContext,
-  SpanAttributes,
-} from './tracing.js';
-export {
-  exitOnStartFailure,
-  readServiceSettings,
-  runServiceMain,
-  stopOnSignals,
-} from './service-main.js';
-export type { ProcessHandle, ServiceDeps } from './service-main.js';
-export { KvMirror } from './kv-mirror.js';
-export type { MirroredEntry } from './kv-mirror.js';
-export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
 export { KeyedWindow } from './keyed-window.js';
 export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
@@ -255,14 +179,6 @@ export {
   BatchSummary,
   Rollout,
 } from './messages/batch.js';
-export {
-  MetricsRegistry,
-  createMetricsRegistry,
-  jobFailureCounter,
-  metricsSettings,
-  startMetricsServer,
-} from './service-metrics.js';
-export type { MetricsServer } from './service-metrics.js';
 export {
   COMMIT_FORMS,
   CommitOptions,

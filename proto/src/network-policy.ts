@@ -2,7 +2,7 @@ import { networkInterfaces } from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { Type } from 'typebox';
 import { canonicalHost, canonicalIp } from './device-address.js';
-import { ConfigError } from './config-loader.js';
+import { ConfigError } from './errors.js';
 
 /**
  * Where the service may connect: the reachability policy of device networks (per context) and

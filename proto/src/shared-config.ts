@@ -1,5 +1,38 @@
 import { Type } from 'typebox';
-import type { TopologyOptions } from './topology.js';
+
+/** Retention settings of the shared NATS state. Durations in seconds. */
+export interface TopologyOptions {
+  /** Stream and bucket replicas: 1 on one node, 3 on a 3-node cluster. */
+  replicas: number;
+  /** How long job records live (JOB_TTL_SUCCESS). */
+  jobTtlSeconds: number;
+  /** How long failed-job entries live (JOB_TTL_FAILED). */
+  failedTtlSeconds: number;
+  /** At most this many failed-job entries (FAILED_JOB_MAX_RETAIN). */
+  failedMaxRetain: number;
+  /** Lifetime of idempotency keys (IDEMPOTENCY_TTL). */
+  idempotencyTtlSeconds: number;
+  /** Lifetime of in-flight dedup keys (JOB_TIMEOUT + 60). */
+  dedupTtlSeconds: number;
+  /** Age of kept job events; at least the SSE stream timeout. */
+  eventsMaxAgeSeconds: number;
+}
+
+export const DefaultTopology: TopologyOptions = {
+  replicas: 1,
+  jobTtlSeconds: 86_400,
+  failedTtlSeconds: 7 * 86_400,
+  failedMaxRetain: 500,
+  idempotencyTtlSeconds: 86_400,
+  dedupTtlSeconds: 180,
+  eventsMaxAgeSeconds: 600,
+};
+
+/**
+ * The work queues' duplicate window: a message id seen within it is dropped. The reaper's
+ * enqueue check relies on it to learn whether a job's envelope was ever stored.
+ */
+export const JOBS_DUPLICATE_WINDOW_SECONDS = 120;
 
 /**
  * Settings every service reads. Each service's `config.ts` spreads these into its own schema.

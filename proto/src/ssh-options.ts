@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { ConfigError } from './config-loader.js';
+import { ConfigError } from './errors.js';
 import { DeviceText, MAX_SECRET_LENGTH, NullableDeviceText } from './device-input.js';
 
 /**

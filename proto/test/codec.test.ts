@@ -8,7 +8,7 @@ import {
 } from '../src/codec.js';
 import { JobEnvelope, JobRecord, WorkerHeartbeat } from '../src/messages/job.js';
 import { HeldEnvelope } from '../src/messages/stored.js';
-import { encodeJson } from '../src/job-store.js';
+import { encodeJson } from '../src/codec.js';
 import { commandSpec } from './job-fixtures.js';
 
 const beat = {

@@ -9,14 +9,9 @@ import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
 import { pino } from 'pino';
-import {
-  AuditLog,
-  Sealer,
-  connectNats,
-  createLogger,
-  type Logger,
-  type NatsCredentials,
-} from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { AuditLog, createLogger, type Logger } from '@svc/telemetry';
+import { connectNats, type NatsCredentials } from '@svc/nats';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { http } from './http-client.js';
 import { waitUntil } from './wait.js';

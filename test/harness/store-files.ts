@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { readAllFiles } from '@svc/launcher';
-import { connectNats } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { waitUntil } from './wait.js';
 
 /** A subject of the stream that no service consumes (a wildcard filled with a marker token). */

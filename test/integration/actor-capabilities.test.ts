@@ -2,14 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  Streams,
-  Subjects,
-  connectNats,
-  decodeJson,
-  encodeJson,
-  type JobEnvelope,
-} from '@svc/proto';
+import { Streams, Subjects, decodeJson, encodeJson, type JobEnvelope } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,

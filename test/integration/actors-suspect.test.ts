@@ -11,13 +11,13 @@ import {
   Sealer,
   Streams,
   Subjects,
-  connectNats,
   encodeJson,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
   type WorkerHeartbeat,
 } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   ServiceProcess,

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, connectNats } from '@svc/proto';
+import { Buckets } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   http,

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { connectNats } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { generateHostKey, publicKeyOf } from '@svc/test/support';
 import {
   NatsServerProcess,

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Streams, Subjects, connectNats } from '@svc/proto';
+import { Streams, Subjects } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,

@@ -8,7 +8,8 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { startFleet, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,

@@ -4,7 +4,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { startDevice } from '@svc/test/support';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, rendezvousScore, startDispatcher } from '@svc/dispatcher';
-import { Sealer, Streams, Subjects, connectNats, deviceKeyOf } from '@svc/proto';
+import { Sealer, Streams, Subjects } from '@svc/proto';
+import { connectNats } from '@svc/nats';
+import { deviceKeyOf } from '@svc/device-access';
 import {
   NatsServerProcess,
   TEST_ENCRYPTION_KEY,

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { startDevice } from '@svc/test/support';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Consumers, Streams, connectNats } from '@svc/proto';
+import { Consumers, Streams } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   http,

@@ -22,6 +22,13 @@ const root = new URL('../../..', import.meta.url).pathname;
 /** The workspaces whose build output the copy receives (see the build step below). */
 const BUILT = [
   'proto',
+  'jobs',
+  'telemetry',
+  'nats',
+  'device-access',
+  'webhooks',
+  'service-main',
+  'config',
   'parsers',
   'services/gateway',
   'services/dispatcher',

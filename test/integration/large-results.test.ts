@@ -3,14 +3,8 @@ import assert from 'node:assert/strict';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  Buckets,
-  ObjectBuckets,
-  connectNats,
-  decodeJson,
-  type FailedJob,
-  type JobRecord,
-} from '@svc/proto';
+import { Buckets, ObjectBuckets, decodeJson, type FailedJob, type JobRecord } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { loadPlatform, repeatedOutput, startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,

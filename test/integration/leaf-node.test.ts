@@ -5,7 +5,8 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { findNatsServer } from '@svc/launcher';
 import { loadDeviceActorConfig, startDeviceActorService } from '@svc/device-actor';
-import { Buckets, Sealer, connectNats, decodeJson, type JobRecord } from '@svc/proto';
+import { Buckets, Sealer, decodeJson, type JobRecord } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   TEST_ENCRYPTION_KEY,

@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, Streams, Subjects, connectNats, encodeJson } from '@svc/proto';
+import { Buckets, Streams, Subjects, encodeJson } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   http,

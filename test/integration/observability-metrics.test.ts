@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   TEST_ENCRYPTION_KEY,

@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
-import { SubjectParsers, Subjects, connectNats } from '@svc/proto';
+import { SubjectParsers, Subjects } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   OtlpHttpCollector,

@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   NatsServerProcess,

@@ -1,7 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,

@@ -9,7 +9,8 @@ import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { NatsServerProcess, http, silentLogger, testEnv } from '../harness/mod.js';
 
 const ADMIN_SECRET = 'fuzz-admin-secret';

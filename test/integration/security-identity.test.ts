@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { AuditLog, Buckets, Sealer, connectNats, decodeJson, encodeJson } from '@svc/proto';
+import { Buckets, Sealer, decodeJson, encodeJson } from '@svc/proto';
+import { AuditLog } from '@svc/telemetry';
+import { connectNats } from '@svc/nats';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   NatsServerProcess,

@@ -7,7 +7,8 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import { generateHostKey, publicKeyOf } from '@svc/test/support';
 import { NatsServerProcess, http, silentLogger, testEnv, type HttpAnswer } from '../harness/mod.js';
 

@@ -7,7 +7,8 @@ import { connect as tlsConnect } from 'node:tls';
 import { SignJWT, UnsecuredJWT, decodeJwt } from 'jose';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
-import { Sealer, connectNats } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   NatsServerProcess,

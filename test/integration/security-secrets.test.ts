@@ -16,7 +16,9 @@ import {
   type RunningDeviceActorService,
 } from '@svc/device-actor';
 import { loadReaperConfig, startReaper, type RunningReaper } from '@svc/reaper';
-import { AuditLog, Sealer, connectNats, createLogger } from '@svc/proto';
+import { Sealer } from '@svc/proto';
+import { AuditLog, createLogger } from '@svc/telemetry';
+import { connectNats } from '@svc/nats';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';

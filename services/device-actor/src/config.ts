@@ -3,18 +3,17 @@ import { Type, type Static } from 'typebox';
 import {
   DEFAULT_DATA_DIR,
   DriverSettings,
-  HostKeySettings,
   loadDriverDir,
   ReachabilitySettings,
   SharedSettings,
   SshSettings,
-  metricsSettings,
   deviceNetworkPolicy,
-  hostKeyModes,
   sshProfiles,
-  loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
+import { loadConfig } from '@svc/config';
+import { HostKeySettings, hostKeyModes } from '@svc/device-access';
+import { metricsSettings } from '@svc/telemetry';
 import { loadTemplateIndex } from '@svc/parsers';
 
 export const DeviceActorConfig = Type.Object({

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runServiceMain } from '@svc/proto';
+import { runServiceMain } from '@svc/service-main';
 import { loadDeviceActorConfig } from './config.js';
 import { startDeviceActorService } from './actor-host/service.js';
 

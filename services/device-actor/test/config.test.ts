@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, Sealer, readServiceSettings } from '@svc/proto';
+import { ConfigError, Sealer } from '@svc/proto';
+import { readServiceSettings } from '@svc/service-main';
 import { loadDeviceActorConfig } from '../src/config.js';
 
 function problemsOf(fn: () => unknown): readonly string[] {

@@ -1,7 +1,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { Sealer, createLogger, type JobRecord } from '@svc/proto';
+import { Sealer, type JobRecord } from '@svc/proto';
+import { createLogger } from '@svc/telemetry';
 import { loadDeviceActorConfig } from '../src/config.js';
 import { createWebhookNotifier } from '../src/actor-host/webhook.js';
 

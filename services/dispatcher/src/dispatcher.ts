@@ -10,12 +10,8 @@ import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/tra
 import {
   Buckets,
   Headers,
-  closeWhenStalled,
-  workConsumeOptions,
   KeyedWindow,
-  KvMirror,
   Consumers,
-  Lease,
   LockKeys,
   MessageIds,
   Streams,
@@ -24,21 +20,29 @@ import {
   decodeOrDrop,
   encodeJson,
   isTerminal,
-  retryTransient,
   JobEnvelope,
   JobRecord,
   WorkerHeartbeat,
-  deviceKeyOf,
-  ensureTopology,
   topologyFrom,
   DevicePlacementEntry,
+} from '@svc/proto';
+import {
+  closeWhenStalled,
+  workConsumeOptions,
+  KvMirror,
+  Lease,
+  retryTransient,
+  ensureTopology,
+} from '@svc/nats';
+import { deviceKeyOf } from '@svc/device-access';
+import {
   type Logger,
   SpanKind,
   extractTraceContext,
   injectTraceContext,
   withSpan,
   MetricsRegistry,
-} from '@svc/proto';
+} from '@svc/telemetry';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import type { DispatcherConfig } from './config.js';

@@ -8,10 +8,10 @@ import {
   decodeOrDrop,
   encodeJson,
   isWrongRevision,
-  type Logger,
   type Sealer,
-  type Stores,
 } from '@svc/proto';
+import { type Logger } from '@svc/telemetry';
+import { type Stores } from '@svc/nats';
 import { Role, type BearerResolver, type Caller } from './caller.js';
 import type { GatewayConfig } from './config.js';
 

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { KV } from '@nats-io/kv';
-import { AuditEvent, KvMirror, isWrongRevision, type AuditLog } from '@svc/proto';
+import { isWrongRevision } from '@svc/proto';
+import { AuditEvent, type AuditLog } from '@svc/telemetry';
+import { KvMirror } from '@svc/nats';
 import { HttpError } from './http-errors.js';
 
 const WINDOW_MS = 60_000;

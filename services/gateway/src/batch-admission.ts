@@ -1,4 +1,5 @@
-import { KeyedWindow, deviceKeyOf } from '@svc/proto';
+import { KeyedWindow } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
 import { HttpError } from './http-errors.js';
 import {
   RateLimited,

@@ -13,13 +13,11 @@ import {
   decodeMessage,
   decodeOrDrop,
   HeldEnvelope,
-  deviceKeyOf,
   encodeJson,
   isTerminal,
   isWrongRevision,
   openWebhookUrl,
   toJobResult,
-  webhookSender,
   type BatchCreated,
   type BatchJobRef,
   BatchRecord,
@@ -29,15 +27,15 @@ import {
   JobEvent,
   type JobRecord,
   type JobResult,
-  type JobStore,
-  type KvMirror,
-  type Logger,
   type Rollout,
   type Sealer,
   type ValidationIssue,
-  type WebhookAttempt,
-  type WebhookSenderOptions,
 } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
+import { webhookSender, type WebhookAttempt, type WebhookSenderOptions } from '@svc/webhooks';
+import { type KvMirror } from '@svc/nats';
+import { type Logger } from '@svc/telemetry';
+import type { Jobs } from '@svc/jobs';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
 import { RefusedAt, type BatchBudget } from './batch-admission.js';
@@ -97,7 +95,7 @@ export class Batches {
     private readonly js: JetStreamClient,
     private readonly kv: KV,
     private readonly mirror: KvMirror,
-    private readonly jobs: JobStore,
+    private readonly jobs: Jobs,
     private readonly intake: JobIntake,
     private readonly log: Logger,
     private readonly options: BatchOptions,
@@ -663,19 +661,7 @@ export class Batches {
     for (let i = 0; i < refs.length; i += READ_CHUNK) {
       await Promise.all(
         refs.slice(i, i + READ_CHUNK).map(async (ref) => {
-          const updated = await this.jobs.transition(ref.job_id, (current) =>
-            current.status === 'queued'
-              ? {
-                  ...current,
-                  status: 'cancelled',
-                  ended_at: new Date().toISOString(),
-                  error: `job cancelled: batch ${reason}`,
-                  error_code: 'CANCELLED',
-                  error_retryable: false,
-                }
-              : null,
-          );
-          if (updated) await this.jobs.publishEvent(updated).catch(() => undefined);
+          await this.jobs.cancel(ref.job_id, `job cancelled: batch ${reason}`, ['queued']);
           if (this.mirror.get(heldKey(batchId, ref.job_id))) {
             await this.kv.delete(heldKey(batchId, ref.job_id)).catch(() => undefined);
           }

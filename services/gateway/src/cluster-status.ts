@@ -4,11 +4,10 @@ import {
   Buckets,
   decodeOrDrop,
   HealthStatus,
-  KvMirror,
   type HealthRecord,
-  type Stores,
   WorkerHeartbeat,
 } from '@svc/proto';
+import { KvMirror, type Stores } from '@svc/nats';
 import type { QueueDepth } from './queue-depth.js';
 
 /** Reads the cluster's live state (heartbeats, backlog, failed jobs) for health and contexts. */

@@ -9,9 +9,9 @@ import {
   SharedSettings,
   commandPolicy,
   deviceNetworkPolicy,
-  loadConfig,
   webhookNetworkPolicy,
 } from '@svc/proto';
+import { loadConfig } from '@svc/config';
 
 /** Gateway settings, read once from the environment by `main.ts`. */
 export const GatewayConfig = Type.Object({

@@ -1,15 +1,10 @@
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { FastifyRequest } from 'fastify';
-import type {
-  AuditLog,
-  DriverDescription,
-  JobLifecycle,
-  JobStore,
-  Logger,
-  Sealer,
-  Stores,
-} from '@svc/proto';
+import type { DriverDescription, Sealer } from '@svc/proto';
+import type { AuditLog, Logger } from '@svc/telemetry';
+import type { Stores } from '@svc/nats';
+import type { Jobs } from '@svc/jobs';
 import type { AuthLimits } from './auth-limits.js';
 import type { ClusterStatus } from './cluster-status.js';
 import type { GatewayConfig } from './config.js';
@@ -26,8 +21,8 @@ export interface GatewayContext {
   js: JetStreamClient;
   jsm: JetStreamManager;
   stores: Stores;
-  jobs: JobStore;
-  lifecycle: JobLifecycle;
+  /** Every change of a job's status goes through here. */
+  jobs: Jobs;
   sealer: Sealer;
   log: Logger;
   audit: AuditLog;

@@ -2,34 +2,32 @@ import type { FastifyInstance } from 'fastify';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
-  AuditLog,
   Buckets,
   ConfigTemplate,
   ConfigTemplateList,
   ConfigTemplatePut,
   ConfigTemplateSaved,
-  JobLifecycle,
   RenderInlineRequest,
   RenderStoredRequest,
   RenderedConfig,
+  commandPolicy,
+  deviceNetworkPolicy,
+  loadDriverDir,
+  webhookNetworkPolicy,
+  topologyFrom,
+  type Sealer,
+} from '@svc/proto';
+import {
+  AuditLog,
   createMetricsRegistry,
   jobFailureCounter,
   type MetricsRegistry,
-  JobResults,
-  JobStore,
-  HostKeyStore,
-  KvMirror,
-  LockoutLedger,
-  commandPolicy,
-  deviceNetworkPolicy,
-  ensureTopology,
-  loadDriverDir,
   renamedLogger,
-  webhookNetworkPolicy,
-  topologyFrom,
   type Logger,
-  type Sealer,
-} from '@svc/proto';
+} from '@svc/telemetry';
+import { HostKeyStore, LockoutLedger } from '@svc/device-access';
+import { KvMirror, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
 import { ownerSecret, startApiKeys } from './api-keys.js';
 import { AuthLimits } from './auth-limits.js';
 import { Batches } from './batches.js';
@@ -183,13 +181,11 @@ export async function startGateway(
   const stores = await ensureTopology(nc, topologyFrom(config));
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const jobs = new JobStore(
-    stores[Buckets.jobs],
-    nc,
-    2000,
-    stores[Buckets.failed],
-    await JobResults.open(nc),
-  );
+  // Short store retries: a request answers 503 rather than wait out a leader election.
+  const jobs = await Jobs.open(nc, stores, {
+    transientRetryMs: 2000,
+    onFailed: jobFailureCounter(registry),
+  });
   // Hosts come from the cluster status below (called only once requests are served).
   const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers(), config.SVC_CONTEXTS);
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
@@ -233,7 +229,7 @@ export async function startGateway(
       templates: stores[Buckets.templates],
     },
   );
-  const control = new JobControl(nc, jobs, audit);
+  const control = new JobControl(jobs, audit);
   const status: ClusterStatus = new ClusterStatus(nc, jsm, stores, depth, {
     version: config.SVC_VERSION,
     staleThresholdSeconds: config.WORKER_STALE_THRESHOLD,
@@ -254,12 +250,6 @@ export async function startGateway(
     jsm,
     stores,
     jobs,
-    lifecycle: new JobLifecycle(
-      jobs,
-      stores[Buckets.failed],
-      stores[Buckets.dedup],
-      jobFailureCounter(registry),
-    ),
     sealer,
     log,
     audit,

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { EnqueueResponse, MessageBody, ValidationErrorBody, type Logger } from '@svc/proto';
+import { EnqueueResponse, MessageBody, ValidationErrorBody } from '@svc/proto';
+import type { Logger } from '@svc/telemetry';
 import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
 import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';

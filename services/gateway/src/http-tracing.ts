@@ -8,7 +8,7 @@ import {
   tracer,
   type Span,
   type TraceContext,
-} from '@svc/proto';
+} from '@svc/telemetry';
 
 /** Label and span name of a request: the route pattern, never the raw URL (ids, queries). */
 export function endpointOf(req: FastifyRequest): string {

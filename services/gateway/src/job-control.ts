@@ -1,21 +1,13 @@
-import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  AuditEvent,
-  Subjects,
-  encodeJson,
-  isTerminal,
-  type AuditLog,
-  type JobRecord,
-  type JobStore,
-} from '@svc/proto';
+import { isTerminal, type JobRecord } from '@svc/proto';
+import { AuditEvent, type AuditLog } from '@svc/telemetry';
+import type { Jobs } from '@svc/jobs';
 import { mayAccessJob, type Caller } from './caller.js';
 import { HttpError } from './http-errors.js';
 
 /** Reading and cancelling jobs on behalf of a caller. */
 export class JobControl {
   constructor(
-    private readonly nc: NatsConnection,
-    private readonly jobs: JobStore,
+    private readonly jobs: Jobs,
     private readonly audit: AuditLog,
   ) {}
 
@@ -47,20 +39,10 @@ export class JobControl {
     const started = performance.now();
     const record = await this.read(caller, jobId);
     if (isTerminal(record.status)) return false;
-    let wasRunning = false;
-    const updated = await this.jobs.transition(jobId, (current) => {
-      if (isTerminal(current.status)) return null;
-      wasRunning = current.status === 'started';
-      return {
-        ...current,
-        status: 'cancelled',
-        ended_at: new Date().toISOString(),
-        error: 'job cancelled by its submitter',
-        error_code: 'CANCELLED',
-        error_retryable: false,
-      };
-    });
-    if (!updated) return false;
+    // The running session (if any) is told to abort, and the event goes out, by `cancel`.
+    const cancelled = await this.jobs.cancel(jobId, 'job cancelled by its submitter');
+    if (!cancelled) return false;
+    const updated = cancelled.record;
     this.audit.emit(AuditEvent.jobCancelled, {
       request_id: origin.requestId,
       job_id: jobId,
@@ -74,8 +56,6 @@ export class JobControl {
       source_ip: origin.source,
       context: updated.spec.context,
     });
-    if (wasRunning) this.nc.publish(Subjects.cancel(jobId), encodeJson({ job_id: jobId }));
-    await this.jobs.publishEvent(updated).catch(() => undefined);
     return true;
   }
 }

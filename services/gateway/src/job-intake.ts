@@ -2,7 +2,6 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   requiredCapabilities,
-  AuditEvent,
   SendCommandRequest,
   SendCommandStructuredRequest,
   SendConfigRequest,
@@ -10,31 +9,31 @@ import {
   MessageIds,
   askedCommandMode,
   check,
-  deviceKeyOf,
   encodeJson,
-  injectTraceContext,
   isTerminal,
   canonicalIp,
   normalizeSubmission,
-  resolveHost,
   type AddressPolicy,
-  type AuditLog,
   type CommandMode,
   type CommandPolicy,
-  type HostKeyStore,
   type DeviceInputLimits,
   type DeviceSecrets,
   type EnqueueResponse,
   type JobEnvelope,
   type JobKind,
   type JobRecord,
-  queuedRecordOf,
   type JobSpec,
-  type JobStore,
-  type LockoutLedger,
   type Sealer,
   type ValidationIssue,
 } from '@svc/proto';
+import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
+import {
+  deviceKeyOf,
+  resolveHost,
+  type HostKeyStore,
+  type LockoutLedger,
+} from '@svc/device-access';
+import type { Enqueued, Jobs } from '@svc/jobs';
 import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';
 import { mayUseContext, hasRole, type Caller } from './caller.js';
@@ -189,7 +188,7 @@ export interface EnqueueExtras {
 export class JobIntake {
   constructor(
     private readonly js: JetStreamClient,
-    private readonly jobs: JobStore,
+    private readonly jobs: Jobs,
     private readonly sealer: Sealer,
     private readonly depth: QueueDepth,
     private readonly audit: AuditLog,
@@ -735,17 +734,24 @@ export class JobIntake {
     // A host that would misread the job (a dry run pushed for real) never runs it.
     const requires = requiredCapabilities(spec);
     if (requires.length > 0) envelope.requires = requires;
-    // The record is the envelope's queued form (one definition, shared with the actor, which
-    // starts the job by a compare-and-set on this revision without reading the record).
-    const record = queuedRecordOf(envelope);
     const deadline = extras.deadline ?? Number.POSITIVE_INFINITY;
     // Past the bound the request is answered 503: no write may start after that.
     if (Date.now() >= deadline) throw storeTimedOut();
-    let revision: number;
+    // The queued event goes out on this connection before the envelope: NATS keeps one
+    // connection's messages in order, so no follower sees `started` before `queued`. A held
+    // job (a batch's later wave) announces it once its envelope is held.
+    const held = extras.hold !== undefined;
+    let queued: Enqueued;
     try {
       let device: string | null;
-      [revision, device] = await Promise.all([this.jobs.create(record), deviceRead, aheadRead]);
-      envelope.record_revision = revision;
+      // The record is the envelope's queued form (one definition, shared with the actor, which
+      // starts the job by a compare-and-set on this revision without reading the record).
+      [queued, device] = await Promise.all([
+        this.jobs.enqueue(envelope, { announce: !held }),
+        deviceRead,
+        aheadRead,
+      ]);
+      envelope.record_revision = queued.revision;
       if (device !== null) envelope.device = device;
     } catch (err) {
       if (/exists|wrong last sequence/i.test(String(err))) {
@@ -753,10 +759,6 @@ export class JobIntake {
       }
       throw err;
     }
-    // The queued event goes out on this connection before the envelope: NATS keeps one
-    // connection's messages in order, so no follower sees `started` before `queued`.
-    const held = extras.hold !== undefined;
-    if (!held) void this.jobs.publishEvent(record).catch(() => undefined);
     let sent = false;
     try {
       if (Date.now() >= deadline) throw storeTimedOut();
@@ -767,17 +769,14 @@ export class JobIntake {
       // Not queued (or not known to be): drop the record, compare-and-delete on the revision we
       // created (a job that started meanwhile keeps its record). A record left behind without
       // its message is failed by the reaper (ENQUEUE_INCOMPLETE).
-      const dropped = await this.jobs.kv
-        .delete(jobId, { previousSeq: revision })
-        .then(() => true)
-        .catch(() => false);
+      const dropped = await this.jobs.discard(jobId, queued.revision);
       if (sent && !dropped && typeof err === 'object' && err !== null) mayRun.add(err);
       throw err;
     }
     const ahead = await aheadRead;
     this.depth.noteQueued(spec.context);
     // A held job (a batch's later wave) is queued now all the same: its record says so.
-    if (held) void this.jobs.publishEvent(record).catch(() => undefined);
+    if (held) queued.announce();
     this.audit.emit(AuditEvent.jobSubmitted, {
       request_id: jobId,
       job_id: jobId,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runServiceMain } from '@svc/proto';
+import { runServiceMain } from '@svc/service-main';
 import { loadGatewayConfig } from './config.js';
 import { startGateway } from './gateway.js';
 import type { TlsMaterial } from './tls.js';

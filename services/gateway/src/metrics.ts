@@ -7,9 +7,9 @@ import {
   TERMINAL_STATUSES,
   decodeOrDrop,
   JobEvent,
-  type MetricsRegistry,
   type WorkerHeartbeat,
 } from '@svc/proto';
+import { type MetricsRegistry } from '@svc/telemetry';
 import type { GatewayContext } from './gateway-context.js';
 import { endpointOf, registerHttpTracing } from './http-tracing.js';
 import { routeSchema } from './routes/route-schemas.js';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { TLS_CERT_FILE, TLS_DIR, type Logger } from '@svc/proto';
+import { TLS_CERT_FILE, TLS_DIR } from '@svc/proto';
+import { type Logger } from '@svc/telemetry';
 import { generate } from 'selfsigned';
 
 export interface TlsMaterial {

@@ -1,11 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import {
-  HealthStatus,
-  publicNatsUrl,
-  renamedLogger,
-  type HealthRecord,
-  type Logger,
-} from '@svc/proto';
+import { HealthStatus, type HealthRecord } from '@svc/proto';
+import { publicNatsUrl } from '@svc/nats';
+import { renamedLogger, type Logger } from '@svc/telemetry';
 import type { GatewayConfig } from './config.js';
 import { urlOf } from './gateway.js';
 import { createHttpServer } from './http-server.js';

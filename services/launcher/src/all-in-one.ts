@@ -11,12 +11,10 @@ import {
   Sealer,
   adminSecretOf,
   canonicalIp,
-  connectNats,
-  createMetricsRegistry,
   deviceNetworkPolicy,
-  startTracing,
-  type Logger,
 } from '@svc/proto';
+import { connectNats } from '@svc/nats';
+import { createMetricsRegistry, startTracing, type Logger } from '@svc/telemetry';
 import { loadReaperConfig, startReaper } from '@svc/reaper';
 import {
   installAccounts,

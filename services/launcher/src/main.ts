@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { createLogger, exitOnStartFailure, localDataDir } from '@svc/proto';
+import { localDataDir } from '@svc/proto';
+import { createLogger } from '@svc/telemetry';
+import { exitOnStartFailure } from '@svc/service-main';
 import { startAll, type AllInOne } from './all-in-one.js';
 import type { NatsServerProcess } from './nats-server-process.js';
 

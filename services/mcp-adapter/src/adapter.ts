@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ConfigError, localDataDir, localService, type Logger } from '@svc/proto';
+import { ConfigError, localDataDir, localService } from '@svc/proto';
+import { type Logger } from '@svc/telemetry';
 import { ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
 import { isLoopbackBind, startHttpTransport } from './http-transport.js';

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { DEFAULT_DATA_DIR, loadConfig } from '@svc/proto';
+import { DEFAULT_DATA_DIR } from '@svc/proto';
+import { loadConfig } from '@svc/config';
 
 /**
  * Settings of the MCP adapter, read once from the environment by `main.ts`. Durations are

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '@svc/proto';
+import type { Logger } from '@svc/telemetry';
 
 export interface HttpTransportOptions {
   host: string;

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { ConfigError, createLogger } from '@svc/proto';
+import { ConfigError } from '@svc/proto';
+import { createLogger } from '@svc/telemetry';
 import { startMcpAdapter } from './adapter.js';
 import { McpAdapterConfig, loadMcpAdapterConfig } from './config.js';
 

@@ -1,6 +1,6 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { Logger } from '@svc/proto';
+import type { Logger } from '@svc/telemetry';
 import * as z from 'zod';
 import { templateArgsShape, workflowArgsShape, workflowBody } from './config-tools.js';
 import { isRecord, type ApiClient } from './api-client.js';

@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox';
-import { SharedSettings, loadConfig, metricsSettings } from '@svc/proto';
+import { SharedSettings } from '@svc/proto';
+import { loadConfig } from '@svc/config';
+import { metricsSettings } from '@svc/telemetry';
 
 export const ReaperConfig = Type.Object({
   ...SharedSettings,

@@ -8,10 +8,10 @@ import {
   SubjectParsers,
   MessageIds,
   SvcError,
-  type JobLifecycle,
   type JobRecord,
-  type Logger,
 } from '@svc/proto';
+import { type Logger } from '@svc/telemetry';
+import type { Jobs } from '@svc/jobs';
 
 /** Safety margin before the duplicate window ends: past it, a probe proves nothing. */
 const WINDOW_MARGIN_MS = 15_000;
@@ -43,7 +43,7 @@ export class EnqueueCheck {
 
   private constructor(
     private readonly js: JetStreamClient,
-    private readonly lifecycle: JobLifecycle,
+    private readonly jobs: Jobs,
     private readonly graceMs: number,
     private readonly log: Logger,
     private readonly onFailed: (record: JobRecord) => Promise<void>,
@@ -51,15 +51,15 @@ export class EnqueueCheck {
 
   static async start(
     js: JetStreamClient,
-    lifecycle: JobLifecycle,
+    jobs: Jobs,
     options: {
       graceMs: number;
       log: Logger;
-      /** Told of each job failed here (events, audit). */
+      /** Told of each job failed here (its event is out already). */
       onFailed: (record: JobRecord) => Promise<void>;
     },
   ): Promise<EnqueueCheck> {
-    const check = new EnqueueCheck(js, lifecycle, options.graceMs, options.log, options.onFailed);
+    const check = new EnqueueCheck(js, jobs, options.graceMs, options.log, options.onFailed);
     await check.#follow();
     return check;
   }
@@ -69,9 +69,7 @@ export class EnqueueCheck {
   }
 
   async #follow(): Promise<void> {
-    const bucket = this.lifecycle.jobs.kv;
-    const stream = `KV_${(await bucket.status()).bucket}`;
-    const bucketName = (await bucket.status()).bucket;
+    const { stream, bucket: bucketName } = await this.jobs.recordStream();
     // The keys written within the window: each key's last entry, then every new one.
     const since = new Date(Date.now() - JOBS_DUPLICATE_WINDOW_SECONDS * 1000).toISOString();
     const consumer = await this.js.consumers.get(stream, {
@@ -130,7 +128,7 @@ export class EnqueueCheck {
 
   /** True when the job's envelope was never stored and the job was failed. */
   async #check(jobId: string, fresh: Fresh): Promise<boolean> {
-    const stored = await this.lifecycle.jobs.get(jobId);
+    const stored = await this.jobs.get(jobId);
     const record = stored?.record;
     if (!stored || stored.archived || stored.revision !== fresh.revision || !record) {
       this.#fresh.delete(jobId);
@@ -150,7 +148,7 @@ export class EnqueueCheck {
     });
     this.#fresh.delete(jobId);
     if (ack.duplicate) return false;
-    const ended = await this.lifecycle.fail(
+    const ended = await this.jobs.fail(
       jobId,
       'queued',
       new SvcError(

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runServiceMain } from '@svc/proto';
+import { runServiceMain } from '@svc/service-main';
 import { loadReaperConfig } from './config.js';
 import { startReaper } from './reaper.js';
 

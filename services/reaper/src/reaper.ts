@@ -4,26 +4,24 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
   ActorCapability,
-  AuditEvent,
-  AuditLog,
   Buckets,
-  JobLifecycle,
-  JobStore,
-  KvMirror,
-  Lease,
   LockKeys,
-  MetricsRegistry,
   Streams,
   Subjects,
   decodeOrDrop,
-  drainHost,
   encodeJson,
-  ensureTopology,
-  jobFailureCounter,
   topologyFrom,
-  type Logger,
   WorkerHeartbeat,
 } from '@svc/proto';
+import {
+  AuditEvent,
+  AuditLog,
+  MetricsRegistry,
+  jobFailureCounter,
+  type Logger,
+} from '@svc/telemetry';
+import { KvMirror, Lease, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
 import type { ReaperConfig } from './config.js';
 import { EnqueueCheck } from './enqueue-check.js';
 
@@ -52,14 +50,8 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const audit = deps.audit ?? new AuditLog('reaper');
   const id = `reaper-${randomUUID().slice(0, 8)}`;
   const stores = await ensureTopology(nc, topologyFrom(config));
-  const jobs = new JobStore(stores[Buckets.jobs], nc);
   const registry = deps.metrics ?? new MetricsRegistry();
-  const lifecycle = new JobLifecycle(
-    jobs,
-    stores[Buckets.failed],
-    stores[Buckets.dedup],
-    jobFailureCounter(registry),
-  );
+  const jobs = await Jobs.open(nc, stores, { onFailed: jobFailureCounter(registry) });
   const cyclesLed = new Counter({
     name: 'svc_reaper_cycles_total',
     help: 'Reaper cycles this process ran while holding the cluster lock.',
@@ -84,12 +76,12 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     registers: [registry],
   });
   const enqueueCheck = config.JOB_REAPER_ENABLED
-    ? await EnqueueCheck.start(jetstream(nc), lifecycle, {
+    ? await EnqueueCheck.start(jetstream(nc), jobs, {
         graceMs: config.ENQUEUE_GRACE * 1000,
         log,
-        onFailed: async (record) => {
+        onFailed: () => {
           notEnqueued.inc();
-          await jobs.publishEvent(record).catch(() => undefined);
+          return Promise.resolve();
         },
       })
     : null;
@@ -123,11 +115,11 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
         )
         .catch(() => undefined);
       await new Promise((r) => setTimeout(r, 200));
-      const outcome = await drainHost(nc, lifecycle, beat.host_id, {
+      const outcome = await jobs.drain(beat.host_id, {
         failStarted: true,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
         log,
-        onOrphaned: async (record) => {
+        onOrphaned: (record) => {
           audit.emit(AuditEvent.jobOrphaned, {
             event: 'job.orphaned',
             request_id: record.job_id,
@@ -139,7 +131,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
             status: 'failed',
             duration_ms: 0,
           });
-          await jobs.publishEvent(record).catch(() => undefined);
+          return Promise.resolve();
         },
       });
       await workers.delete(key).catch(() => undefined);
@@ -222,7 +214,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           );
         if (!marked) continue;
       }
-      const outcome = await drainHost(nc, lifecycle, beat.host_id, {
+      const outcome = await jobs.drain(beat.host_id, {
         failStarted: false,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
         log,

@@ -1,14 +1,7 @@
 import type { Counter } from 'prom-client';
-import type {
-  AuditLog,
-  DeviceSecrets,
-  JobLifecycle,
-  JobRecord,
-  JobResults,
-  JobStore,
-  Logger,
-  Sealer,
-} from '@svc/proto';
+import type { DeviceSecrets, JobRecord, Sealer } from '@svc/proto';
+import type { AuditLog, Logger } from '@svc/telemetry';
+import type { Jobs } from '@svc/jobs';
 import type { KV } from '@nats-io/kv';
 import type { DeviceActorConfig } from '../config.js';
 import type { RunDeviceJob } from '../device/device-job.js';
@@ -37,8 +30,8 @@ export interface ActorContext {
   readonly log: Logger;
   readonly audit: AuditLog;
   readonly sealer: Sealer;
-  readonly jobs: JobStore;
-  readonly lifecycle: JobLifecycle;
+  /** Every change of a job's status (start, finish, fail) goes through here. */
+  readonly jobs: Jobs;
   /** Reachability, host keys, SSH profile, lockout and breaker: what a job passes first. */
   readonly admission: DeviceAdmission;
   readonly runner: RunDeviceJob;
@@ -52,8 +45,6 @@ export interface ActorContext {
   readonly transcripts: KV;
   /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
   readonly transcriptWanted: (context: string) => boolean;
-  /** Keeps results inline in the record, or in the object store when too large for it. */
-  readonly results: JobResults;
   readonly jobsEnded: Counter<'status'>;
   /** Set once the host stops taking work: queued jobs are handed back, not run. */
   readonly draining: () => boolean;

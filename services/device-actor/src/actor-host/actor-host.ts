@@ -4,29 +4,23 @@ import { jetstreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
-  AuditLog,
   Buckets,
   ErrorCode,
-  JobLifecycle,
-  JobResults,
-  JobStore,
-  MetricsRegistry,
-  jobFailureCounter,
   Streams,
   Subjects,
   SubjectParsers,
   SvcError,
   decodeOrDrop,
-  deviceKeyOf,
-  drainHost,
-  ensureTopology,
   topologyFrom,
   type DeviceSecrets,
   JobEnvelope,
   type JobRecord,
-  type Logger,
   type Sealer,
 } from '@svc/proto';
+import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
+import { ensureTopology } from '@svc/nats';
+import { deviceKeyOf } from '@svc/device-access';
+import { Jobs } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from '../config.js';
 import { DeviceActor } from './device-actor.js';
@@ -75,15 +69,11 @@ export async function startActorHost(
   const hostId = config.ACTOR_HOST_ID || `${hostname()}-${process.pid}-${randomUUID().slice(0, 6)}`;
   const stores = await ensureTopology(nc, topologyFrom(config));
   const jsm = await jetstreamManager(nc);
-  const results = await JobResults.open(nc, config.SVC_MAX_RESULT_BYTES);
-  const jobs = new JobStore(stores[Buckets.jobs], nc, undefined, undefined, results);
   const registry = deps.metrics ?? new MetricsRegistry();
-  const lifecycle = new JobLifecycle(
-    jobs,
-    stores[Buckets.failed],
-    stores[Buckets.dedup],
-    jobFailureCounter(registry),
-  );
+  const jobs = await Jobs.open(nc, stores, {
+    maxResultBytes: config.SVC_MAX_RESULT_BYTES,
+    onFailed: jobFailureCounter(registry),
+  });
   const admission = await DeviceAdmission.start(config, stores, log);
   const transcriptEverywhere = config.TRANSCRIPT_CONTEXTS.includes('*');
   const transcriptContexts = new Set(config.TRANSCRIPT_CONTEXTS);
@@ -100,7 +90,6 @@ export async function startActorHost(
     audit: deps.audit ?? new AuditLog('device-actor'),
     sealer: deps.sealer,
     jobs,
-    lifecycle,
     admission,
     runner: deps.runner,
     parseOutputs: deps.parseOutputs,
@@ -109,7 +98,6 @@ export async function startActorHost(
     running,
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
-    results,
     jobsEnded: new Counter({
       name: 'svc_actor_jobs_total',
       help: 'Jobs this actor host ran to a terminal status, by status.',
@@ -193,14 +181,16 @@ export async function startActorHost(
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
       admission.stop();
-      const drained = await drainHost(nc, lifecycle, hostId, {
-        failStarted: true,
-        reason: 'actor host shut down while the job ran',
-        log,
-      }).catch((err: unknown) => {
-        log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
-        return null;
-      });
+      const drained = await jobs
+        .drain(hostId, {
+          failStarted: true,
+          reason: 'actor host shut down while the job ran',
+          log,
+        })
+        .catch((err: unknown) => {
+          log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
+          return null;
+        });
       if (drained) {
         log.info(
           { handed_back: drained.handedBack.length, waiting: waiting.length },

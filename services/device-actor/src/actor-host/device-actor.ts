@@ -2,26 +2,18 @@ import type { JsMsg } from '@nats-io/jetstream';
 import {
   ACTOR_CAPABILITIES,
   missingCapabilities,
-  AuditEvent,
   ErrorCode,
-  SpanKind,
   SvcError,
   MalformedMessage,
   encodeJson,
-  extractTraceContext,
-  placementMayStart,
-  queuedRecordOf,
-  resolveHost,
-  retryTransient,
-  withSpan,
   type CommandStatus,
   type DeviceSecrets,
   type JobEnvelope,
   type JobRecord,
-  type JobResults,
-  type Logger,
-  type StoredRecord,
 } from '@svc/proto';
+import { AuditEvent, SpanKind, extractTraceContext, withSpan, type Logger } from '@svc/telemetry';
+import { resolveHost } from '@svc/device-access';
+import type { Jobs, StoredRecord } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import {
   DeviceJobFailure,
@@ -124,7 +116,6 @@ export class DeviceActor {
     const startedStored = await this.#start(envelope, jlog);
     if (!startedStored) return;
     const started = startedStored.record;
-    await ctx.jobs.publishEvent(started).catch(() => undefined);
     ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
     jlog.info({ host: started.spec.host, platform: started.spec.platform }, `${jobId} started`);
 
@@ -133,7 +124,7 @@ export class DeviceActor {
     const missing = missingCapabilities(envelope.requires, ACTOR_CAPABILITIES);
     const ended =
       missing.length > 0
-        ? await ctx.lifecycle.fail(
+        ? await ctx.jobs.fail(
             jobId,
             'started',
             new SvcError(
@@ -144,7 +135,6 @@ export class DeviceActor {
         : await this.#execute(startedStored, envelope, secrets, jlog, t0, claim);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
-    await ctx.jobs.publishEvent(ended).catch(() => undefined);
     ctx.audit.emit(
       AuditEvent.jobCompleted,
       auditFields(ended, ended.status, performance.now() - t0),
@@ -164,24 +154,9 @@ export class DeviceActor {
   async #start(envelope: JobEnvelope, jlog: Logger): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
-    // The timestamp marks this attempt: if a write of ours went through but its answer was lost
-    // (a cluster electing a leader), the retry recognises its own record instead of refusing.
-    const startedAt = new Date().toISOString();
-    // The record as the gateway created it: unchanged since (no cancel), one write starts it.
-    const created =
-      envelope.record_revision !== undefined
-        ? { record: queuedRecordOf(envelope), revision: envelope.record_revision }
-        : undefined;
-    const started = await ctx.jobs.transitionStored(
-      jobId,
-      (current) =>
-        // A copy of an earlier placement (handed back since, this host having been silent)
-        // never starts: the record names the copy that may.
-        current.status === 'queued' && placementMayStart(current, envelope)
-          ? { ...current, status: 'started', started_at: startedAt, actor_host: ctx.hostId }
-          : ownWrite(current, 'started', startedAt, current.started_at),
-      created,
-    );
+    // From the record as the gateway created it (no read unless a cancel came between); a
+    // copy of an earlier placement (handed back since) never starts.
+    const started = await ctx.jobs.start(envelope, ctx.hostId);
     if (started) return started;
     const current = await ctx.jobs.get(jobId);
     if (
@@ -190,7 +165,7 @@ export class DeviceActor {
       !ctx.running.has(jobId)
     ) {
       // Started here, but its outcome never reached the store: it must not run again.
-      await ctx.lifecycle.fail(
+      await ctx.jobs.fail(
         jobId,
         'started',
         new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
@@ -296,30 +271,15 @@ export class DeviceActor {
             )
           : null;
       // Inline, or in the object store with a pointer (a record is one NATS message).
-      const stored = await ctx.results.keep(jobId, parsed ? parsed.results : outcome.results);
+      const stored = await ctx.jobs.keepResults(jobId, parsed ? parsed.results : outcome.results);
       await keepTranscript(false, platform);
-      const endedAt = new Date().toISOString();
       // Written on the revision this actor started it with: no read unless a cancel came between.
-      const finished = await ctx.jobs.transition(
-        jobId,
-        (current) =>
-          current.status !== 'started'
-            ? ownWrite(current, 'finished', endedAt, current.ended_at)
-            : {
-                ...current,
-                status: 'finished',
-                ended_at: endedAt,
-                ...stored,
-                command_status: withParseNotes(outcome.commandStatus, parsed),
-                detected_platform: outcome.detectedPlatform,
-                ...outcome.workflow,
-              },
-        startedStored,
-      );
-      if (finished) {
-        await retryTransient(() => ctx.lifecycle.releaseDedup(finished)).catch(() => undefined);
-      }
-      return finished;
+      return await ctx.jobs.finish(startedStored, {
+        ...stored,
+        command_status: withParseNotes(outcome.commandStatus, parsed),
+        detected_platform: outcome.detectedPlatform,
+        ...outcome.workflow,
+      });
     } catch (err) {
       // A failure that kept outputs already carries the abort's code.
       const failure = SvcError.from(
@@ -338,13 +298,9 @@ export class DeviceActor {
         await keepTranscript(false);
         // The gateway already wrote `cancelled`; the outputs the device gave before are added.
         if (failure instanceof DeviceJobFailure && failure.commandStatus !== null) {
-          const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.results);
+          const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.jobs);
           await ctx.jobs
-            .transition(jobId, (current) =>
-              current.status === 'cancelled' && current.command_status == null
-                ? { ...current, ...kept }
-                : null,
-            )
+            .keepCancelledOutputs(jobId, kept)
             .catch((err: unknown) =>
               jlog.warn({ err }, `${jobId} outputs of a cancelled job not kept`),
             );
@@ -352,12 +308,12 @@ export class DeviceActor {
         return null;
       }
       await keepTranscript(true);
-      const ended = await ctx.lifecycle.fail(
+      const ended = await ctx.jobs.fail(
         jobId,
         'started',
         safe,
         failure instanceof DeviceJobFailure
-          ? await keptResults(failure, started, ctx.parseOutputs, ctx.results)
+          ? await keptResults(failure, started, ctx.parseOutputs, ctx.jobs)
           : {},
       );
       if (ended && isDeviceFailure(safe.code)) {
@@ -431,16 +387,6 @@ export class DeviceActor {
   }
 }
 
-/** The record as it is when it already holds this attempt's own write, else null (refuse). */
-function ownWrite(
-  current: JobRecord,
-  status: JobRecord['status'],
-  stamp: string,
-  currentStamp: string | null,
-): JobRecord | null {
-  return current.status === status && currentStamp === stamp ? current : null;
-}
-
 function isDeviceFailure(code: string): boolean {
   return ['CONNECTION_TIMEOUT', 'CONNECTION_REFUSED', 'HOST_UNREACHABLE', 'AUTH_FAILED'].includes(
     code,
@@ -469,7 +415,7 @@ async function keptResults(
   failure: DeviceJobFailure,
   record: JobRecord,
   parseOutputs: ParseOutputs | undefined,
-  store: JobResults,
+  store: Jobs,
 ): Promise<Partial<JobRecord>> {
   let status = failure.commandStatus;
   if (status === null) return { detected_platform: failure.detectedPlatform };
@@ -490,7 +436,7 @@ async function keptResults(
     status = withParseNotes(status, parsed ?? { results: {}, notes: {} });
   }
   // Past SVC_MAX_RESULT_BYTES (or with the store unreachable) only the statuses are kept.
-  const kept = await store.keep(record.job_id, results).catch(() => ({ results: null }));
+  const kept = await store.keepResults(record.job_id, results).catch(() => ({ results: null }));
   return { ...kept, command_status: status, detected_platform: failure.detectedPlatform };
 }
 

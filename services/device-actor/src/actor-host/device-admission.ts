@@ -1,23 +1,24 @@
 import {
   Buckets,
-  CircuitBreaker,
   ErrorCode,
-  HostKeyStore,
-  KvMirror,
-  LockoutLedger,
   SvcError,
   algorithmsFor,
   deviceNetworkPolicy,
+  sshProfiles,
+  type DeviceSecrets,
+  type JobRecord,
+} from '@svc/proto';
+import {
+  CircuitBreaker,
+  HostKeyStore,
+  LockoutLedger,
   fingerprintOf,
   hostKeyModes,
   resolveHost,
-  sshProfiles,
   type BreakerVerdict,
-  type DeviceSecrets,
-  type JobRecord,
-  type Logger,
-  type Stores,
-} from '@svc/proto';
+} from '@svc/device-access';
+import { KvMirror, type Stores } from '@svc/nats';
+import { type Logger } from '@svc/telemetry';
 import type { DeviceActorConfig } from '../config.js';
 import type { DeviceJob } from '../device/device-job.js';
 import { hostKeyVerifier } from '../device/ssh/host-key-trust.js';

@@ -7,14 +7,9 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
-import {
-  closeWhenStalled,
-  workConsumeOptions,
-  Consumers,
-  Streams,
-  Subjects,
-  type Logger,
-} from '@svc/proto';
+import { Consumers, Streams, Subjects } from '@svc/proto';
+import { closeWhenStalled, workConsumeOptions } from '@svc/nats';
+import { type Logger } from '@svc/telemetry';
 
 /** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
 export function placementConsumerConfig(hostId: string) {

@@ -1,13 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  communityTemplateDirs,
-  loadDriverDir,
-  localDataDir,
-  type AuditLog,
-  type Logger,
-  type MetricsRegistry,
-  type Sealer,
-} from '@svc/proto';
+import { communityTemplateDirs, loadDriverDir, localDataDir, type Sealer } from '@svc/proto';
+import { type AuditLog, type Logger, type MetricsRegistry } from '@svc/telemetry';
 import { startActorHost, type RunningActorHost } from './actor-host.js';
 import type { DeviceActorConfig } from '../config.js';
 import { createDeviceRunner } from '../device/device-runner.js';

@@ -1,13 +1,12 @@
 import {
   openWebhookUrl,
   webhookNetworkPolicy,
-  webhookSender,
   type DeviceSecrets,
   type JobRecord,
-  type Logger,
   type Sealer,
-  type WebhookOutcome,
 } from '@svc/proto';
+import { webhookSender, type WebhookOutcome } from '@svc/webhooks';
+import { type Logger } from '@svc/telemetry';
 import type { DeviceActorConfig } from '../config.js';
 import { redactSecrets } from '../device/redaction.js';
 

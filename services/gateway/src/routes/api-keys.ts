@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { AuditEvent, DateTime } from '@svc/proto';
+import { DateTime } from '@svc/proto';
+import { AuditEvent } from '@svc/telemetry';
 import type { ApiKeyMeta, ApiKeys } from '../api-keys.js';
 import { attemptOf } from '../authenticate.js';
 import { Role, hasRole, mayUseContext, parseBasic, parseBearer, type Caller } from '../caller.js';

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import {
-  AuditEvent,
   Buckets,
   ConfigTemplate,
   ConfigTemplateList,
@@ -16,6 +15,7 @@ import {
   type RenderStoredRequest as RenderStored,
   type ConfigTemplatePut as Put,
 } from '@svc/proto';
+import { AuditEvent } from '@svc/telemetry';
 import { attemptOf } from '../authenticate.js';
 import { hasRole, mayUseContext, type Caller } from '../caller.js';
 import { TemplateProblem, renderConfig, templateProblems } from '../config-render.js';

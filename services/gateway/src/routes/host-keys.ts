@@ -1,14 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import {
-  AuditEvent,
-  Buckets,
-  DateTime,
-  HostKeyStore,
-  canonicalHost,
-  parseOpenSshPublicKey,
-  type PinnedHostKey,
-} from '@svc/proto';
+import { Buckets, DateTime, canonicalHost } from '@svc/proto';
+import { AuditEvent } from '@svc/telemetry';
+import { HostKeyStore, parseOpenSshPublicKey, type PinnedHostKey } from '@svc/device-access';
 import type { ApiKeys } from '../api-keys.js';
 import { attemptOf } from '../authenticate.js';
 import { mayUseContext } from '../caller.js';

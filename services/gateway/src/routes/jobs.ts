@@ -11,8 +11,8 @@ import {
   Transcript,
   toJobResult,
   type JobKind,
-  type Stores,
 } from '@svc/proto';
+import { type Stores } from '@svc/nats';
 import type { TSchema } from 'typebox';
 import type { JobControl } from '../job-control.js';
 import type { Caller } from '../caller.js';

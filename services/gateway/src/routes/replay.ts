@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import {
-  AuditEvent,
   MAX_SECRET_LENGTH,
   NullableDeviceText,
   SshReplaySecrets,
@@ -15,6 +14,7 @@ import {
   type JobSpec,
   type ValidationIssue,
 } from '@svc/proto';
+import { AuditEvent } from '@svc/telemetry';
 import { hasRole, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';

@@ -1,11 +1,6 @@
-import {
-  ErrorCode,
-  SvcError,
-  fingerprintOf,
-  type HostKeyMode,
-  type HostKeyStore,
-  type Logger,
-} from '@svc/proto';
+import { ErrorCode, SvcError } from '@svc/proto';
+import { fingerprintOf, type HostKeyMode, type HostKeyStore } from '@svc/device-access';
+import { type Logger } from '@svc/telemetry';
 
 /** Checks the host key a device presents; null accepts it, a SvcError refuses the connection. */
 export type VerifyHostKey = (key: Buffer) => Promise<SvcError | null>;

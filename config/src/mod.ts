@@ -1,0 +1,2 @@
+export { loadConfig } from './config-loader.js';
+export type { ConfigCheck } from './config-loader.js';

@@ -1,0 +1,132 @@
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  Consumers,
+  JobEnvelope,
+  MessageIds,
+  Streams,
+  Subjects,
+  SvcError,
+  decodeOrDrop,
+  encodeJson,
+  encodeToken,
+  type JobRecord,
+} from '@svc/proto';
+import type { Jobs } from './jobs.js';
+import { placementMayStart } from './store.js';
+
+export interface DrainOutcome {
+  /** Jobs placed on the host but never started, sent back for placement elsewhere. */
+  handedBack: string[];
+  /** Jobs the host had started and never finished, now failed with WORKER_LOST. */
+  orphaned: JobRecord[];
+  /** Jobs the host had started, left on its subject (`failStarted` false) for a later drain. */
+  left: string[];
+}
+
+export interface DrainOptions {
+  failStarted: boolean;
+  reason: string;
+  /** Where a malformed message on the host's subject is logged (then dropped). */
+  log?: { warn(obj: object, msg: string): void };
+  /** Called as soon as a started job has been failed (and its event sent): audit. */
+  onOrphaned?: (record: JobRecord) => Promise<void>;
+}
+
+/**
+ * Empties an actor host's placement subject: jobs it never started go back to their context's
+ * subject (the dispatcher places them again, on a live host); jobs it started are failed with
+ * WORKER_LOST and never run again (`failStarted`), or left where they are for a later drain.
+ * Used by the reaper for a silent host (first early, leaving its started jobs their margin;
+ * then after WORKER_STALE_THRESHOLD) and by a host itself on a graceful stop.
+ *
+ * A handed-back job is fenced first: its record is changed by compare-and-set to name the new
+ * placement (`JobRecord.placement`), and only a copy of that placement may start it
+ * (`placementMayStart`). A host that was only slow and still holds the old copy in its mailbox
+ * cannot start it; and if it started it first, the compare-and-set fails and the job is not
+ * handed back.
+ */
+export async function drainHost(
+  nc: NatsConnection,
+  jobs: Jobs,
+  hostId: string,
+  options: DrainOptions,
+): Promise<DrainOutcome> {
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  // A work-queue stream allows one consumer per subject: the host's own must go first.
+  await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => undefined);
+  const durable = `drain_${encodeToken(hostId)}`;
+  await jsm.consumers.delete(Streams.actor, durable).catch(() => undefined);
+  await jsm.consumers.add(Streams.actor, {
+    durable_name: durable,
+    filter_subject: Subjects.actor(hostId),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(60_000),
+  });
+  const outcome: DrainOutcome = { handedBack: [], orphaned: [], left: [] };
+  try {
+    const consumer = await js.consumers.get(Streams.actor, durable);
+    for (;;) {
+      const info = await consumer.info();
+      // Messages left unacknowledged on purpose stay pending: done once only they remain.
+      if (info.num_pending === 0 && info.num_ack_pending <= outcome.left.length) break;
+      const batch = await consumer.fetch({ max_messages: 256, expires: 1000 });
+      let seen = 0;
+      for await (const m of batch) {
+        seen++;
+        const envelope = decodeOrDrop(JobEnvelope, m.data, {
+          consumer: 'host_drain',
+          log: options.log ?? { warn: () => undefined },
+          where: { subject: m.subject, seq: m.seq },
+        });
+        if (!envelope) {
+          m.term();
+          continue;
+        }
+        const jobId = envelope.job_id;
+        const next = envelope.placement + 1;
+        const stored = await jobs.get(jobId);
+        let record = stored?.record;
+        if (record?.status === 'queued' && record.placement !== next) {
+          if (placementMayStart(record, envelope)) {
+            record = await jobs.fence(envelope, next, stored!);
+          }
+        }
+        if (record?.status === 'queued' && record.placement === next) {
+          // Fenced (now, or by an earlier drain whose publish or ack did not complete).
+          const handedBack: JobEnvelope = { ...envelope, placement: next };
+          const h = natsHeaders();
+          const traceparent = m.headers?.get('traceparent');
+          if (traceparent) h.set('traceparent', traceparent);
+          await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(handedBack), {
+            msgID: MessageIds.handBack(jobId, next),
+            headers: h,
+          });
+          outcome.handedBack.push(jobId);
+        } else if (record?.status === 'started' && record.actor_host === hostId) {
+          if (!options.failStarted) {
+            outcome.left.push(jobId);
+            continue;
+          }
+          const failed = await jobs.fail(
+            jobId,
+            'started',
+            new SvcError('WORKER_LOST', options.reason),
+          );
+          if (failed) {
+            outcome.orphaned.push(failed);
+            await options.onOrphaned?.(failed);
+          }
+        }
+        // Anything else (ended, started by another host, a copy of an older placement): done.
+        await m.ackAck();
+      }
+      if (seen === 0) break;
+    }
+  } finally {
+    await jsm.consumers.delete(Streams.actor, durable).catch(() => undefined);
+  }
+  return outcome;
+}

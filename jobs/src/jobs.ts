@@ -1,0 +1,308 @@
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  Buckets,
+  FUNC_NAMES,
+  Subjects,
+  encodeJson,
+  type FailedJob,
+  type JobEnvelope,
+  type JobRecord,
+  type SvcError,
+} from '@svc/proto';
+import { retryTransient, type Stores } from '@svc/nats';
+import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
+import { drainHost, type DrainOptions, type DrainOutcome } from './drain.js';
+import type { FromOf } from './states.js';
+import { JobStore, placementMayStart, queuedRecordOf, type StoredRecord } from './store.js';
+
+export interface JobsOptions {
+  /**
+   * How long a state change keeps retrying through store outages (a cluster electing a new
+   * leader answers nothing for seconds): long for actors, whose job would otherwise stay
+   * `started` forever; short for the gateway, which answers 503 instead.
+   */
+  transientRetryMs?: number;
+  /** SVC_MAX_RESULT_BYTES: the largest results a job may keep (actor hosts write them). */
+  maxResultBytes?: number;
+  /** Told of every job this process moved to failed (the failure counter by error_code). */
+  onFailed?: (record: JobRecord) => void;
+}
+
+/** A job just recorded as `queued`. */
+export interface Enqueued {
+  record: JobRecord;
+  /** The record's revision (carried in the envelope: `record_revision`). */
+  revision: number;
+  /** Publishes the `queued` event of a job enqueued with `announce: false` (a held job). */
+  announce(): void;
+}
+
+/** What a finished job keeps besides its status and end time (results as `keepResults` kept them). */
+export type FinishedFields = StoredResults & Partial<JobRecord>;
+
+/**
+ * Everything that happens to a job, and nothing else writes a job's status: each operation is
+ * one compare-and-set on the record (`queued → started | cancelled | failed`, `started →
+ * finished | failed | cancelled`, nothing out of a terminal status: `states.ts`), then what
+ * follows from it — its event on `svc.events.job.<id>.<status>` (and the batch's subject), the
+ * failed-job registry entry, the release of the dedup key, results too large for a record kept
+ * in the object store. One per process, built by `Jobs.open`.
+ */
+export class Jobs {
+  private constructor(
+    private readonly store: JobStore,
+    private readonly nc: NatsConnection,
+    private readonly failed: KV,
+    private readonly dedup: KV,
+    private readonly results: JobResults,
+    private readonly onFailed: (record: JobRecord) => void,
+  ) {}
+
+  /** The one constructor every service uses (on the buckets `ensureTopology` made). */
+  static async open(nc: NatsConnection, stores: Stores, options: JobsOptions = {}): Promise<Jobs> {
+    const results = await JobResults.open(nc, options.maxResultBytes ?? DEFAULT_MAX_RESULT_BYTES);
+    const store = new JobStore(
+      stores[Buckets.jobs],
+      nc,
+      options.transientRetryMs,
+      stores[Buckets.failed],
+      results,
+    );
+    return new Jobs(
+      store,
+      nc,
+      stores[Buckets.failed],
+      stores[Buckets.dedup],
+      results,
+      options.onFailed ?? (() => undefined),
+    );
+  }
+
+  /** The job's record (or, once it has expired from `svc-jobs`, the failed registry's copy). */
+  get(jobId: string): Promise<StoredRecord | null> {
+    return this.store.get(jobId);
+  }
+
+  /** The record with its results in place (also those kept in the object store). */
+  withResults(record: JobRecord): Promise<JobRecord> {
+    return this.store.withResults(record);
+  }
+
+  /** The stream and bucket names of the records' KV (for a follower of record writes). */
+  async recordStream(): Promise<{ stream: string; bucket: string }> {
+    const bucket = (await this.store.kv.status()).bucket;
+    return { stream: `KV_${bucket}`, bucket };
+  }
+
+  /**
+   * Records the job of `envelope` as `queued` (creation: fails when the id exists). Its event
+   * goes out at once, or, with `announce: false` (an envelope held back, published later),
+   * when the caller calls `announce()` once the job is queued for certain.
+   */
+  async enqueue(envelope: JobEnvelope, options: { announce?: boolean } = {}): Promise<Enqueued> {
+    const record = queuedRecordOf(envelope);
+    const revision = await this.store.create(record);
+    const announce = () => void this.store.publishEvent(record).catch(() => undefined);
+    if (options.announce !== false) announce();
+    return { record, revision, announce };
+  }
+
+  /**
+   * Drops the record of a job whose envelope was never queued: a compare-and-delete on the
+   * revision created (a job that started meanwhile keeps its record). False when not dropped.
+   */
+  discard(jobId: string, revision: number): Promise<boolean> {
+    return this.store.discard(jobId, revision);
+  }
+
+  /**
+   * `queued → started` on `hostId` for this copy of the job (`placementMayStart`), then its
+   * event. Null when the job must not run here (cancelled, started elsewhere, handed back).
+   * The first write uses the record as the gateway created it (`record_revision`): no read.
+   */
+  async start(envelope: JobEnvelope, hostId: string): Promise<StoredRecord | null> {
+    // The timestamp marks this attempt: if a write of ours went through but its answer was lost
+    // (a cluster electing a leader), the retry recognises its own record instead of refusing.
+    const startedAt = new Date().toISOString();
+    const known =
+      envelope.record_revision !== undefined
+        ? { record: queuedRecordOf(envelope), revision: envelope.record_revision }
+        : undefined;
+    const started = await this.store.move(
+      envelope.job_id,
+      ['queued'],
+      'started',
+      // A copy of an earlier placement (handed back since) never starts: the record names
+      // the copy that may.
+      (current) =>
+        placementMayStart(current, envelope) ? { started_at: startedAt, actor_host: hostId } : null,
+      { known, mine: (current) => current.started_at === startedAt },
+    );
+    if (started) await this.store.publishEvent(started.record).catch(() => undefined);
+    return started;
+  }
+
+  /**
+   * `started → finished` with the job's outputs (`fields`, its results as `keepResults` kept
+   * them), then the release of its dedup key and its event. `started` is the record as this
+   * process started it: no read unless a cancel came between. Null when the job was no longer
+   * started (cancelled).
+   */
+  async finish(started: StoredRecord, fields: FinishedFields): Promise<JobRecord | null> {
+    const jobId = started.record.job_id;
+    const endedAt = new Date().toISOString();
+    const finished = await this.store.move(
+      jobId,
+      ['started'],
+      'finished',
+      () => ({ ended_at: endedAt, ...fields }),
+      { known: started, mine: (current) => current.ended_at === endedAt },
+    );
+    if (!finished) return null;
+    await retryTransient(() => this.releaseDedup(finished.record)).catch(() => undefined);
+    await this.store.publishEvent(finished.record).catch(() => undefined);
+    return finished.record;
+  }
+
+  /**
+   * `from → failed` with `error`, then the failed-job registry entry, the release of its dedup
+   * key and its event. Returns the record written, or null when the job was no longer in
+   * `from` (cancelled, or already ended elsewhere).
+   */
+  async fail(
+    jobId: string,
+    from: FromOf<'failed'>,
+    error: SvcError,
+    patch: Partial<JobRecord> = {},
+  ): Promise<JobRecord | null> {
+    // The end time marks this attempt, so a retry after a lost answer recognises its own write.
+    const endedAt = new Date().toISOString();
+    const written = await this.store.move(
+      jobId,
+      [from],
+      'failed',
+      () => ({
+        ...patch,
+        ended_at: endedAt,
+        error: error.message,
+        error_code: error.code,
+        error_retryable: error.retryable,
+      }),
+      { mine: (current) => current.ended_at === endedAt },
+    );
+    if (!written) return null;
+    const record = written.record;
+    this.onFailed(record);
+    // Secondary records: a store outage must not turn an ended job into a lost one.
+    await retryTransient(() => this.recordFailure(record)).catch(() => undefined);
+    await retryTransient(() => this.releaseDedup(record)).catch(() => undefined);
+    await this.store.publishEvent(record).catch(() => undefined);
+    return record;
+  }
+
+  /**
+   * `from → cancelled` (by default from either, `queued` only for a batch's queued jobs), then
+   * a running session is told to abort (best effort) and the event goes out. Returns the record
+   * written and whether the job was running, or null when it had ended meanwhile.
+   */
+  async cancel(
+    jobId: string,
+    reason: string,
+    from: readonly FromOf<'cancelled'>[] = ['queued', 'started'],
+  ): Promise<{ record: JobRecord; wasRunning: boolean } | null> {
+    let wasRunning = false;
+    const written = await this.store.move(jobId, from, 'cancelled', (current) => {
+      wasRunning = current.status === 'started';
+      return {
+        ended_at: new Date().toISOString(),
+        error: reason,
+        error_code: 'CANCELLED',
+        error_retryable: false,
+      };
+    });
+    if (!written) return null;
+    if (wasRunning) this.nc.publish(Subjects.cancel(jobId), encodeJson({ job_id: jobId }));
+    await this.store.publishEvent(written.record).catch(() => undefined);
+    return { record: written.record, wasRunning };
+  }
+
+  /**
+   * Adds to a cancelled job the outputs its device gave before the abort (once: only while it
+   * has none). Not a change of status: no event.
+   */
+  async keepCancelledOutputs(jobId: string, kept: Partial<JobRecord>): Promise<void> {
+    await this.store.transition(jobId, (current) =>
+      current.status === 'cancelled' && current.command_status == null
+        ? { ...current, ...kept, status: current.status }
+        : null,
+    );
+  }
+
+  /**
+   * Keeps results inline, or in the object store with a pointer (a record is one message):
+   * RESULT_TOO_LARGE past SVC_MAX_RESULT_BYTES. Written before the job's end.
+   */
+  keepResults(jobId: string, results: JobRecord['results']): Promise<StoredResults> {
+    return this.results.keep(jobId, results);
+  }
+
+  /**
+   * Names `placement` as the copy of a queued job that may start it (a hand-back): by
+   * compare-and-set from `stored`, only while the job is queued and this copy (`envelope`)
+   * could have started it. Returns the record as it is afterwards.
+   */
+  async fence(
+    envelope: JobEnvelope,
+    placement: number,
+    stored: StoredRecord,
+  ): Promise<JobRecord | undefined> {
+    const jobId = envelope.job_id;
+    const fenced = await this.store.transitionStored(
+      jobId,
+      (current) =>
+        current.status === 'queued' && placementMayStart(current, envelope)
+          ? { ...current, placement }
+          : null,
+      stored,
+    );
+    // Refused: the host (only slow) started it meanwhile, or it was cancelled.
+    return fenced?.record ?? (await this.store.get(jobId))?.record;
+  }
+
+  /**
+   * Empties an actor host's placement subject (`drain.ts`): its unstarted jobs handed back,
+   * fenced; its started ones failed with WORKER_LOST (`failStarted`) or left for later.
+   */
+  drain(hostId: string, options: DrainOptions): Promise<DrainOutcome> {
+    return drainHost(this.nc, this, hostId, options);
+  }
+
+  private async recordFailure(record: JobRecord): Promise<void> {
+    const entry: FailedJob = {
+      job_id: record.job_id,
+      error: record.error,
+      error_code: record.error_code,
+      error_retryable: record.error_retryable,
+      failed_at: record.ended_at,
+      func: FUNC_NAMES[record.spec.kind],
+      host: record.spec.host,
+      platform: record.spec.platform,
+      port: record.spec.port,
+      owner: record.owner,
+      context: record.spec.context,
+      tags: record.spec.tags,
+      record,
+    };
+    await this.failed.put(record.job_id, encodeJson(entry));
+  }
+
+  /** Deletes the job's dedup key if it still points at this job. */
+  private async releaseDedup(record: JobRecord): Promise<void> {
+    if (!record.dedup_key) return;
+    const entry = await this.dedup.get(record.dedup_key);
+    if (entry?.operation === 'PUT' && new TextDecoder().decode(entry.value) === record.job_id) {
+      await this.dedup.delete(record.dedup_key).catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,7 @@
+export { Jobs } from './jobs.js';
+export type { Enqueued, FinishedFields, JobsOptions } from './jobs.js';
+export type { StoredRecord } from './store.js';
+export type { DrainOptions, DrainOutcome } from './drain.js';
+export type { StoredResults } from './results.js';
+export { JOB_TRANSITIONS, IllegalTransition, mayMove } from './states.js';
+export type { NextOf, FromOf } from './states.js';

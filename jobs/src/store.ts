@@ -1,0 +1,270 @@
+import type { KV } from '@nats-io/kv';
+import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import {
+  FailedJob,
+  Headers,
+  JobRecord,
+  MalformedMessage,
+  MessageIds,
+  Subjects,
+  decodeMessage,
+  encodeJson,
+  isWrongRevision,
+  type JobEnvelope,
+  type JobEvent,
+  type JobStatus,
+} from '@svc/proto';
+import { injectTraceContext } from '@svc/telemetry';
+import { IllegalTransition, mayMove, type FromOf } from './states.js';
+import type { JobResults } from './results.js';
+
+/** What the KV client accepts as a key (it throws on anything else). */
+const VALID_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
+
+export interface StoredRecord {
+  record: JobRecord;
+  revision: number;
+  /** Read from the failed-job registry: `svc-jobs` no longer holds it; it never changes again. */
+  archived?: boolean;
+}
+
+/**
+ * Job records in the `svc-jobs` bucket: the low-level store under `Jobs` (not exported from the
+ * package). Every status change goes through `transition`, a compare-and-set on the record's
+ * revision, so two processes can never both move a job out of the same state (this is what
+ * stops a job from starting twice).
+ */
+export class JobStore {
+  /**
+   * @param transientRetryMs how long a state change keeps retrying through store outages (a
+   * cluster electing a new leader answers nothing for seconds): long for actors, whose job
+   * would otherwise stay `started` forever; short for the gateway, which answers 503 instead.
+   * @param failed the failed-job registry (`svc-failed`): where `get` finds a failed job whose
+   * record has expired from `svc-jobs` while the registry still lists it (JOB_TTL_FAILED).
+   * @param results where results too large for a record live: `withResults` reads them there.
+   */
+  constructor(
+    readonly kv: KV,
+    private readonly nc: NatsConnection,
+    private readonly transientRetryMs = 60_000,
+    private readonly failed?: KV,
+    readonly results?: JobResults,
+  ) {}
+
+  /** Creates a job's record; returns its revision (carried in the envelope: `record_revision`). */
+  async create(record: JobRecord): Promise<number> {
+    return await this.kv.create(record.job_id, encodeJson(record));
+  }
+
+  async get(jobId: string): Promise<StoredRecord | null> {
+    // Ids come from URL paths: one that is no valid KV key names no job (and must not be a 503).
+    if (!VALID_KEY.test(jobId)) return null;
+    const entry = await this.kv.get(jobId);
+    if (entry?.operation === 'PUT') {
+      return { record: decodeMessage(JobRecord, entry.value), revision: entry.revision };
+    }
+    if (!this.failed) return null;
+    const archived = await this.failed.get(jobId);
+    if (archived?.operation !== 'PUT') return null;
+    const record = decodeMessage(FailedJob, archived.value).record;
+    return record ? { record, revision: archived.revision, archived: true } : null;
+  }
+
+  /**
+   * The record as a reader of results sees it: results kept in the object store are put in
+   * place of the record's pointer. Every path that answers results goes through here;
+   * `get` (and `transition`) keep the pointer, so no write ever carries the large results.
+   */
+  async withResults(record: JobRecord): Promise<JobRecord> {
+    if (!record.results_ref) return record;
+    if (!this.results) throw new Error(`job ${record.job_id}: results store not opened`);
+    return this.results.resolve(record);
+  }
+
+  /**
+   * Applies `change` to the current record and writes it back if nobody wrote in between,
+   * retrying on conflict. `change` returns null to leave the record as it is. A change that
+   * moves the status against the state machine (`states.ts`) throws `IllegalTransition`
+   * and writes nothing.
+   * Returns the record written, or null when the job is unknown or `change` declined.
+   */
+  async transition(
+    jobId: string,
+    change: (current: JobRecord) => JobRecord | null,
+    known?: StoredRecord,
+  ): Promise<JobRecord | null> {
+    return (await this.transitionStored(jobId, change, known))?.record ?? null;
+  }
+
+  /**
+   * `transition`, returning the revision written as well. With `known` (the record as this
+   * process last wrote or created it), the first attempt writes without reading: one round trip
+   * instead of two when nobody changed the record since; a conflict falls back to a fresh read.
+   */
+  async transitionStored(
+    jobId: string,
+    change: (current: JobRecord) => JobRecord | null,
+    known?: StoredRecord,
+  ): Promise<StoredRecord | null> {
+    const deadline = Date.now() + this.transientRetryMs;
+    let conflicts = 0;
+    let assumed = known?.archived ? undefined : known;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 2000)) {
+      try {
+        const stored = assumed ?? (await this.get(jobId));
+        assumed = undefined;
+        // An archived record is a failed job: it has no state left to change.
+        if (!stored || stored.archived) return null;
+        const next = change(stored.record);
+        if (!next) return null;
+        const from = stored.record.status;
+        if (next.status !== from && !mayMove(from, next.status)) {
+          throw new IllegalTransition(jobId, from, next.status);
+        }
+        const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
+        return { record: next, revision };
+      } catch (err) {
+        // A record that is not one stays so, and an illegal move stays illegal: no retry.
+        if (err instanceof MalformedMessage || err instanceof IllegalTransition) throw err;
+        if (isWrongRevision(err)) {
+          if (++conflicts > 20) {
+            throw new Error(`job record ${jobId} kept changing; gave up`, { cause: err });
+          }
+          pause = 50;
+          continue;
+        }
+        if (Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, pause));
+      }
+    }
+  }
+
+  /**
+   * `from → to`, typed so that a move against the state machine (`states.ts`) does not
+   * compile: the record changes only while it is in one of `from` (null otherwise, or when
+   * `patch` declines with null). `mine` recognises a record that already holds this attempt's
+   * own write (a write that went through but whose answer was lost): it is written as it is.
+   */
+  async move<To extends JobStatus>(
+    jobId: string,
+    from: readonly FromOf<To>[],
+    to: To,
+    patch: (current: JobRecord) => Partial<JobRecord> | null = () => ({}),
+    options: { known?: StoredRecord; mine?: (current: JobRecord) => boolean } = {},
+  ): Promise<StoredRecord | null> {
+    const froms: readonly JobStatus[] = from;
+    return this.transitionStored(
+      jobId,
+      (current) => {
+        if (!froms.includes(current.status)) {
+          return current.status === to && options.mine?.(current) ? current : null;
+        }
+        const changes = patch(current);
+        return changes ? { ...current, ...changes, status: to } : null;
+      },
+      options.known,
+    );
+  }
+
+  /** Deletes a record still at `revision` (one that never left `queued`); false otherwise. */
+  async discard(jobId: string, revision: number): Promise<boolean> {
+    return this.kv
+      .delete(jobId, { previousSeq: revision })
+      .then(() => true)
+      .catch(() => false);
+  }
+
+  /**
+   * Publishes the event of a status change for SSE, webhooks and outside subscribers. With
+   * tracing on, the message carries the W3C `traceparent` (and `tracestate`) of the span that
+   * made the change (gateway route, actor job run), so a subscriber can continue the trace.
+   */
+  publishEvent(
+    record: JobRecord,
+    status: JobStatus = record.status,
+    extra: Partial<JobEvent> = {},
+  ): Promise<void> {
+    const event: JobEvent = {
+      ...extra,
+      job_id: record.job_id,
+      status,
+      at: new Date().toISOString(),
+      context: record.spec.context,
+      host: record.spec.host,
+      port: record.spec.port,
+      ...(record.device_name !== undefined ? { name: record.device_name } : {}),
+      platform: record.spec.platform,
+      error_code: record.error_code,
+      error: record.error,
+      kind: record.spec.kind,
+      enqueued_at: record.enqueued_at,
+      started_at: record.started_at,
+      ended_at: record.ended_at,
+    };
+    // Published without waiting for JetStream's acknowledgement: the stream de-duplicates on
+    // the message id all the same, events are for followers (a failed publish was never more
+    // than logged), and an acknowledged publish costs a round trip and a reply per event.
+    const publish = (subject: string, data: unknown, msgId: string) => {
+      const h = natsHeaders();
+      injectTraceContext(h);
+      h.set(Headers.msgId, msgId);
+      this.nc.publish(subject, encodeJson(data), { headers: h });
+    };
+    try {
+      publish(
+        Subjects.jobEvent(record.job_id, status),
+        event,
+        MessageIds.jobEvent(record.job_id, status),
+      );
+      // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
+      if (record.batch_id) {
+        publish(
+          Subjects.batchJobEvent(record.batch_id, status),
+          { ...event, batch_id: record.batch_id },
+          MessageIds.batchJobEvent(record.batch_id, record.job_id, status),
+        );
+      }
+    } catch (err) {
+      // A closed or draining connection: callers decide, as they did for a failed publish.
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Whether this copy of a job (its envelope's placement) may start it: the record names the
+ * placement that may (`placement`, written when a host's unstarted job is handed back), or none
+ * when the job was never handed back that way (then any copy may; starting stays one
+ * compare-and-set from `queued`, so it still starts once).
+ */
+export function placementMayStart(record: JobRecord, envelope: JobEnvelope): boolean {
+  return record.placement === undefined || record.placement === envelope.placement;
+}
+
+/**
+ * The record of a job as the gateway creates it (`queued`), from the job's envelope: one
+ * definition for the gateway, which writes it, and the actor, which starts the job from it
+ * without reading it back (`record_revision`).
+ */
+export function queuedRecordOf(envelope: JobEnvelope): JobRecord {
+  return {
+    job_id: envelope.job_id,
+    status: 'queued',
+    owner: envelope.owner,
+    username: envelope.username,
+    spec: envelope.spec,
+    enqueued_at: envelope.enqueued_at,
+    started_at: null,
+    ended_at: null,
+    results: null,
+    error: null,
+    error_code: null,
+    error_retryable: null,
+    detected_platform: null,
+    actor_host: null,
+    dedup_key: envelope.dedup_key ?? null,
+    ...(envelope.batch_id != null ? { batch_id: envelope.batch_id } : {}),
+    ...(envelope.device_name !== undefined ? { device_name: envelope.device_name } : {}),
+  };
+}

@@ -1,0 +1,41 @@
+import type { ConsumeOptions, ConsumerMessages } from '@nats-io/jetstream';
+import type { Logger } from '@svc/telemetry';
+
+/**
+ * Pull options of the work consumers (dispatch, placement). A pull held by a consumer leader
+ * that died is never answered; the server's idle heartbeats stop with it, so two missed
+ * heartbeats (4 s) reveal the loss. The library's default (half the expiry) took 10 s and more
+ * after every cluster node loss, during which no job moved.
+ */
+export function workConsumeOptions(maxMessages: number): ConsumeOptions {
+  return { max_messages: maxMessages, expires: 10_000, idle_heartbeat: 2_000 };
+}
+
+/**
+ * Ends a `consume()` whose consumer went quiet or away (heartbeats missed, consumer gone): the
+ * caller's loop then consumes afresh (re-creating the consumer when `onStall` says so). After a
+ * cluster node dies, a consumer can be left without a leader on nats-server 2.9 and its pulls
+ * go unanswered for ever; a new consumer of the same name gets a leader at once.
+ */
+export function closeWhenStalled(
+  messages: ConsumerMessages,
+  log: Logger,
+  what: string,
+  onStall: () => void = () => undefined,
+): void {
+  void (async () => {
+    for await (const s of messages.status()) {
+      const stalled =
+        (s.type === 'heartbeats_missed' && s.count >= 2) ||
+        s.type === 'consumer_not_found' ||
+        s.type === 'consumer_deleted' ||
+        s.type === 'no_responders';
+      if (stalled) {
+        log.warn({ status: s.type, consumer: what }, 'consumer stalled; consuming again');
+        onStall();
+        await messages.close().catch(() => undefined);
+        return;
+      }
+    }
+  })();
+}

@@ -1,0 +1,15 @@
+export { ensureTopology } from './topology.js';
+export type { Stores } from './topology.js';
+export {
+  connectNats,
+  publicNatsUrl,
+  compareVersions,
+  natsAuthOptions,
+  MIN_SERVER_VERSION,
+} from './nats-connection.js';
+export type { NatsCredentials } from './nats-connection.js';
+export { retryTransient } from './store-retry.js';
+export { Lease } from './lease.js';
+export { KvMirror } from './kv-mirror.js';
+export type { MirroredEntry } from './kv-mirror.js';
+export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';

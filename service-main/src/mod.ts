@@ -1,0 +1,7 @@
+export {
+  exitOnStartFailure,
+  readServiceSettings,
+  runServiceMain,
+  stopOnSignals,
+} from './service-main.js';
+export type { ProcessHandle, ServiceDeps } from './service-main.js';

@@ -1,0 +1,124 @@
+// The job's named operations against a real NATS server: over random sequences, each one moves
+// the record only as the state machine allows (null otherwise, nothing written) and publishes
+// exactly one event for each move it made, in order.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { DefaultTopology, SvcError, type JobEnvelope, type JobStatus } from '@svc/proto';
+import { connectNats, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
+import { NatsServerProcess } from '../harness/mod.js';
+
+type Op = 'start' | 'finish' | 'failQueued' | 'failStarted' | 'cancel' | 'cancelQueued';
+const OPS: Op[] = ['start', 'finish', 'failQueued', 'failStarted', 'cancel', 'cancelQueued'];
+
+/** What the table lets `op` do from `status`: the status after, or null (refused). */
+function modelOf(op: Op, status: JobStatus): JobStatus | null {
+  switch (op) {
+    case 'start':
+      return status === 'queued' ? 'started' : null;
+    case 'finish':
+      return status === 'started' ? 'finished' : null;
+    case 'failQueued':
+      return status === 'queued' ? 'failed' : null;
+    case 'failStarted':
+      return status === 'started' ? 'failed' : null;
+    case 'cancel':
+      return status === 'queued' || status === 'started' ? 'cancelled' : null;
+    case 'cancelQueued':
+      return status === 'queued' ? 'cancelled' : null;
+  }
+}
+
+function envelopeOf(jobId: string): JobEnvelope {
+  return {
+    v: 1,
+    job_id: jobId,
+    owner: 'basic:u',
+    username: 'u',
+    spec: {
+      kind: 'command',
+      context: 'default',
+      host: '127.0.0.1',
+      port: 22,
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      conn_timeout: 10,
+      read_timeout: 10,
+      expect_string: null,
+      tags: {},
+      webhook_url: null,
+      save_config: false,
+      commit: false,
+      textfsm_template: null,
+      ttp_template: null,
+    },
+    sealed: 'x',
+    enqueued_at: new Date().toISOString(),
+    placement: 0,
+    dedup_key: null,
+  };
+}
+
+test('over random sequences of named operations, the record follows the state machine and each move publishes its one event', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const nc = await connectNats(nats.url, 'test-jobs-lifecycle');
+  t.after(async () => {
+    await nc.close();
+    await nats.stop();
+  });
+  const stores = await ensureTopology(nc, DefaultTopology);
+  const jobs = await Jobs.open(nc, stores, { transientRetryMs: 2000 });
+  // On the connection that publishes: once a flush returns, every event it sent is here.
+  const events = new Map<string, JobStatus[]>();
+  const sub = nc.subscribe('svc.events.job.>', {
+    callback: (_err, msg) => {
+      const [jobId, status] = msg.subject.split('.').slice(3);
+      events.set(jobId!, [...(events.get(jobId!) ?? []), status as JobStatus]);
+    },
+  });
+  t.after(() => sub.unsubscribe());
+
+  let n = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(fc.constantFrom(...OPS), { maxLength: 6 }), async (ops) => {
+      const jobId = `lifecycle-${n++}`;
+      const envelope = envelopeOf(jobId);
+      const queued = await jobs.enqueue(envelope);
+      envelope.record_revision = queued.revision;
+      let model: JobStatus = 'queued';
+      const expected: JobStatus[] = ['queued'];
+      for (const op of ops) {
+        // An operation recognises its own earlier write by its millisecond time stamp (a retry
+        // after a lost answer): each one here starts on a later millisecond than the last.
+        const last = Date.now();
+        while (Date.now() === last) await new Promise((r) => setImmediate(r));
+        const next = modelOf(op, model);
+        const stored = await jobs.get(jobId);
+        assert.ok(stored);
+        const error = new SvcError('INTERNAL', 'x');
+        const written =
+          op === 'start'
+            ? ((await jobs.start(envelope, 'host-1'))?.record ?? null)
+            : op === 'finish'
+              ? await jobs.finish(stored, { results: { 'show version': 'ok' } })
+              : op === 'failQueued'
+                ? await jobs.fail(jobId, 'queued', error)
+                : op === 'failStarted'
+                  ? await jobs.fail(jobId, 'started', error)
+                  : op === 'cancel'
+                    ? ((await jobs.cancel(jobId, 'job cancelled'))?.record ?? null)
+                    : ((await jobs.cancel(jobId, 'job cancelled', ['queued']))?.record ?? null);
+        assert.equal(written?.status ?? null, next, `${op} from ${model}`);
+        if (next !== null) {
+          model = next;
+          expected.push(next);
+        }
+        assert.equal((await jobs.get(jobId))?.record.status, model, `${op}: record`);
+      }
+      await nc.flush();
+      assert.deepEqual(events.get(jobId), expected);
+    }),
+    { numRuns: 40 },
+  );
+});
