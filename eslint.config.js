@@ -17,6 +17,8 @@ function protoRuntimeBans(withDecodeJson) {
       ],
       patterns: [
         { group: ['@nats-io/*', '@opentelemetry/*'], message: PROTO_RUNTIME },
+        // Every other package depends on proto: importing one back would be a cycle.
+        { group: ['@svc/*'], message: 'proto depends on no other svc package.' },
         ...(withDecodeJson
           ? [
               {
@@ -88,9 +90,9 @@ export default tseslint.config(
   },
   {
     // The device layer talks to devices only: it knows nothing of the actor host nor of NATS
-    // (docs/architecture.md). This block replaces the one above for these files, so it repeats
-    // its rule.
-    files: ['services/device-actor/src/device/**/*.ts'],
+    // (docs/architecture.md); nor do the drivers it runs. This block replaces the one above for
+    // these files, so it repeats its rule.
+    files: ['services/device-actor/src/device/**/*.ts', 'drivers/src/**/*.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -5,9 +5,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url);
-const { ERROR_CODES, SharedSettings, BUILTIN_DRIVERS, PLATFORMS } = await import(
+const { ERROR_CODES, SharedSettings, PLATFORMS } = await import(
   new URL('proto/dist/src/mod.js', root)
 );
+const { BUILTIN_DRIVERS } = await import(new URL('drivers/dist/src/mod.js', root));
 const services = {
   gateway: (await import(new URL('services/gateway/dist/src/config.js', root))).GatewayConfig,
   dispatcher: (await import(new URL('services/dispatcher/dist/src/config.js', root)))

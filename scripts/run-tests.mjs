@@ -9,6 +9,7 @@ import { join } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const unitDirs = [
   'proto/dist/test',
+  'drivers/dist/test',
   'jobs/dist/test',
   'telemetry/dist/test',
   'nats/dist/test',

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { ValidationIssue } from './messages/http.js';
-import { BUILTIN_DRIVERS } from './builtin-drivers.js';
+import type { BuiltinDriverFacts } from './driver-description.js';
 import { isPlatform } from './platforms.js';
 
 /**
@@ -140,6 +140,7 @@ export function sessionNameOf(jobId: string): string {
 export function commitOptionIssues(
   platform: string,
   options: CommitOptions,
+  drivers: BuiltinDriverFacts,
   saveConfig = false,
 ): ValidationIssue[] {
   const forms = commitFormsOf(platform);
@@ -155,7 +156,7 @@ export function commitOptionIssues(
   const issues: ValidationIssue[] = [];
   // Where saving is a step of its own (EOS `write memory`), a confirmed commit's rollback would
   // not undo the saved startup configuration; a commit-persisting platform needs no save.
-  if (saveConfig && isPlatform(platform) && BUILTIN_DRIVERS[platform].save !== 'commit') {
+  if (saveConfig && isPlatform(platform) && drivers[platform].save !== 'commit') {
     issues.push({
       loc: ['body', 'save_config'],
       msg: `save_config cannot be combined with commit options on platform ${platform}: save after the change is confirmed`,

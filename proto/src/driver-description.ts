@@ -2,12 +2,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { validatorFor, toIssues } from './validate.js';
-import { AUTODETECT, PLATFORMS } from './platforms.js';
+import { AUTODETECT, PLATFORMS, type Platform } from './platforms.js';
 
 /**
  * A device driver as data: everything the CLI session needs to know about a platform's CLI
  * (prompts, paging, enable, configuration mode, commit, save, errors, confirmations, context
- * lines). The built-in drivers are such descriptions (`builtin-drivers.ts`); operators add
+ * lines). The built-in drivers are such descriptions (`@svc/drivers`); operators add
  * their own as JSON files in SVC_DRIVERS_DIR, checked at start against this schema.
  *
  * Patterns are regular-expression sources (JavaScript syntax); a leading `(?i)` makes one
@@ -174,6 +174,15 @@ export const DriverDescription = Type.Object(
   { additionalProperties: false },
 );
 export type DriverDescription = Static<typeof DriverDescription>;
+
+/**
+ * What the submission checks read from the built-in drivers (commit and save steps). The table
+ * lives with the driver code in `@svc/drivers`; the caller passes it, so proto depends on no
+ * driver package.
+ */
+export type BuiltinDriverFacts = Readonly<
+  Record<Platform, Pick<DriverDescription, 'save' | 'commit'>>
+>;
 
 /** Compiles a description pattern: JavaScript syntax, a leading `(?i)` ignores case. */
 export function compilePattern(source: string, flags = ''): RegExp {

@@ -1,4 +1,4 @@
-import { BUILTIN_DRIVERS } from './builtin-drivers.js';
+import type { BuiltinDriverFacts } from './driver-description.js';
 import { isPlatform } from './platforms.js';
 
 /**
@@ -37,9 +37,9 @@ export function candidateDryRunOf(platform: string): CandidateDryRun | null {
  * Why a dry run cannot be done on a built-in platform, or null. A platform that applies changes
  * only on commit and has no candidate support here cannot show a change without making one.
  */
-export function dryRunProblem(platform: string): string | null {
+export function dryRunProblem(platform: string, drivers: BuiltinDriverFacts): string | null {
   if (candidateDryRunOf(platform) !== null || !isPlatform(platform)) return null;
-  const commit = BUILTIN_DRIVERS[platform].commit;
+  const commit = drivers[platform].commit;
   if (commit !== null && commit.required === true) {
     return `platform ${platform} applies changes only on commit and has no candidate configuration svc can load and discard; dry runs work on ${Object.keys(CANDIDATE_DRY_RUNS).join(', ')} (with the device's diff) and on platforms without commit (rendered lines only)`;
   }

@@ -10,8 +10,7 @@ export {
   driverDescriptionProblems,
   loadDriverDir,
 } from './driver-description.js';
-export type { LoadedDrivers } from './driver-description.js';
-export { BUILTIN_DRIVERS } from './builtin-drivers.js';
+export type { BuiltinDriverFacts, LoadedDrivers } from './driver-description.js';
 export {
   Streams,
   Subjects,

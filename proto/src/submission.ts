@@ -14,6 +14,7 @@ import {
   type DeviceInputLimits,
 } from './device-input.js';
 import { UserPattern } from './user-pattern.js';
+import type { BuiltinDriverFacts } from './driver-description.js';
 import { dryRunProblem } from './dry-run.js';
 import { commitOptionIssues } from './commit-options.js';
 import {
@@ -65,6 +66,8 @@ export interface NormalizeOptions {
   limits?: DeviceInputLimits;
   /** Platform ids of the user drivers (SVC_DRIVERS_DIR), valid besides the built-in ones. */
   userPlatforms?: readonly string[];
+  /** The built-in drivers' commit and save steps (`BUILTIN_DRIVERS` of `@svc/drivers`). */
+  builtinDrivers: BuiltinDriverFacts;
 }
 
 /**
@@ -184,9 +187,16 @@ export function normalizeSubmission(body: AnySubmission, opts: NormalizeOptions)
   const commitOptions =
     opts.kind === 'config' && typeof body.commit === 'object' ? body.commit : null;
   if (commitOptions !== null)
-    issues.push(...commitOptionIssues(platform, commitOptions, body.save_config === true));
+    issues.push(
+      ...commitOptionIssues(
+        platform,
+        commitOptions,
+        opts.builtinDrivers,
+        body.save_config === true,
+      ),
+    );
   if (opts.kind === 'config' && body.dry_run === true) {
-    const problem = dryRunProblem(platform);
+    const problem = dryRunProblem(platform, opts.builtinDrivers);
     if (problem !== null) issue('dry_run', problem);
   }
   const limits = opts.limits ?? DEFAULT_DEVICE_INPUT_LIMITS;

@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { NO_COMMIT_DRIVERS } from './job-fixtures.js';
 import assert from 'node:assert/strict';
 import {
   MAX_ANSWERS,
@@ -17,13 +18,18 @@ test('when answers are valid, then the job spec keeps them and a body without th
   ];
   const body = { commands: ['clear counters', 'crypto key generate rsa'], host: 'r1', answers };
   assert.equal(check(SendConfigRequest, body, 'body').ok, true);
-  const n = normalizeSubmission(body, { kind: 'config', basic, contexts: ['default'] });
+  const n = normalizeSubmission(body, {
+    kind: 'config',
+    basic,
+    contexts: ['default'],
+    builtinDrivers: NO_COMMIT_DRIVERS,
+  });
   assert.equal(n.ok, true);
   if (!n.ok) return;
   assert.deepEqual(n.spec.answers, answers);
   const plain = normalizeSubmission(
     { commands: ['show clock'], host: 'r1' },
-    { kind: 'command', basic, contexts: ['default'] },
+    { kind: 'command', basic, contexts: ['default'], builtinDrivers: NO_COMMIT_DRIVERS },
   );
   assert.equal(plain.ok, true);
   if (plain.ok) assert.equal('answers' in plain.spec, false, 'records stay as they were');
@@ -56,7 +62,7 @@ test('when an answer prompt is not a linear-time pattern or too complex, then 42
           { prompt, answer: '' },
         ],
       },
-      { kind: 'command', basic, contexts: ['default'] },
+      { kind: 'command', basic, contexts: ['default'], builtinDrivers: NO_COMMIT_DRIVERS },
     );
     assert.equal(n.ok, false, prompt);
     if (n.ok) continue;
@@ -71,7 +77,7 @@ test('when an answer prompt is not a linear-time pattern or too complex, then 42
 test('when an answer names a command index the job does not have, then 422 at answers.N.command', () => {
   const n = normalizeSubmission(
     { commands: ['a', 'b'], host: 'r1', answers: [{ prompt: 'x', answer: '', command: 2 }] },
-    { kind: 'command', basic, contexts: ['default'] },
+    { kind: 'command', basic, contexts: ['default'], builtinDrivers: NO_COMMIT_DRIVERS },
   );
   assert.equal(n.ok, false);
   if (!n.ok) assert.deepEqual(n.issues[0]?.loc, ['body', 'answers', 0, 'command']);

@@ -2,6 +2,7 @@
 // whose text reaches a device refuses a line break or control character at that field, and
 // accepts any other text within the limits.
 import { test } from 'node:test';
+import { NO_COMMIT_DRIVERS } from './job-fixtures.js';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { TSchema } from 'typebox';
@@ -103,7 +104,12 @@ test('when device-bound text has no forbidden character and is within the limits
           const r = check<Parameters<typeof normalizeSubmission>[0]>(schema, body, 'body');
           assert.equal(r.ok, true, `${name}: ${JSON.stringify(r.ok ? null : r.issues)}`);
           if (!r.ok) return;
-          const n = normalizeSubmission(r.value, { kind, basic: null, contexts: ['default'] });
+          const n = normalizeSubmission(r.value, {
+            kind,
+            basic: null,
+            contexts: ['default'],
+            builtinDrivers: NO_COMMIT_DRIVERS,
+          });
           assert.equal(n.ok, true, `${name}: ${JSON.stringify(n.ok ? null : n.issues)}`);
         },
       ),
@@ -120,7 +126,7 @@ test('when Basic credentials hold a forbidden character, then the submission is 
         : { username: good || 'svc', password: bad };
       const n = normalizeSubmission(
         { host: '10.0.0.1', commands: ['show version'] },
-        { kind: 'command', basic, contexts: ['default'] },
+        { kind: 'command', basic, contexts: ['default'], builtinDrivers: NO_COMMIT_DRIVERS },
       );
       assert.equal(n.ok, false);
       if (n.ok) return;
@@ -133,7 +139,12 @@ test('when Basic credentials hold a forbidden character, then the submission is 
 
 test('when a job has more commands or longer commands than the limits, then it is refused at the field', () => {
   const { maxCommands, maxCommandLength } = DEFAULT_DEVICE_INPUT_LIMITS;
-  const opts = { kind: 'command' as const, basic: null, contexts: ['default'] };
+  const opts = {
+    kind: 'command' as const,
+    basic: null,
+    contexts: ['default'],
+    builtinDrivers: NO_COMMIT_DRIVERS,
+  };
   const base = { host: '10.0.0.1', username: 'svc', password: 'pw' };
   const many = normalizeSubmission(
     { ...base, commands: Array.from({ length: maxCommands + 1 }, () => 'show clock') },

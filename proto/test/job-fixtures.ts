@@ -1,4 +1,6 @@
 import type { JobSpec } from '../src/messages/job.js';
+import type { BuiltinDriverFacts } from '../src/driver-description.js';
+import { PLATFORMS } from '../src/platforms.js';
 
 /** A complete read job's spec, as the gateway stores it: the base of the tests' records. */
 export const commandSpec: JobSpec = {
@@ -18,3 +20,11 @@ export const commandSpec: JobSpec = {
   textfsm_template: null,
   ttp_template: null,
 };
+
+/**
+ * Built-in driver facts for submission tests that do not exercise commit options or dry runs (the
+ * real table is `@svc/drivers`', which proto cannot import; its tests cover those checks).
+ */
+export const NO_COMMIT_DRIVERS: BuiltinDriverFacts = Object.fromEntries(
+  PLATFORMS.map((p) => [p, { save: 'none', commit: null }]),
+) as unknown as BuiltinDriverFacts;

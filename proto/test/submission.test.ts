@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { NO_COMMIT_DRIVERS } from './job-fixtures.js';
 import assert from 'node:assert/strict';
 import {
   SendCommandRequest,
@@ -77,7 +78,12 @@ test('when tags break the limits, then each problem is reported at its key', () 
 test('when aliases are used, then host and platform come from ip and device_type', () => {
   const n = normalizeSubmission(
     { commands: ['show clock'], ip: '10.1.1.1', device_type: 'arista_eos' },
-    { kind: 'command', basic: { username: 'u', password: 'p' }, contexts: ['default'] },
+    {
+      kind: 'command',
+      basic: { username: 'u', password: 'p' },
+      contexts: ['default'],
+      builtinDrivers: NO_COMMIT_DRIVERS,
+    },
   );
   assert.equal(n.ok, true);
   if (!n.ok) return;
@@ -92,7 +98,7 @@ test('when aliases are used, then host and platform come from ip and device_type
 test('when a Bearer caller gives no device credentials, then username and password are required', () => {
   const n = normalizeSubmission(
     { commands: ['x'], host: 'r1' },
-    { kind: 'command', basic: null, contexts: ['default'] },
+    { kind: 'command', basic: null, contexts: ['default'], builtinDrivers: NO_COMMIT_DRIVERS },
   );
   assert.equal(n.ok, false);
   if (!n.ok)
@@ -105,7 +111,12 @@ test('when a Bearer caller gives no device credentials, then username and passwo
 test('when both templates are given, then the structured request is rejected', () => {
   const n = normalizeSubmission(
     { commands: ['x'], host: 'r1', textfsm_template: 'a', ttp_template: 'b' },
-    { kind: 'structured', basic: { username: 'u', password: 'p' }, contexts: ['default'] },
+    {
+      kind: 'structured',
+      basic: { username: 'u', password: 'p' },
+      contexts: ['default'],
+      builtinDrivers: NO_COMMIT_DRIVERS,
+    },
   );
   assert.equal(n.ok, false);
 });
@@ -141,7 +152,12 @@ test('when a submission has an ssh field, then the record keeps profile, algorit
     },
   };
   assert.equal(check(SendCommandRequest, body, 'body').ok, true);
-  const n = normalizeSubmission(body, { kind: 'command', basic: null, contexts: ['default'] });
+  const n = normalizeSubmission(body, {
+    kind: 'command',
+    basic: null,
+    contexts: ['default'],
+    builtinDrivers: NO_COMMIT_DRIVERS,
+  });
   assert.ok(n.ok, JSON.stringify(n));
   assert.deepEqual(n.spec.ssh, {
     profile: 'legacy',
@@ -165,7 +181,12 @@ test('when the ssh field is wrong, then each problem is reported at its place', 
       jump_hosts: [{ host: 'bad host', username: 'j' }],
     },
   };
-  const n = normalizeSubmission(body, { kind: 'command', basic: null, contexts: ['default'] });
+  const n = normalizeSubmission(body, {
+    kind: 'command',
+    basic: null,
+    contexts: ['default'],
+    builtinDrivers: NO_COMMIT_DRIVERS,
+  });
   assert.equal(n.ok, false);
   const locs = n.ok ? [] : n.issues.map((i) => i.loc.join('.'));
   assert.deepEqual(locs.sort(), [

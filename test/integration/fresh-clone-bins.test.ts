@@ -22,6 +22,7 @@ const root = new URL('../../..', import.meta.url).pathname;
 /** The workspaces whose build output the copy receives (see the build step below). */
 const BUILT = [
   'proto',
+  'drivers',
   'jobs',
   'telemetry',
   'nats',

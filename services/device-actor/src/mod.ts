@@ -8,5 +8,5 @@ export { CommandsRejected, DeviceJobFailure } from './device/device-job.js';
 export { createDeviceRunner } from './device/device-runner.js';
 export { SessionPool } from './device/session-pool.js';
 export { CliSession } from './device/drivers/cli-session.js';
-export { getDriver } from './device/drivers/registry.js';
+export { getDriver } from '@svc/drivers';
 export { TerminalText, OutputScanner } from './device/ssh/terminal-text.js';

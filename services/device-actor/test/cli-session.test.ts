@@ -15,7 +15,7 @@ import {
   showTimeoutMs,
   stepTimeoutMs,
 } from '../src/device/device-runner.js';
-import { getDriver } from '../src/device/drivers/registry.js';
+import { getDriver } from '@svc/drivers';
 
 test('when a base prompt is long, then its pattern matches the shortened configuration prompt and nothing shorter', () => {
   const ios = getDriver('cisco_ios');

@@ -4,11 +4,9 @@ import { PLATFORMS } from '@svc/proto';
 import { TerminalText, normalizeTerminalText } from '../src/device/ssh/terminal-text.js';
 import { matchPager } from '../src/device/ssh/pager.js';
 import { findEcho, dropEchoLike } from '../src/device/drivers/cli-session.js';
-import { DRIVERS, getDriver } from '../src/device/drivers/registry.js';
-import { escapeRegExp } from '../src/device/drivers/driver.js';
+import { DRIVERS, escapeRegExp, getDriver, withLoginCredentials } from '@svc/drivers';
 import { matchFingerprint, probesFor } from '../src/device/autodetect.js';
 import { redactValues } from '../src/device/redaction.js';
-import { withLoginCredentials } from '../src/device/drivers/compile.js';
 
 test('when ANSI escapes, backspaces and CRLF arrive, then the text is what a person sees', () => {
   assert.equal(normalizeTerminalText('\x1b[24;1H\x1b[2KR1# \x1b[?25h'), 'R1# ');

@@ -26,6 +26,7 @@ import {
   type Sealer,
   type ValidationIssue,
 } from '@svc/proto';
+import { BUILTIN_DRIVERS } from '@svc/drivers';
 import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
 import {
   deviceKeyOf,
@@ -256,6 +257,7 @@ export class JobIntake {
       kind,
       basic: caller.basic,
       contexts: this.options.contexts,
+      builtinDrivers: BUILTIN_DRIVERS,
       userPlatforms: this.options.userPlatforms ?? [],
       ...(this.options.limits ? { limits: this.options.limits } : {}),
     });

@@ -4,7 +4,7 @@ import { type AuditLog, type Logger, type MetricsRegistry } from '@svc/telemetry
 import { startActorHost, type RunningActorHost } from './actor-host.js';
 import type { DeviceActorConfig } from '../config.js';
 import { createDeviceRunner } from '../device/device-runner.js';
-import { installUserDrivers } from '../device/drivers/registry.js';
+import { installUserDrivers } from '@svc/drivers';
 import { SessionPool } from '../device/session-pool.js';
 import { createStructuredParser } from './structured-output.js';
 import { createWebhookNotifier } from './webhook.js';

@@ -1,8 +1,14 @@
-import { BUILTIN_DRIVERS, PLATFORMS, SvcError, ErrorCode, compilePattern } from '@svc/proto';
+import { PLATFORMS, SvcError, ErrorCode, compilePattern } from '@svc/proto';
 import { CliSession } from './drivers/cli-session.js';
-import { ciscoLike, keepOutput, type Driver, type EnableMode } from './drivers/driver.js';
-import { userDriverDescriptions } from './drivers/registry.js';
-import { withLoginCredentials } from './drivers/compile.js';
+import {
+  BUILTIN_DRIVERS,
+  ciscoLike,
+  keepOutput,
+  userDriverDescriptions,
+  withLoginCredentials,
+  type Driver,
+  type EnableMode,
+} from '@svc/drivers';
 import { sessionOptionsOf, type DeviceJob } from './device-job.js';
 
 /**

@@ -10,7 +10,6 @@ import {
   forbiddenCharIn,
   type CommandStatus,
 } from '@svc/proto';
-import type { Confirmation } from './drivers/driver.js';
 import { keptOf, redactValues, type ShownWhole } from './redaction.js';
 import {
   CommandsRejected,
@@ -27,8 +26,7 @@ import { CliSession, type AnswersFor, type ShowOutcome } from './drivers/cli-ses
 import { dryRunCandidate } from './drivers/dry-run.js';
 import { commitWithOptions, confirmCommit, type CommitOutcome } from './drivers/commit-options.js';
 import { checkResults, runChecks } from './config-checks.js';
-import { getDriver } from './drivers/registry.js';
-import { withLoginCredentials } from './drivers/compile.js';
+import { getDriver, withLoginCredentials, type Confirmation } from '@svc/drivers';
 import { autodetectPlatform } from './autodetect.js';
 import { abortError } from './abort.js';
 import type { PoolKeyParts, SessionPool } from './session-pool.js';

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { BUILTIN_DRIVERS, PLATFORMS, type DriverDescription } from '@svc/proto';
+import { PLATFORMS, type DriverDescription } from '@svc/proto';
+import { BUILTIN_DRIVERS } from '@svc/drivers';
 import type { GatewayContext } from '../gateway-context.js';
 import { guarded } from './context.js';
 import { ref, routeSchema } from './route-schemas.js';

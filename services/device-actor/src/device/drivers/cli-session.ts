@@ -16,7 +16,7 @@ import {
   type Driver,
   type EnableMode,
   type SaveStep,
-} from './driver.js';
+} from '@svc/drivers';
 import type { SessionTap } from '../transcript.js';
 
 /**

@@ -3,13 +3,8 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  BUILTIN_DRIVERS,
-  PLATFORMS,
-  compilePattern,
-  driverDescriptionProblems,
-  loadDriverDir,
-} from '../src/mod.js';
+import { PLATFORMS, compilePattern, driverDescriptionProblems, loadDriverDir } from '@svc/proto';
+import { BUILTIN_DRIVERS } from '../src/mod.js';
 
 test('every built-in driver is a valid driver description', () => {
   for (const p of PLATFORMS) {

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { commitFormsOf, commitOptionIssues, sessionNameOf } from '../src/mod.js';
+import { commitFormsOf, commitOptionIssues, sessionNameOf } from '@svc/proto';
+import { BUILTIN_DRIVERS } from '../src/mod.js';
 
 test('each platform types its own commit form for the options', () => {
   const junos = commitFormsOf('juniper_junos')!;
@@ -24,22 +25,26 @@ test('each platform types its own commit form for the options', () => {
 
 test('commit options a platform lacks are issues naming the member', () => {
   assert.deepEqual(
-    commitOptionIssues('cisco_ios', { comment: 'x' }).map((i) => i.loc),
+    commitOptionIssues('cisco_ios', { comment: 'x' }, BUILTIN_DRIVERS).map((i) => i.loc),
     [['body', 'commit']],
   );
   assert.deepEqual(
-    commitOptionIssues('arista_eos', { comment: 'x', check: true }).map((i) => i.loc),
+    commitOptionIssues('arista_eos', { comment: 'x', check: true }, BUILTIN_DRIVERS).map(
+      (i) => i.loc,
+    ),
     [
       ['body', 'commit', 'comment'],
       ['body', 'commit', 'check'],
     ],
   );
   assert.deepEqual(
-    commitOptionIssues('arista_eos', { confirmed_minutes: 5 }, true).map((i) => i.loc),
+    commitOptionIssues('arista_eos', { confirmed_minutes: 5 }, BUILTIN_DRIVERS, true).map(
+      (i) => i.loc,
+    ),
     [['body', 'save_config']],
   );
   // Junos persists on commit: save_config adds nothing and is no problem.
-  assert.deepEqual(commitOptionIssues('juniper_junos', { check: true }, true), []);
+  assert.deepEqual(commitOptionIssues('juniper_junos', { check: true }, BUILTIN_DRIVERS, true), []);
 });
 
 test('a job session name is stable and safe for the CLI', () => {

@@ -1,4 +1,5 @@
-import { BUILTIN_DRIVERS, PLATFORMS, type DriverDescription, type Platform } from '@svc/proto';
+import { PLATFORMS, type DriverDescription, type Platform } from '@svc/proto';
+import { BUILTIN_DRIVERS } from './builtin-drivers.js';
 import type { Driver } from './driver.js';
 import { compileDriver } from './compile.js';
 

@@ -1,7 +1,7 @@
 /**
  * What a platform driver is at run time: a compiled driver description (`compile.ts` turns the
  * data of `@svc/proto`'s DriverDescription into these patterns and functions). The session logic
- * that uses it lives in `cli-session.ts`.
+ * that uses it lives in device-actor's `device/drivers/cli-session.ts`.
  */
 
 /** A question the device asks and the answer we give (e.g. `Destination filename [...]?`). */

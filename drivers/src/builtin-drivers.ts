@@ -1,5 +1,4 @@
-import type { DriverDescription } from './driver-description.js';
-import type { Platform } from './platforms.js';
+import type { DriverDescription, Platform } from '@svc/proto';
 
 /**
  * The built-in drivers as data (the same shape as a user driver file in SVC_DRIVERS_DIR).
