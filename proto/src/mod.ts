@@ -148,7 +148,7 @@ export type { AuditFields } from './audit.js';
 export { JobLifecycle, failure, retryTransient } from './job-lifecycle.js';
 export { FailedJob, FUNC_NAMES } from './messages/job.js';
 export { Lease } from './lease.js';
-export { drainHost } from './host-drain.js';
+export { drainHost, publishHandBack } from './host-drain.js';
 export type { DrainOutcome } from './host-drain.js';
 export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
 export { canonicalIp, canonicalHost, resolveHost, RESOLVE_TIMEOUT_MS } from './device-address.js';

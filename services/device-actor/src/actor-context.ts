@@ -2,6 +2,7 @@ import type { Counter } from 'prom-client';
 import type {
   AuditLog,
   DeviceSecrets,
+  JobEnvelope,
   JobLifecycle,
   JobRecord,
   JobResults,
@@ -55,6 +56,11 @@ export interface ActorContext {
   /** Keeps results inline in the record, or in the object store when too large for it. */
   readonly results: JobResults;
   readonly jobsEnded: Counter<'status'>;
+  /**
+   * Sends a job back for placement as copy `placement` (deduplicated with the drain's own):
+   * for a copy this host holds of a job whose record names a later placement.
+   */
+  readonly handBack: (envelope: JobEnvelope, placement: number) => Promise<void>;
   /** Set once the host stops taking work: queued jobs are handed back, not run. */
   readonly draining: () => boolean;
   readonly onJobEnded: ((record: JobRecord, secrets: DeviceSecrets) => void) | undefined;

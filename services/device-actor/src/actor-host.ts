@@ -30,6 +30,7 @@ import {
   decodeOrDrop,
   deviceKeyOf,
   drainHost,
+  publishHandBack,
   encodeJson,
   ensureTopology,
   topologyFrom,
@@ -130,6 +131,7 @@ export async function startActorHost(
       registers: [registry],
     }),
     draining: () => draining,
+    handBack: (envelope, placement) => publishHandBack(js, envelope, placement),
     onJobEnded: deps.onJobEnded,
   };
 
