@@ -1,5 +1,4 @@
 import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startFleet } from '@svc/test/support';
@@ -128,9 +127,5 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
     firstAfterFreeze === undefined ? null : (firstAfterFreeze - frozenAt) / 1000;
   console.log(JSON.stringify(result));
   // A record whose message never reached the queue ends NOT_ENQUEUED (a precise code, no loss).
-  assertPromiseKept(result, { allowedCodes: ['NOT_ENQUEUED'], checkOrder: false });
-  // Reported, not yet held: 2 inversions in 1 run of 7 (docs/operations.md, "What remains").
-  await t.test('no device ran its jobs out of acceptance order', { todo: 'issue 23' }, () => {
-    assert.equal(result.order_inversions, 0);
-  });
+  assertPromiseKept(result, { allowedCodes: ['NOT_ENQUEUED'] });
 });
