@@ -1,4 +1,10 @@
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+} from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   Consumers,
@@ -31,6 +37,28 @@ export interface DrainOptions {
   log?: { warn(obj: object, msg: string): void };
   /** Called as soon as a started job has been failed (and its event sent): audit. */
   onOrphaned?: (record: JobRecord) => Promise<void>;
+}
+
+/**
+ * Sends a job back for placement as its copy `placement` (the placement its record names once
+ * fenced). Deduplicated by job and placement: the drain that fenced it and a host that finds
+ * its older copy fenced may both send it, and the copy is stored once (within the stream's
+ * duplicate window; a later second copy cannot start the job twice: starting is a
+ * compare-and-set from `queued`).
+ */
+export async function publishHandBack(
+  js: JetStreamClient,
+  envelope: JobEnvelope,
+  placement: number,
+  traceparent?: string,
+): Promise<void> {
+  const h = natsHeaders();
+  if (traceparent) h.set('traceparent', traceparent);
+  const handedBack: JobEnvelope = { ...envelope, placement };
+  await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(handedBack), {
+    msgID: MessageIds.handBack(envelope.job_id, placement),
+    headers: h,
+  });
 }
 
 /**
@@ -96,14 +124,7 @@ export async function drainHost(
         }
         if (record?.status === 'queued' && record.placement === next) {
           // Fenced (now, or by an earlier drain whose publish or ack did not complete).
-          const handedBack: JobEnvelope = { ...envelope, placement: next };
-          const h = natsHeaders();
-          const traceparent = m.headers?.get('traceparent');
-          if (traceparent) h.set('traceparent', traceparent);
-          await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(handedBack), {
-            msgID: MessageIds.handBack(jobId, next),
-            headers: h,
-          });
+          await publishHandBack(js, envelope, next, m.headers?.get('traceparent'));
           outcome.handedBack.push(jobId);
         } else if (record?.status === 'started' && record.actor_host === hostId) {
           if (!options.failStarted) {

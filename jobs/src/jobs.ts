@@ -1,4 +1,5 @@
 import type { KV } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
@@ -12,7 +13,7 @@ import {
 } from '@svc/proto';
 import { retryTransient, type Stores } from '@svc/nats';
 import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
-import { drainHost, type DrainOptions, type DrainOutcome } from './drain.js';
+import { drainHost, publishHandBack, type DrainOptions, type DrainOutcome } from './drain.js';
 import type { FromOf } from './states.js';
 import { JobStore, placementMayStart, queuedRecordOf, type StoredRecord } from './store.js';
 
@@ -276,6 +277,15 @@ export class Jobs {
    */
   drain(hostId: string, options: DrainOptions): Promise<DrainOutcome> {
     return drainHost(this.nc, this, hostId, options);
+  }
+
+  /**
+   * Sends a queued job back for placement as its copy `placement` (the one its fenced record
+   * names), deduplicated with the drain's own copy: for a host holding an older copy of a job
+   * whose drain may have failed before its new copy was stored.
+   */
+  handBack(envelope: JobEnvelope, placement: number): Promise<void> {
+    return publishHandBack(jetstream(this.nc), envelope, placement);
   }
 
   private async recordFailure(record: JobRecord): Promise<void> {

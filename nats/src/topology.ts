@@ -75,13 +75,23 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
 
   const kvm = new Kvm(jetstream(nc));
   const ttl = (seconds: number) => seconds * 1000;
-  const make = (name: Bucket, seconds = 0, history = 1) =>
-    kvm.create(name, { replicas, history, ttl: ttl(seconds), storage: StorageType.File });
+  const make = (name: Bucket, seconds = 0, history = 1, leaderReads = false) =>
+    kvm.create(name, {
+      replicas,
+      history,
+      ttl: ttl(seconds),
+      storage: StorageType.File,
+      // Direct gets are answered by any replica, one behind its leader included (a node back
+      // from a freeze or a crash): it may not have a record yet, or still have a deleted one.
+      // Where a read decides (a job's record, its keys), it goes to the leader; on a bucket an
+      // earlier release made with direct gets on, this client still reads from the leader.
+      ...(leaderReads ? { allow_direct: false } : {}),
+    });
   const stores: Stores = {
-    [Buckets.jobs]: await make(Buckets.jobs, opts.jobTtlSeconds),
-    [Buckets.failed]: await make(Buckets.failed, opts.failedTtlSeconds),
-    [Buckets.dedup]: await make(Buckets.dedup, opts.dedupTtlSeconds),
-    [Buckets.idempotency]: await make(Buckets.idempotency, opts.idempotencyTtlSeconds),
+    [Buckets.jobs]: await make(Buckets.jobs, opts.jobTtlSeconds, 1, true),
+    [Buckets.failed]: await make(Buckets.failed, opts.failedTtlSeconds, 1, true),
+    [Buckets.dedup]: await make(Buckets.dedup, opts.dedupTtlSeconds, 1, true),
+    [Buckets.idempotency]: await make(Buckets.idempotency, opts.idempotencyTtlSeconds, 1, true),
     [Buckets.workers]: await make(Buckets.workers, 86_400),
     [Buckets.breakers]: await make(Buckets.breakers, 86_400),
     [Buckets.lockout]: await make(Buckets.lockout, 86_400),

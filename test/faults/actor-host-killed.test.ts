@@ -10,6 +10,7 @@ import {
   testEnv,
   waitForEnds,
   waitUntil,
+  scenarioLoad,
 } from '../harness/mod.js';
 
 /**
@@ -21,11 +22,21 @@ import {
  * jobs that had started on the killed host may fail (`WORKER_LOST`), no command may run twice
  * and no device may run its jobs in another order than they were accepted.
  */
-const DEVICES = 6;
+// The scenario's light load; SVC_FAULT_LOAD=issue runs the issue's (docs/operations.md).
+const LOAD = scenarioLoad({
+  devices: 6,
+  commandLatencyMs: 300,
+  clients: { pauseMs: 150 },
+  jobsBeforeFault: 30,
+});
 
 test("when an actor host is killed under load, then every device's jobs still run in acceptance order, none twice", async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({ count: DEVICES, enable: 'svc-demo', commandLatencyMs: 300 });
+  const fleet = await startFleet({
+    count: LOAD.devices,
+    enable: 'svc-demo',
+    commandLatencyMs: LOAD.commandLatencyMs,
+  });
   const env = testEnv(nats.url, {
     DISPATCH_HOST_LIVENESS: '1.5',
     WORKER_SUSPECT_THRESHOLD: '2',
@@ -50,10 +61,14 @@ test("when an actor host is killed under load, then every device's jobs still ru
   const d0 = fleet.devices[0]!;
   const auth = { basic: { username: d0.username, password: d0.password } };
 
-  const clients = new ScenarioClients(urls, fleet.devices, auth, { pauseMs: 150 });
-  await waitUntil(() => clients.accepted.length >= 30, '30 accepted jobs before the kill', {
-    timeoutMs: 120_000,
-  });
+  const clients = new ScenarioClients(urls, fleet.devices, auth, LOAD.clients);
+  await waitUntil(
+    () => clients.accepted.length >= LOAD.jobsBeforeFault,
+    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
+    {
+      timeoutMs: 120_000,
+    },
+  );
   await victim.kill('SIGKILL');
   const killedAt = Date.now();
   const beforeKill = clients.accepted.slice();
@@ -78,5 +93,8 @@ test("when an actor host is killed under load, then every device's jobs still ru
   result['last_pre_kill_job_ran_after_kill_s'] = after.length ? Math.max(...after) / 1000 : 0;
   console.log(JSON.stringify(result));
   assertPromiseKept(result, { allowedCodes: ['WORKER_LOST'] });
-  assert.ok((result.failed_by_code['WORKER_LOST'] ?? 0) <= DEVICES, 'one started job per device');
+  assert.ok(
+    (result.failed_by_code['WORKER_LOST'] ?? 0) <= LOAD.devices,
+    'one started job per device',
+  );
 });

@@ -9,6 +9,7 @@ import {
   testEnv,
   waitForEnds,
   waitUntil,
+  scenarioLoad,
 } from '../harness/mod.js';
 
 /**
@@ -18,11 +19,21 @@ import {
  * over after its lease (DISPATCH_LEASE 3 s). Every accepted job ends, none twice, in its device's
  * acceptance order.
  */
-const DEVICES = 6;
+// The scenario's light load; SVC_FAULT_LOAD=issue runs the issue's (docs/operations.md).
+const LOAD = scenarioLoad({
+  devices: 6,
+  commandLatencyMs: 300,
+  clients: { pauseMs: 150 },
+  jobsBeforeFault: 30,
+});
 
 test('when the leading dispatcher is killed under load, then the standby places every job once, in its order', async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({ count: DEVICES, enable: 'svc-demo', commandLatencyMs: 300 });
+  const fleet = await startFleet({
+    count: LOAD.devices,
+    enable: 'svc-demo',
+    commandLatencyMs: LOAD.commandLatencyMs,
+  });
   const env = testEnv(nats.url, { DISPATCH_LEASE: '3', LOG_LEVEL: 'INFO' });
   const stack = await startProcessStack(env, { gateways: 1, dispatchers: 2, actors: 2 });
   t.after(async () => {
@@ -33,10 +44,14 @@ test('when the leading dispatcher is killed under load, then the standby places 
   const d0 = fleet.devices[0]!;
   const auth = { basic: { username: d0.username, password: d0.password } };
 
-  const clients = new ScenarioClients(stack.urls, fleet.devices, auth, { pauseMs: 150 });
-  await waitUntil(() => clients.accepted.length >= 30, '30 accepted jobs before the kill', {
-    timeoutMs: 120_000,
-  });
+  const clients = new ScenarioClients(stack.urls, fleet.devices, auth, LOAD.clients);
+  await waitUntil(
+    () => clients.accepted.length >= LOAD.jobsBeforeFault,
+    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
+    {
+      timeoutMs: 120_000,
+    },
+  );
   const leader = await waitUntil(
     () => stack.dispatchers.find((d) => d.output.some((l) => /leading context/.test(l))),
     'a dispatcher leading the context',

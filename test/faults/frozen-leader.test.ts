@@ -1,5 +1,4 @@
 import { test } from 'node:test';
-import assert from 'node:assert/strict';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startFleet } from '@svc/test/support';
@@ -12,6 +11,7 @@ import {
   waitForEnds,
   waitHealthy,
   waitUntil,
+  scenarioLoad,
 } from '../harness/mod.js';
 
 /**
@@ -23,11 +23,21 @@ import {
  * INTERNAL. Prints the scenario's numbers.
  */
 const FREEZE_MS = Number(process.env['SVC_FAULT_FREEZE_SECONDS'] ?? '20') * 1000;
-const DEVICES = 5;
+// The scenario's light load; SVC_FAULT_LOAD=issue runs the issue's (docs/operations.md).
+const LOAD = scenarioLoad({
+  devices: 5,
+  commandLatencyMs: 50,
+  clients: { pauseMs: 100 },
+  jobsBeforeFault: 20,
+});
 
 test('when the node leading SVC_JOBS is frozen and resumed under load, then every 202 names a job that ends, none runs twice', async (t) => {
   const cluster = await NatsCluster.start(3);
-  const fleet = await startFleet({ count: DEVICES, enable: 'svc-demo', commandLatencyMs: 50 });
+  const fleet = await startFleet({
+    count: LOAD.devices,
+    enable: 'svc-demo',
+    commandLatencyMs: LOAD.commandLatencyMs,
+  });
   const stack = await startInProcessStack(cluster.url, {
     actors: 2,
     env: {
@@ -51,16 +61,46 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
 
   // Per device, the jobs in the order their 202 arrived (each device has one client loop).
   const urls = [stack.url];
-  const clients = new ScenarioClients(urls, fleet.devices, auth, { pauseMs: 100 });
-  await waitUntil(() => clients.accepted.length >= 20, '20 accepted jobs before the freeze', {
-    timeoutMs: 120_000,
-  });
+  const clients = new ScenarioClients(urls, fleet.devices, auth, LOAD.clients);
+  await waitUntil(
+    () => clients.accepted.length >= LOAD.jobsBeforeFault,
+    `${LOAD.jobsBeforeFault} accepted jobs before the freeze`,
+    {
+      timeoutMs: 120_000,
+    },
+  );
 
   const nc = await connect({ servers: cluster.url.split(',') });
-  const leader = (await (await jetstreamManager(nc)).streams.info('SVC_JOBS')).cluster?.leader;
+  const jsm = await jetstreamManager(nc);
+  // SVC_FAULT_FREEZE_WHERE=actor-host: the leadership moved first to the node an actor host
+  // uses (its heartbeats stop: the early hand-back runs), a case a random leader hits rarely.
+  const actorNode = stack.connections[2]?.info?.server_name;
+  if (process.env['SVC_FAULT_FREEZE_WHERE'] === 'actor-host' && actorNode !== undefined) {
+    await waitUntil(
+      async () => {
+        const now = (await jsm.streams.info('SVC_JOBS').catch(() => null))?.cluster?.leader;
+        if (now === actorNode) return true;
+        await nc
+          .request('$JS.API.STREAM.LEADER.STEPDOWN.SVC_JOBS', '', { timeout: 5000 })
+          .catch(() => undefined); // no leader at the moment: tried again
+        return false;
+      },
+      `SVC_JOBS led by ${actorNode}`,
+      { everyMs: 500 },
+    );
+  }
+  const leader = (await jsm.streams.info('SVC_JOBS')).cluster?.leader;
   await nc.close();
   const victim = cluster.nodes[Math.max(0, Number(String(leader).slice(1)) - 1)]!;
   frozen = victim.pid!;
+  // Which node each service uses (reaper, dispatcher, actor hosts, gateway): for the diagnosis.
+  console.log(
+    JSON.stringify({
+      frozen_node: leader,
+      services_on: stack.connections.map((c) => c.info?.server_name),
+      actor_hosts: stack.actors.map((a) => a.hostId),
+    }),
+  );
   process.kill(frozen, 'SIGSTOP');
   const frozenAt = Date.now();
   await new Promise((r) => setTimeout(r, FREEZE_MS));
@@ -77,6 +117,7 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
     clients.accepted,
     ends,
     auth,
+    cluster.url,
   );
   const firstAfterFreeze = clients.acceptedAt.find((at) => at > frozenAt);
   result['accepted_during_freeze'] = acceptedBeforeResume;
@@ -86,9 +127,5 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
     firstAfterFreeze === undefined ? null : (firstAfterFreeze - frozenAt) / 1000;
   console.log(JSON.stringify(result));
   // A record whose message never reached the queue ends NOT_ENQUEUED (a precise code, no loss).
-  assertPromiseKept(result, { allowedCodes: ['NOT_ENQUEUED'], checkOrder: false });
-  // Reported, not yet held: 2 inversions in 1 run of 7 (docs/operations.md, "What remains").
-  await t.test('no device ran its jobs out of acceptance order', { todo: 'issue 23' }, () => {
-    assert.equal(result.order_inversions, 0);
-  });
+  assertPromiseKept(result, { allowedCodes: ['NOT_ENQUEUED'] });
 });

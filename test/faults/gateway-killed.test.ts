@@ -9,6 +9,7 @@ import {
   testEnv,
   waitForEnds,
   waitUntil,
+  scenarioLoad,
 } from '../harness/mod.js';
 
 /**
@@ -20,11 +21,21 @@ import {
  * without its message ends `NOT_ENQUEUED` (ENQUEUE_GRACE 5 s). Every accepted job ends, none
  * twice, in its device's acceptance order.
  */
-const DEVICES = 6;
+// The scenario's light load; SVC_FAULT_LOAD=issue runs the issue's (docs/operations.md).
+const LOAD = scenarioLoad({
+  devices: 6,
+  commandLatencyMs: 300,
+  clients: { pauseMs: 150 },
+  jobsBeforeFault: 30,
+});
 
 test('when a gateway is killed under load, then every accepted job ends once, in its order, the other gateway taking the retries', async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({ count: DEVICES, enable: 'svc-demo', commandLatencyMs: 300 });
+  const fleet = await startFleet({
+    count: LOAD.devices,
+    enable: 'svc-demo',
+    commandLatencyMs: LOAD.commandLatencyMs,
+  });
   const env = testEnv(nats.url, { ENQUEUE_GRACE: '5', LOG_LEVEL: 'INFO' });
   const stack = await startProcessStack(env, { gateways: 2, dispatchers: 2, actors: 2 });
   t.after(async () => {
@@ -35,10 +46,14 @@ test('when a gateway is killed under load, then every accepted job ends once, in
   const d0 = fleet.devices[0]!;
   const auth = { basic: { username: d0.username, password: d0.password } };
 
-  const clients = new ScenarioClients(stack.urls, fleet.devices, auth, { pauseMs: 150 });
-  await waitUntil(() => clients.accepted.length >= 30, '30 accepted jobs before the kill', {
-    timeoutMs: 120_000,
-  });
+  const clients = new ScenarioClients(stack.urls, fleet.devices, auth, LOAD.clients);
+  await waitUntil(
+    () => clients.accepted.length >= LOAD.jobsBeforeFault,
+    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
+    {
+      timeoutMs: 120_000,
+    },
+  );
   await stack.gateways[0]!.kill('SIGKILL');
   const killedAt = Date.now();
   const acceptedAtKill = clients.accepted.length;

@@ -3,10 +3,38 @@
 // scenario prints and asserts (lost, stranded, run twice, order inversions per device).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Kvm } from '@nats-io/kv';
+import { connect } from '@nats-io/transport-node';
+import { Buckets } from '@svc/proto';
 import type { CommandRecord } from '@svc/test/support';
 import { http } from './http-client.js';
 import { ServiceProcess } from './stack.js';
 import { waitUntil } from './wait.js';
+
+/**
+ * The load a scenario runs: its own light default, or with `SVC_FAULT_LOAD=issue` the load of
+ * issue 23 (40 devices answering in 300 ms, a steady 20 jobs/s in total, the fault once 600
+ * jobs were accepted, about 30 s in).
+ */
+export interface ScenarioLoad {
+  devices: number;
+  commandLatencyMs: number;
+  clients: { pauseMs: number; everyMs?: number };
+  /** Accepted jobs before the fault. */
+  jobsBeforeFault: number;
+}
+
+export function scenarioLoad(light: ScenarioLoad): ScenarioLoad {
+  if (process.env['SVC_FAULT_LOAD'] !== 'issue') return light;
+  const devices = 40;
+  const jobsPerSecond = 20;
+  return {
+    devices,
+    commandLatencyMs: 300,
+    clients: { pauseMs: 0, everyMs: (devices * 1000) / jobsPerSecond },
+    jobsBeforeFault: jobsPerSecond * 30,
+  };
+}
 
 /** A job that got its 202: the device it was for and its one command (unique per scenario). */
 export interface AcceptedJob {
@@ -46,13 +74,21 @@ export class ScenarioClients {
   #stopAt = Number.POSITIVE_INFINITY;
   #n = 0;
   readonly #loops: Promise<void>[];
+  readonly #fleetSize: number;
 
   constructor(
     private readonly urls: readonly string[],
     devices: readonly ScenarioDevice[],
     private readonly auth: Auth,
-    private readonly options: { pauseMs: number; timeoutMs?: number },
+    private readonly options: {
+      /** After each 202, wait this long before the next job (ms). */
+      pauseMs: number;
+      /** Instead: one job every `everyMs` per device, start to start (a steady rate). */
+      everyMs?: number;
+      timeoutMs?: number;
+    },
   ) {
+    this.#fleetSize = devices.length;
     this.#loops = devices.map((d, i) => this.#client(d, i));
   }
 
@@ -64,6 +100,10 @@ export class ScenarioClients {
 
   async #client(d: ScenarioDevice, device: number): Promise<void> {
     let gateway = device % this.urls.length;
+    const every = this.options.everyMs;
+    // Paced clients start spread over one period, so the total rate is steady from the start.
+    let nextAt = Date.now() + (every === undefined ? 0 : (every * device) / this.#fleetSize);
+    if (every !== undefined) await new Promise((r) => setTimeout(r, nextAt - Date.now()));
     while (Date.now() < this.#stopAt) {
       const command = `show interface GigabitEthernet0/${this.#n++}`;
       const key = randomUUID();
@@ -84,7 +124,10 @@ export class ScenarioClients {
         gateway = (gateway + 1) % this.urls.length;
         await new Promise((r) => setTimeout(r, 250)); // the client's retry backoff: load shape
       }
-      await new Promise((r) => setTimeout(r, this.options.pauseMs)); // one job per pause: load shape
+      // One job per pause, or per period (load shape).
+      if (every === undefined) nextAt = Date.now() + this.options.pauseMs;
+      else nextAt = Math.max(Date.now(), nextAt + every);
+      await new Promise((r) => setTimeout(r, nextAt - Date.now()));
     }
   }
 }
@@ -154,12 +197,16 @@ export async function countOutcome(
   accepted: readonly AcceptedJob[],
   ends: Map<string, JobEnd>,
   auth: Auth,
+  /** The cluster's URL: the records of inverted pairs are read from the store and printed. */
+  natsUrl?: string,
 ): Promise<ScenarioResult> {
   const byCode: Record<string, number> = {};
   for (const e of ends.values()) if (e.code) byCode[e.code] = (byCode[e.code] ?? 0) + 1;
   const jobCommands = new Set(accepted.map((a) => a.command));
   let duplicated = 0;
   let inversions = 0;
+  /** The first inverted pairs (earlier accepted, later accepted): where to look in the logs. */
+  const invertedPairs: string[][] = [];
   devices.forEach((device, i) => {
     const ran = device.stats.commands.map((c) => c.command).filter((c) => jobCommands.has(c));
     const runs = new Map<string, number>();
@@ -174,7 +221,10 @@ export async function countOutcome(
     const order = accepted.filter((a) => a.device === i && position.has(a.command));
     for (let a = 0; a < order.length; a++) {
       for (let b = a + 1; b < order.length; b++) {
-        if (position.get(order[a]!.command)! > position.get(order[b]!.command)!) inversions++;
+        if (position.get(order[a]!.command)! > position.get(order[b]!.command)!) {
+          inversions++;
+          if (invertedPairs.length < 10) invertedPairs.push([order[a]!.jobId, order[b]!.jobId]);
+        }
       }
     }
   });
@@ -184,6 +234,32 @@ export async function countOutcome(
     const r = await readJob(urls, a.jobId, auth);
     const where = `${String(r?.status)}:${String(r?.json?.status)}`;
     strandedAt[where] = (strandedAt[where] ?? 0) + 1;
+  }
+  // The records of inverted pairs: which host ran each, from which placement, when.
+  const invertedRecords: unknown[] = [];
+  if (natsUrl !== undefined && invertedPairs.length > 0) {
+    const nc = await connect({ servers: natsUrl.split(',') });
+    try {
+      const kv = await new Kvm(nc).open(Buckets.jobs);
+      for (const pair of invertedPairs) {
+        const records = [];
+        for (const jobId of pair) {
+          const e = await kv.get(jobId).catch(() => null);
+          const r = e?.operation === 'PUT' ? e.json<Record<string, unknown>>() : {};
+          records.push({
+            job_id: jobId,
+            actor_host: r['actor_host'],
+            placement: r['placement'],
+            created_at: r['created_at'],
+            started_at: r['started_at'],
+            ended_at: r['ended_at'],
+          });
+        }
+        invertedRecords.push(records);
+      }
+    } finally {
+      await nc.close();
+    }
   }
   const count = (status: JobEnd['status']) =>
     [...ends.values()].filter((e) => e.status === status).length;
@@ -197,6 +273,9 @@ export async function countOutcome(
     stranded_at: strandedAt,
     duplicated,
     order_inversions: inversions,
+    ...(invertedPairs.length > 0
+      ? { inverted_pairs: invertedRecords.length > 0 ? invertedRecords : invertedPairs }
+      : {}),
   };
 }
 

@@ -31,6 +31,7 @@ export {
   countOutcome,
   assertPromiseKept,
   startProcessStack,
+  scenarioLoad,
 } from './fault-scenario.js';
 export type {
   AcceptedJob,
@@ -38,4 +39,5 @@ export type {
   ProcessStack,
   ScenarioResult,
   ScenarioDevice,
+  ScenarioLoad,
 } from './fault-scenario.js';

@@ -172,10 +172,14 @@ export class DeviceActor {
       );
     }
     if (current?.record.status === 'queued') {
+      const later = current.record.placement ?? 0;
       jlog.info(
-        { placement: envelope.placement, record_placement: current.record.placement },
+        { placement: envelope.placement, record_placement: later },
         'job handed back since this copy was placed; skipped',
       );
+      // The drain that fenced it may have failed before its copy was stored (a store outage):
+      // this copy is then the job's last, so the later one is sent (stored once either way).
+      if (later > envelope.placement) await ctx.jobs.handBack(envelope, later);
       return null;
     }
     jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
