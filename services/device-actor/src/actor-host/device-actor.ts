@@ -266,7 +266,7 @@ export class DeviceActor {
       );
       // The session is closed or warm in the pool by now: other addresses may have the device.
       claim.release();
-      await ctx.admission.succeeded(admitted);
+      await ctx.admission.succeeded(admitted, jlog);
       const platform = outcome.detectedPlatform ?? spec.platform;
       const parsed =
         spec.kind === 'structured' && ctx.parseOutputs
@@ -297,7 +297,7 @@ export class DeviceActor {
       );
       // A job refused by the guards themselves connected to nothing: nothing to charge.
       if (admitted !== null)
-        await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted);
+        await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted, jlog);
       if (safe.code === ErrorCode.CANCELLED) {
         await keepTranscript(false);
         // The gateway already wrote `cancelled`; the outputs the device gave before are added.

@@ -214,9 +214,17 @@ export class DeviceAdmission {
     return { jumps, device, unclean };
   }
 
-  /** A session ran: every party whose breaker was not clean is healthy again. */
-  async succeeded(admitted: Admitted): Promise<void> {
-    for (const key of admitted.unclean) await this.breaker.recordSuccess(key);
+  /**
+   * A session ran: every party whose breaker was not clean is healthy again. Bookkeeping only:
+   * a store that cannot take it (an outage, a frozen node) is logged and never turns what the
+   * device answered into a failure; the breaker stays as it was (a later success closes it).
+   */
+  async succeeded(admitted: Admitted, log: Logger): Promise<void> {
+    for (const key of admitted.unclean) {
+      await this.breaker
+        .recordSuccess(key)
+        .catch((err: unknown) => log.warn({ err }, 'breaker success not recorded'));
+    }
   }
 
   /**
@@ -228,12 +236,19 @@ export class DeviceAdmission {
    * handshake (a `logout` job) says nothing about its health. A refused login costs the
    * account that was refused one attempt.
    */
-  async failed(code: string, progress: Progress, admitted: Admitted): Promise<void> {
+  async failed(code: string, progress: Progress, admitted: Admitted, log: Logger): Promise<void> {
     const party = chargedParty(admitted, progress);
     const counts = !progress.reached && isConnectionFailure(code);
     if (!counts && code !== ErrorCode.AUTH_FAILED) return;
-    // This very job may have pinned the key (first contact): charge the device it met.
-    const key = await this.hostKeys.guardKeyOf(party.context, party.address, party.port);
+    // This very job may have pinned the key (first contact): charge the device it met. A store
+    // that cannot say leaves the charge out: the job's own failure is what the device said.
+    const key = await this.hostKeys
+      .guardKeyOf(party.context, party.address, party.port)
+      .catch((err: unknown) => {
+        log.warn({ err }, 'failure not charged to the device: its key could not be read');
+        return null;
+      });
+    if (key === null) return;
     if (counts) await this.breaker.recordFailure(key).catch(() => false);
     if (code === ErrorCode.AUTH_FAILED) {
       await this.lockout.recordFailure(party.username, key).catch(() => undefined);
