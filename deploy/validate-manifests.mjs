@@ -72,17 +72,33 @@ function objectKeys(src, open) {
   return keys;
 }
 
+/** Where the settings objects a service's schema spreads in are defined. */
+const SETTING_DIRS = [
+  'proto/src',
+  'telemetry/src',
+  'nats/src',
+  'config/src',
+  'device-access/src',
+  'webhooks/src',
+  'jobs/src',
+];
+
 /**
- * Names of an exported settings object of proto (`export const <name> = {`, or the object an
- * `export function <name>(…)` returns), wherever it is.
+ * Names of an exported settings object (`export const <name> = {`, or the object an
+ * `export function <name>(…)` returns), wherever it is in SETTING_DIRS.
  */
 function protoSettingNames(name) {
-  const dir = join(root, 'proto/src');
   const pattern = new RegExp(
     `export const ${name}\\s*=\\s*\\{|export function ${name}\\([^)]*\\)[^{]*\\{[^]*?return \\{`,
   );
-  for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
-    const src = readFileSync(join(dir, f), 'utf8');
+  // The contract's settings, and those of the runtime packages a service spreads in (metrics).
+  const files = SETTING_DIRS.flatMap((dir) =>
+    readdirSync(join(root, dir))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => join(root, dir, f)),
+  );
+  for (const f of files) {
+    const src = readFileSync(f, 'utf8');
     const m = pattern.exec(src);
     if (m) {
       return objectKeys(src, m.index + m[0].length - 1)
@@ -95,7 +111,7 @@ function protoSettingNames(name) {
 
 function sharedSettingNames() {
   const names = protoSettingNames('SharedSettings');
-  if (!names) throw new Error('proto/src: no "export const SharedSettings = {"');
+  if (!names) throw new Error('no "export const SharedSettings = {"');
   return names;
 }
 
