@@ -25,6 +25,8 @@ import {
   type JobSpec,
   type Sealer,
   type ValidationIssue,
+  ErrorCode,
+  SvcError,
 } from '@svc/proto';
 import { BUILTIN_DRIVERS } from '@svc/drivers';
 import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
@@ -170,6 +172,11 @@ export interface EnqueueExtras {
   hold?: (envelope: JobEnvelope) => Promise<void>;
   /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
   dedupKey?: string | null;
+  /**
+   * The submission claimed an idempotency or dedup key: a repeat on another gateway may have
+   * read the queued record and answered 202 for it, so a failed admission keeps the record.
+   */
+  keyed?: boolean;
   /** The device's address as resolved for this submission (resolved here when absent). */
   address?: string | null;
   /** Source address of the request (audit). */
@@ -431,6 +438,7 @@ export class JobIntake {
           opts.traceparent,
           {
             dedupKey,
+            keyed: dedupKey !== null || idemKey !== null,
             address,
             deadline,
             ...(ahead !== null ? { ahead } : {}),
@@ -768,11 +776,15 @@ export class JobIntake {
       if (extras.hold) await extras.hold(envelope);
       else await this.publishEnvelope(envelope, traceparent);
     } catch (err) {
-      // Not queued (or not known to be): drop the record, compare-and-delete on the revision we
-      // created (a job that started meanwhile keeps its record). A record left behind without
-      // its message is failed by the reaper (ENQUEUE_INCOMPLETE).
-      const dropped = await this.jobs.discard(jobId, queued.revision);
-      if (sent && !dropped && typeof err === 'object' && err !== null) mayRun.add(err);
+      // Not queued (or not known to be). Without a key no one else can have read the record: it
+      // is dropped (compare-and-delete on the revision we created). With one, a repeat may have
+      // answered 202 for this job: it ends `queued → failed` NOT_ENQUEUED instead, so that 202
+      // names a job that exists and ended. Either way a job that started meanwhile keeps its
+      // record, and a record left behind without its message is failed by the reaper.
+      const settled = extras.keyed
+        ? await this.failNotEnqueued(jobId)
+        : await this.jobs.discard(jobId, queued.revision);
+      if (sent && !settled && typeof err === 'object' && err !== null) mayRun.add(err);
       throw err;
     }
     const ahead = await aheadRead;
@@ -801,6 +813,19 @@ export class JobIntake {
       deduplicated: false,
       idempotent: false,
     };
+  }
+
+  /**
+   * Fails a queued job whose admission failed (NOT_ENQUEUED). False when it was not queued any
+   * more (it started: its envelope was stored after all) or the store did not answer.
+   */
+  private async failNotEnqueued(jobId: string): Promise<boolean> {
+    const error = new SvcError(
+      ErrorCode.NOT_ENQUEUED,
+      'the job was recorded but its admission failed before its message was queued; it did not run',
+    );
+    const failed = await this.jobs.fail(jobId, 'queued', error).catch(() => null);
+    return failed !== null;
   }
 
   /** Queues an envelope on its context's stream; JetStream drops a repeat of the same job id. */
