@@ -38,13 +38,26 @@ const SERIALIZED = new Set(
   [EnqueueResponse, MessageBody, ValidationErrorBody].map((s) => ref(s).$ref),
 );
 
+/**
+ * One serializer per schema for the process: every route answers errors with the same schema,
+ * and building one (fast-json-stringify checks and generates code) per route and status made a
+ * gateway's start take seconds.
+ */
+const serializers = new Map<string, (data: unknown) => string>();
+
 function buildSerializer(shared: unknown, options: unknown) {
   const compile = SerializerSelector()(shared, options as never);
   return (def: { method: string; url: string; httpStatus: string; schema?: unknown }) => {
     const ref = (def.schema as { $ref?: unknown } | undefined)?.$ref;
-    return typeof ref === 'string' && SERIALIZED.has(ref)
-      ? compile(def)
-      : (data: unknown) => JSON.stringify(data);
+    if (typeof ref !== 'string' || !SERIALIZED.has(ref)) {
+      return (data: unknown) => JSON.stringify(data);
+    }
+    let serialize = serializers.get(ref);
+    if (!serialize) {
+      serialize = compile(def) as (data: unknown) => string;
+      serializers.set(ref, serialize);
+    }
+    return serialize;
   };
 }
 

@@ -71,9 +71,21 @@ interface TextValidator {
  * (`addSchema`), so a route names a proto schema by `$ref` and is judged exactly as `check`
  * judges it.
  */
+/**
+ * One Ajv for the requests of every gateway in the process: the shared schemas are the same
+ * constants for each, and a new instance per Fastify context compiled Ajv's meta-schema and
+ * every shared schema again (seconds of a gateway's start).
+ */
+let requestAjv: ReturnType<typeof createAjv> | undefined;
+
 export function buildRequestValidator(shared: Record<string, unknown>) {
-  const ajv = createAjv();
-  for (const schema of Object.values(shared)) ajv.addSchema(schema as object);
+  requestAjv ??= createAjv();
+  const ajv = requestAjv;
+  for (const schema of Object.values(shared)) {
+    const id = (schema as { $id?: unknown }).$id;
+    if (typeof id === 'string' && ajv.schemas[id] !== undefined) continue;
+    ajv.addSchema(schema as object);
+  }
   return ({ schema, httpPart }: { schema: unknown; httpPart?: string }) => {
     const check = ajv.compile(schema as object);
     if (httpPart !== 'querystring' && httpPart !== 'params') return check;
