@@ -160,11 +160,7 @@ export class Placement {
       return host;
     }
     if (current) {
-      let state = this.hostState(current.host, now);
-      // Seen gone while the device had jobs there: they are being handed back, and come first
-      // even if the host beats again meanwhile (a frozen host's beat overwrites the reaper's
-      // draining mark) until the last is back or has ended.
-      if (current.goneSince !== undefined) state = 'gone';
+      const state = this.hostState(current.host, now);
       if (state === 'live') {
         if (!(await this.#idleOffPreferred(context, deviceKey, current, endedAt, now))) {
           current.lastJob = job.id;

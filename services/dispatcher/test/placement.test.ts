@@ -116,37 +116,6 @@ test("when a host is drained, then a device's new job waits until the last of it
   );
 });
 
-test("when a drained host beats again before a device's jobs came back from it, then the device's new job still waits for them and goes after them", async () => {
-  const p = new Placement(LIVENESS_MS);
-  const { isSettled } = ledger();
-  p.update('a', beat('a', T0));
-  p.update('b', beat('b', T0));
-  const device = deviceOn('a');
-  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
-  // The reaper marks the silent `a` draining and hands j1 back; j2 is held meanwhile.
-  p.update('a', beat('a', T0, true));
-  const now = T0 + 100;
-  p.update('b', beat('b', now));
-  assert.equal(
-    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
-    null,
-  );
-  // `a` was only frozen: it beats again (not draining: its own beat overwrites the mark)
-  // before j1's copy is placed. j2 must not overtake j1.
-  p.update('a', beat('a', now));
-  assert.equal(
-    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
-    null,
-  );
-  const back = await p.place('default', device, { id: 'j1', handBack: true }, isSettled, now);
-  assert.notEqual(back, null);
-  p.handedBack(device, { id: 'j1', handBack: true }, back!);
-  assert.equal(
-    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
-    back,
-  );
-});
-
 test('when the last job on a drained host has ended instead of coming back, then the device moves on', async () => {
   const p = new Placement(LIVENESS_MS);
   const { ended, isSettled } = ledger();
