@@ -3,13 +3,14 @@ import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  ErrorCode,
+  SvcError,
   FUNC_NAMES,
   Subjects,
   encodeJson,
   type FailedJob,
   type JobEnvelope,
   type JobRecord,
-  type SvcError,
 } from '@svc/proto';
 import { retryTransient, type Stores } from '@svc/nats';
 import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
@@ -164,6 +165,20 @@ export class Jobs {
     await retryTransient(() => this.releaseDedup(finished.record)).catch(() => undefined);
     await this.store.publishEvent(finished.record).catch(() => undefined);
     return finished.record;
+  }
+
+  /**
+   * `queued → failed` NOT_ENQUEUED: a job recorded whose message is not (known to be) in the
+   * queue, so it never ran. Null when it was not queued any more (its message was stored after
+   * all and it started, or it ended). Said by the gateway whose admission failed and by the
+   * reaper's check for records left without their message.
+   */
+  failNotEnqueued(jobId: string, why: string): Promise<JobRecord | null> {
+    return this.fail(
+      jobId,
+      'queued',
+      new SvcError(ErrorCode.NOT_ENQUEUED, `the job was recorded but ${why}; it did not run`),
+    );
   }
 
   /**

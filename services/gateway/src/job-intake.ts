@@ -25,8 +25,6 @@ import {
   type JobSpec,
   type Sealer,
   type ValidationIssue,
-  ErrorCode,
-  SvcError,
 } from '@svc/proto';
 import { BUILTIN_DRIVERS } from '@svc/drivers';
 import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
@@ -782,7 +780,9 @@ export class JobIntake {
       // names a job that exists and ended. Either way a job that started meanwhile keeps its
       // record, and a record left behind without its message is failed by the reaper.
       const settled = extras.keyed
-        ? await this.failNotEnqueued(jobId)
+        ? (await this.jobs
+            .failNotEnqueued(jobId, 'its admission failed before its message was queued')
+            .catch(() => null)) !== null
         : await this.jobs.discard(jobId, queued.revision);
       if (sent && !settled && typeof err === 'object' && err !== null) mayRun.add(err);
       throw err;
@@ -813,19 +813,6 @@ export class JobIntake {
       deduplicated: false,
       idempotent: false,
     };
-  }
-
-  /**
-   * Fails a queued job whose admission failed (NOT_ENQUEUED). False when it was not queued any
-   * more (it started: its envelope was stored after all) or the store did not answer.
-   */
-  private async failNotEnqueued(jobId: string): Promise<boolean> {
-    const error = new SvcError(
-      ErrorCode.NOT_ENQUEUED,
-      'the job was recorded but its admission failed before its message was queued; it did not run',
-    );
-    const failed = await this.jobs.fail(jobId, 'queued', error).catch(() => null);
-    return failed !== null;
   }
 
   /** Queues an envelope on its context's stream; JetStream drops a repeat of the same job id. */

@@ -1,13 +1,11 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
-  ErrorCode,
   Headers,
   JOBS_DUPLICATE_WINDOW_SECONDS,
   Subjects,
   SubjectParsers,
   MessageIds,
-  SvcError,
   type JobRecord,
 } from '@svc/proto';
 import { type Logger } from '@svc/telemetry';
@@ -148,14 +146,7 @@ export class EnqueueCheck {
     });
     this.#fresh.delete(jobId);
     if (ack.duplicate) return false;
-    const ended = await this.jobs.fail(
-      jobId,
-      'queued',
-      new SvcError(
-        ErrorCode.NOT_ENQUEUED,
-        'the job was recorded but its message never reached the queue; it did not run',
-      ),
-    );
+    const ended = await this.jobs.failNotEnqueued(jobId, 'its message never reached the queue');
     if (!ended) return false;
     this.log.warn({ job_id: jobId }, 'failed a job whose message never reached the queue');
     await this.onFailed(ended);
