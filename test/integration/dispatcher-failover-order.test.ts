@@ -4,11 +4,12 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { startDevice } from '@svc/test/support';
 import { startDeviceActorService, loadDeviceActorConfig } from '@svc/device-actor';
 import { loadDispatcherConfig, rendezvousScore, startDispatcher } from '@svc/dispatcher';
-import { Sealer, Streams, Subjects } from '@svc/proto';
+import { Consumers, Sealer, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
 import {
   NatsServerProcess,
+  ServiceProcess,
   TEST_ENCRYPTION_KEY,
   http,
   silentLogger,
@@ -118,4 +119,59 @@ test('when the dispatcher fails over while a device has jobs queued on a host ot
     'show interface GigabitEthernet0/2',
     'show interface GigabitEthernet0/3',
   ]);
+});
+
+/**
+ * Issue 23: a dispatcher killed while it holds a job it has not yet placed (the consumer's
+ * message, not acknowledged) must not let the device's next job overtake it: the next leader
+ * takes the dead one's messages first. Before, they came back only after the consumer's
+ * `ack_wait` (30 s), behind every later job the new leader had placed meanwhile.
+ */
+test("when the dispatcher is killed holding a job it has not placed, then the next leader places that job before the device's later ones", async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO', DISPATCH_LEASE: '2' });
+  const procs: ServiceProcess[] = [];
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await nc.close();
+    await device.stop();
+    await nats.stop();
+  });
+  const gateway = ServiceProcess.start('gateway', env);
+  const first = ServiceProcess.start('dispatcher', env);
+  procs.push(gateway, first);
+  const url = await gateway.httpUrl();
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const submit = async (n: number) => {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: {
+        host: '127.0.0.1',
+        port: device.port,
+        commands: [`show interface GigabitEthernet0/${n}`],
+      },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+  // No actor host yet: the dispatcher holds the job, delivered and not acknowledged.
+  const jsm = await jetstreamManager(nc);
+  await first.waitFor(/leading context/);
+  const held = await submit(1);
+  await waitUntil(async () => {
+    const info = await jsm.consumers.info(Streams.jobs, Consumers.dispatch('default'));
+    return info.num_ack_pending === 1;
+  }, 'the first dispatcher holding the job');
+  await first.kill('SIGKILL');
+  procs.push(ServiceProcess.start('device-actor', env), ServiceProcess.start('dispatcher', env));
+  const later = await submit(2);
+  for (const id of [held, later]) {
+    assert.equal((await waitForJob(url, id, auth, 60_000)).json.status, 'finished');
+  }
+  const ran = device.stats.commands
+    .map((c) => c.command)
+    .filter((c) => c.startsWith('show interface'));
+  assert.deepEqual(ran, ['show interface GigabitEthernet0/1', 'show interface GigabitEthernet0/2']);
 });

@@ -209,10 +209,15 @@ export async function startDispatcher(
       log.info({ context }, 'leading context');
       // Another leader may have placed devices since this one last led (its own view stays
       // right when it only lost the lease for a while, the store not answering).
-      if (lease.previousHolder !== id) placement.forgetDevices(context);
+      const takenOver = lease.previousHolder !== id;
+      if (takenOver) placement.forgetDevices(context);
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
+        // Jobs the previous leader was given and did not place (it died, or stopped while they
+        // waited for a host) would come again only after `ack_wait`, behind the device's later
+        // jobs: a new consumer delivers them first, in stream order.
+        if (takenOver && !stalled) stalled = await heldByAnother(context);
         if (stalled) {
           // Delete and re-create: the work-queue stream keeps the jobs; unacked ones come again
           // and a job placed twice is dropped by the placement message id.
@@ -253,6 +258,21 @@ export async function startDispatcher(
       leadingGauge.set({ context }, 0);
       if (stopping) await lease.release().catch(() => undefined);
     }
+  }
+
+  /** Whether the context's consumer has jobs delivered and not acknowledged (to another leader). */
+  async function heldByAnother(context: string): Promise<boolean> {
+    const info = await jsm.consumers
+      .info(Streams.jobs, Consumers.dispatch(context))
+      .catch(() => null);
+    if (info && info.num_ack_pending > 0) {
+      log.info(
+        { context, held: info.num_ack_pending },
+        'jobs held by the previous leader: consuming them first',
+      );
+      return true;
+    }
+    return false;
   }
 
   /**
