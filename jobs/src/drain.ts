@@ -37,6 +37,12 @@ export interface DrainOptions {
   log?: { warn(obj: object, msg: string): void };
   /** Called as soon as a started job has been failed (and its event sent): audit. */
   onOrphaned?: (record: JobRecord) => Promise<void>;
+  /**
+   * Filled as the drain goes, so that a caller knows what a drain that failed half way had
+   * handed back (a fenced job is listed before its copy is sent: its copy comes from the next
+   * drain or from the host itself if this send fails).
+   */
+  into?: DrainOutcome;
 }
 
 /**
@@ -93,7 +99,7 @@ export async function drainHost(
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(60_000),
   });
-  const outcome: DrainOutcome = { handedBack: [], orphaned: [], left: [] };
+  const outcome: DrainOutcome = options.into ?? { handedBack: [], orphaned: [], left: [] };
   try {
     const consumer = await js.consumers.get(Streams.actor, durable);
     for (;;) {
@@ -124,8 +130,8 @@ export async function drainHost(
         }
         if (record?.status === 'queued' && record.placement === next) {
           // Fenced (now, or by an earlier drain whose publish or ack did not complete).
-          await publishHandBack(js, envelope, next, m.headers?.get('traceparent'));
           outcome.handedBack.push(jobId);
+          await publishHandBack(js, envelope, next, m.headers?.get('traceparent'));
         } else if (record?.status === 'started' && record.actor_host === hostId) {
           if (!options.failStarted) {
             outcome.left.push(jobId);

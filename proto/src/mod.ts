@@ -109,6 +109,7 @@ export {
   HeldEnvelope,
   ResultsObject,
   DevicePlacementEntry,
+  HostDrain,
 } from './messages/stored.js';
 export {
   SharedSettings,

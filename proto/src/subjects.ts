@@ -166,6 +166,11 @@ export const LockKeys = {
    * dispatcher when it changes: a new leader keeps each device where its jobs are queued.
    */
   placement: (deviceKey: string) => `placement.${encodeToken(deviceKey)}`,
+  /**
+   * The reaper's latest drain of an actor host (`HostDrain`): under way or done, and what it
+   * handed back. Removed when the host is reaped for good (or long after an early drain).
+   */
+  drain: (hostId: string) => `drain.${encodeToken(hostId)}`,
 } as const;
 
 export const Headers = {

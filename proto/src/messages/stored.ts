@@ -77,3 +77,24 @@ export const DevicePlacementEntry = Type.Object(
   { $id: 'DevicePlacementEntry' },
 );
 export type DevicePlacementEntry = Static<typeof DevicePlacementEntry>;
+
+/**
+ * Value of `LockKeys.drain` in `svc-locks`: the reaper's latest drain of an actor host, written
+ * `draining` before the host is marked draining and `done` once its placement subject is empty
+ * of jobs to hand back (or the drain failed: then what it had fenced by then). A dispatcher holds
+ * the devices whose last job is on that host until the drain is done, and then those whose last
+ * job it handed back until that job is placed again, whatever the host's own heartbeat says
+ * meanwhile (a host that was only frozen overwrites the draining mark when it beats again).
+ */
+export const HostDrain = Type.Object(
+  {
+    host_id: Type.String(),
+    state: Type.Enum(['draining', 'done']),
+    /** Jobs fenced by this drain and sent back for placement (complete once `done`). */
+    handed_back: Type.Array(Type.String()),
+    started_at: Type.String(),
+    ended_at: Type.Union([Type.String(), Type.Null()]),
+  },
+  { $id: 'HostDrain' },
+);
+export type HostDrain = Static<typeof HostDrain>;

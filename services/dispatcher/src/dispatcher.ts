@@ -25,6 +25,7 @@ import {
   WorkerHeartbeat,
   topologyFrom,
   DevicePlacementEntry,
+  HostDrain,
 } from '@svc/proto';
 import {
   closeWhenStalled,
@@ -160,6 +161,27 @@ export async function startDispatcher(
             })
           : null;
       placement.update(e.key, beat);
+    }
+  })();
+
+  // The reaper's drains of hosts: a device whose jobs a drain is handing back waits for them
+  // even when the host beats again (Placement).
+  const drainWatch = await locks.watch({ key: 'drain.>' });
+  void (async () => {
+    const hostOfKey = new Map<string, string>();
+    for await (const e of drainWatch) {
+      const drain =
+        e.operation === 'PUT'
+          ? decodeOrDrop(HostDrain, e.value, {
+              consumer: 'dispatcher_drains',
+              log,
+              where: { key: e.key },
+            })
+          : null;
+      const hostId = drain?.host_id ?? hostOfKey.get(e.key);
+      if (drain) hostOfKey.set(e.key, drain.host_id);
+      else hostOfKey.delete(e.key);
+      if (hostId !== undefined) placement.drainUpdate(hostId, drain);
     }
   })();
 
@@ -403,6 +425,7 @@ export async function startDispatcher(
       stopping = true;
       for (const m of activeMessages) await m.close().catch(() => undefined);
       watch.stop();
+      drainWatch.stop();
       placements.stop();
       await Promise.allSettled(loops);
     },

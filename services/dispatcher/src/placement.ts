@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { missingCapabilities, type WorkerHeartbeat } from '@svc/proto';
+import { missingCapabilities, type HostDrain, type WorkerHeartbeat } from '@svc/proto';
 
 /** What a host's heartbeat says: beating, silent for longer than the liveness, or leaving. */
 export type HostState = 'live' | 'suspect' | 'gone';
@@ -43,10 +43,17 @@ export interface JobToPlace {
  * together, in order. Once the host is `gone` (draining, or its heartbeat removed), the
  * device's next new job waits until the last job placed on the old host has come back and
  * been placed again (handed-back jobs go first, all to one host) or has ended.
+ *
+ * The reaper's drains (`drainUpdate`) decide over the host's own heartbeat, which a host that
+ * was only frozen sends again in the middle of them: while a drain is under way nothing is
+ * placed on the host; once done, a device whose last job it handed back waits for that job's
+ * new placement, and a device of which it handed back nothing goes on at once.
  */
 export class Placement {
   readonly #hosts = new Map<string, WorkerHeartbeat>();
   readonly #devices = new Map<string, DevicePlacement>();
+  /** The reaper's drains of hosts (`HostDrain`): under way, and the jobs handed back. */
+  readonly #drains = new Map<string, { since: number | undefined; handedBack: Set<string> }>();
   /** What a device's preferred host is chosen by, when not by its own key (`prefer`). */
   readonly #preferBy = new Map<string, string>();
 
@@ -97,6 +104,20 @@ export class Placement {
     return this.#devices.get(deviceKey)?.host ?? null;
   }
 
+  /** Feeds the reaper's latest drain of a host (`HostDrain`), or its removal as null. */
+  drainUpdate(hostId: string, drain: HostDrain | null, now = Date.now()): void {
+    if (!drain) {
+      this.#drains.delete(hostId);
+      return;
+    }
+    const known = this.#drains.get(hostId);
+    // Jobs handed back by an earlier drain of the host and not placed yet stay awaited.
+    const handedBack = known?.handedBack ?? new Set<string>();
+    for (const jobId of drain.handed_back) handedBack.add(jobId);
+    const since = drain.state === 'draining' ? (known?.since ?? now) : undefined;
+    this.#drains.set(hostId, { since, handedBack });
+  }
+
   /** Feeds a heartbeat (or its deletion, as null) from the `svc-workers` watch. */
   update(hostId: string, beat: WorkerHeartbeat | null): void {
     if (beat) this.#hosts.set(hostId, beat);
@@ -105,7 +126,9 @@ export class Placement {
 
   hostState(hostId: string, now = Date.now()): HostState {
     const beat = this.#hosts.get(hostId);
-    if (!beat || beat.draining) return 'gone';
+    // Under a drain, whatever its own beat says: a job placed there now would be handed back
+    // by it (a copy placed back on it again, and again, while the drain runs).
+    if (!beat || beat.draining || this.#drainUnderWay(hostId, now)) return 'gone';
     return now - Date.parse(beat.last_beat) <= this.livenessMs ? 'live' : 'suspect';
   }
 
@@ -159,11 +182,13 @@ export class Placement {
       if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
       return host;
     }
+    if (current && (await this.#heldByDrain(current, isSettled, now))) return null;
     if (current) {
       const state = this.hostState(current.host, now);
       if (state === 'live') {
         if (!(await this.#idleOffPreferred(context, deviceKey, current, endedAt, now))) {
           current.lastJob = job.id;
+          current.goneSince = undefined;
           return current.host;
         }
         // Rebalanced: no job of the device is queued or running, and none has run for long
@@ -182,6 +207,38 @@ export class Placement {
     const host = this.#pick(context, deviceKey, now, job.requires);
     if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
     return host;
+  }
+
+  /**
+   * True while the device must wait for a drain of its host, whatever that host's heartbeat
+   * says (a frozen host's beat overwrites the reaper's draining mark): the drain is under way
+   * and the device's last job there has not ended, or the drain handed that job back and its
+   * copy has not been placed yet (`handedBack`). A drain that handed back nothing of the device
+   * holds it no longer than the drain lasts. Bounded by `handBackWaitMs` (a reaper that died
+   * during a drain leaves it under way).
+   */
+  async #heldByDrain(
+    current: DevicePlacement,
+    isSettled: (jobId: string) => Promise<boolean>,
+    now: number,
+  ): Promise<boolean> {
+    const drain = this.#drains.get(current.host);
+    if (!drain) return false;
+    if (!this.#drainUnderWay(current.host, now) && !drain.handedBack.has(current.lastJob)) {
+      return false;
+    }
+    if (await isSettled(current.lastJob)) return false;
+    current.goneSince ??= now;
+    return now - current.goneSince < this.handBackWaitMs;
+  }
+
+  /**
+   * Whether a drain of the host is under way, seen so for less than `handBackWaitMs` (one that
+   * lasts longer belongs to a reaper that stopped during it: the host is not shunned for good).
+   */
+  #drainUnderWay(hostId: string, now: number): boolean {
+    const since = this.#drains.get(hostId)?.since;
+    return since !== undefined && now - since < this.handBackWaitMs;
   }
 
   /** Whether the host's last heartbeat lists every capability in `requires`. */
@@ -234,6 +291,7 @@ export class Placement {
    * device had on its old host, the device has moved and its new jobs may follow.
    */
   handedBack(deviceKey: string, job: JobToPlace, host: string): void {
+    for (const drain of this.#drains.values()) drain.handedBack.delete(job.id);
     const current = this.#devices.get(deviceKey);
     if (!current || current.lastJob === job.id)
       this.#devices.set(deviceKey, { host, lastJob: job.id });

@@ -4,6 +4,7 @@ import {
   ACTOR_CAPABILITIES,
   ActorCapability,
   requiredCapabilities,
+  type HostDrain,
   type WorkerHeartbeat,
 } from '@svc/proto';
 import { Placement, rendezvousScore } from '../src/placement.js';
@@ -28,11 +29,11 @@ function beat(hostId: string, at: number, draining = false): WorkerHeartbeat {
 }
 
 /** A device whose preferred host (rendezvous) among a and b is `a`. */
-function deviceOn(host: 'a' | 'b'): string {
+function deviceOn(host: 'a' | 'b', skip = 0): string {
   for (let i = 0; ; i++) {
     const key = `default|10.0.0.${i}|22`;
     const prefersA = rendezvousScore(key, 'a') > rendezvousScore(key, 'b');
-    if (prefersA === (host === 'a')) return key;
+    if (prefersA === (host === 'a') && skip-- === 0) return key;
   }
 }
 
@@ -113,6 +114,164 @@ test("when a host is drained, then a device's new job waits until the last of it
   assert.equal(
     await p.place('default', device, { id: 'j4', handBack: false }, isSettled, now),
     'b',
+  );
+});
+
+/** The reaper's record of a drain of `host` (`LockKeys.drain`). */
+function drain(host: string, handedBack: string[] | null): HostDrain {
+  return {
+    host_id: host,
+    state: handedBack === null ? 'draining' : 'done',
+    handed_back: handedBack ?? [],
+    started_at: new Date(T0).toISOString(),
+    ended_at: handedBack === null ? null : new Date(T0).toISOString(),
+  };
+}
+
+test("when a drained host beats again while its drain is under way, then a device's new job waits for the drain's outcome and goes after the jobs it handed back", async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  // The reaper starts draining the silent `a` (marks it draining); j2 is held meanwhile.
+  p.drainUpdate('a', drain('a', null), T0);
+  p.update('a', beat('a', T0, true));
+  const now = T0 + 100;
+  p.update('b', beat('b', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  // `a` was only frozen: it beats again (its own beat overwrites the mark) before the drain
+  // has handed j1 back. j2 must not overtake j1.
+  p.update('a', beat('a', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  p.drainUpdate('a', drain('a', ['j1']));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  const back = await p.place('default', device, { id: 'j1', handBack: true }, isSettled, now);
+  assert.notEqual(back, null);
+  p.handedBack(device, { id: 'j1', handBack: true }, back!);
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    back,
+  );
+});
+
+test("when the drain of a host that beats again handed back nothing of a device, then the device's new job goes to that host as soon as the drain is done, with no wait", async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  p.drainUpdate('a', drain('a', null), T0);
+  p.update('a', beat('a', T0, true));
+  const now = T0 + 100;
+  p.update('a', beat('a', now));
+  p.update('b', beat('b', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  // j1 had started on `a` (left there), another device's job was handed back.
+  p.drainUpdate('a', drain('a', ['other']));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    'a',
+  );
+});
+
+test("when a host's heartbeats pause and resume after its drain is done (a NATS node's failover), then its devices' new jobs go on at once: only a job the drain handed back is waited for", async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  const other = deviceOn('a', 1);
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  assert.equal(await p.place('default', other, { id: 'k1', handBack: false }, isSettled, T0), 'a');
+  p.drainUpdate('a', drain('a', null), T0);
+  p.update('a', beat('a', T0, true));
+  const now = T0 + 100;
+  p.update('b', beat('b', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  p.drainUpdate('a', drain('a', ['k1']));
+  // Still marked draining: j1 (started there, not handed back) is waited for as before.
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    null,
+  );
+  p.update('a', beat('a', now));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, now),
+    'a',
+  );
+  // k1 is coming back: the other device waits for it even though `a` beats.
+  assert.equal(
+    await p.place('default', other, { id: 'k2', handBack: false }, isSettled, now),
+    null,
+  );
+  p.handedBack(other, { id: 'k1', handBack: true }, 'a');
+  assert.equal(await p.place('default', other, { id: 'k2', handBack: false }, isSettled, now), 'a');
+});
+
+test('when a host beats again while the reaper drains it, then no job goes there (neither a new one nor a handed-back copy) until the drain is done: the drain would hand it back again', async () => {
+  const p = new Placement(LIVENESS_MS);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  const device = deviceOn('a');
+  const idle = deviceOn('a', 1);
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  p.drainUpdate('a', drain('a', null), T0);
+  p.update('a', beat('a', T0 + 100));
+  assert.equal(
+    await p.place('default', device, { id: 'j1', handBack: true }, isSettled, T0 + 100),
+    null,
+  );
+  assert.equal(
+    await p.place('default', idle, { id: 'k1', handBack: false }, isSettled, T0 + 100),
+    null,
+  );
+  p.drainUpdate('a', drain('a', ['j1']));
+  assert.equal(
+    await p.place('default', device, { id: 'j1', handBack: true }, isSettled, T0 + 100),
+    'a',
+  );
+  assert.equal(
+    await p.place('default', idle, { id: 'k1', handBack: false }, isSettled, T0 + 100),
+    'a',
+  );
+});
+
+test('when a drain never ends (the reaper died during it), then a device held by it moves on after the wait limit', async () => {
+  const p = new Placement(LIVENESS_MS, 30_000);
+  const { isSettled } = ledger();
+  p.update('a', beat('a', T0));
+  p.update('b', beat('b', T0));
+  const device = deviceOn('a');
+  assert.equal(await p.place('default', device, { id: 'j1', handBack: false }, isSettled, T0), 'a');
+  p.drainUpdate('a', drain('a', null), T0);
+  p.update('a', beat('a', T0 + 100));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 100),
+    null,
+  );
+  p.update('a', beat('a', T0 + 31_000));
+  p.update('b', beat('b', T0 + 31_000));
+  assert.equal(
+    await p.place('default', device, { id: 'j2', handBack: false }, isSettled, T0 + 31_000),
+    'a',
   );
 });
 

@@ -5,6 +5,7 @@ import { Counter } from 'prom-client';
 import {
   ActorCapability,
   Buckets,
+  HostDrain,
   LockKeys,
   Streams,
   Subjects,
@@ -20,8 +21,8 @@ import {
   jobFailureCounter,
   type Logger,
 } from '@svc/telemetry';
-import { KvMirror, Lease, ensureTopology } from '@svc/nats';
-import { Jobs } from '@svc/jobs';
+import { KvMirror, Lease, ensureTopology, retryTransient } from '@svc/nats';
+import { Jobs, type DrainOptions, type DrainOutcome } from '@svc/jobs';
 import type { ReaperConfig } from './config.js';
 import { EnqueueCheck } from './enqueue-check.js';
 
@@ -92,6 +93,61 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const isStale = (beat: WorkerHeartbeat | null, cutoff: number): beat is WorkerHeartbeat =>
     beat !== null && Date.parse(beat.last_beat) < cutoff;
 
+  // Each drain is announced (`LockKeys.drain`): under way before the host is marked draining,
+  // then done with what it handed back. Dispatchers hold the devices whose last job is on the
+  // host until then, even if the host beats again meanwhile, and no longer.
+  const locks = stores[Buckets.locks];
+  const drainRecords = await KvMirror.start(locks, 'drain.>');
+  async function announcedDrain(
+    hostId: string,
+    mark: () => Promise<boolean>,
+    options: Omit<DrainOptions, 'into'>,
+  ): Promise<DrainOutcome | null> {
+    const key = LockKeys.drain(hostId);
+    const record: HostDrain = {
+      host_id: hostId,
+      state: 'draining',
+      handed_back: [],
+      started_at: new Date().toISOString(),
+      ended_at: null,
+    };
+    // Not announced (the store did not answer): not drained now either (the next check will).
+    const announced = await locks.put(key, encodeJson(record)).then(
+      () => true,
+      (err: unknown) => (log.warn({ err, host_id: hostId }, 'drain not announced'), false),
+    );
+    if (!announced) return null;
+    const outcome: DrainOutcome = { handedBack: [], orphaned: [], left: [] };
+    try {
+      if (!(await mark())) return null;
+      return await jobs.drain(hostId, { ...options, into: outcome });
+    } finally {
+      const done: HostDrain = {
+        ...record,
+        state: 'done',
+        handed_back: outcome.handedBack,
+        ended_at: new Date().toISOString(),
+      };
+      await retryTransient(() => locks.put(key, encodeJson(done)), 30_000).catch((err: unknown) =>
+        log.error({ err, host_id: hostId }, 'drain outcome not stored'),
+      );
+    }
+  }
+  /** Drain records of hosts long gone or long back are removed (one key per host id). */
+  async function forgetOldDrains(): Promise<void> {
+    const before = Date.now() - DRAIN_RECORD_KEEP_MS;
+    for (const [key, entry] of [...drainRecords.entries()]) {
+      const record = decodeOrDrop(HostDrain, entry.value, {
+        consumer: 'reaper',
+        log,
+        where: { key },
+      });
+      // One still under way that long belongs to a reaper that stopped during it.
+      if (record && Date.parse(record.ended_at ?? record.started_at) > before) continue;
+      await locks.delete(key, { previousSeq: entry.revision }).catch(() => undefined);
+    }
+  }
+
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
     cyclesLed.inc();
@@ -107,15 +163,18 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       if (!isStale(beat, cutoff)) continue;
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
       // emptied (a job placed there after the drain would wait for nobody).
-      await workers
-        .update(
-          key,
-          encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
-          entry.revision,
-        )
-        .catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 200));
-      const outcome = await jobs.drain(beat.host_id, {
+      const mark = async () => {
+        await workers
+          .update(
+            key,
+            encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
+            entry.revision,
+          )
+          .catch(() => undefined);
+        await new Promise((r) => setTimeout(r, 200));
+        return true;
+      };
+      const outcome = await announcedDrain(beat.host_id, mark, {
         failStarted: true,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
         log,
@@ -134,6 +193,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           return Promise.resolve();
         },
       });
+      if (!outcome) continue;
       await workers.delete(key).catch(() => undefined);
       log.warn(
         {
@@ -146,6 +206,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       reaped.push(beat.host_id);
       hostsReaped.inc();
     }
+    await forgetOldDrains().catch((err: unknown) =>
+      log.warn({ err }, 'old drain records not removed'),
+    );
     await enqueueCheck?.sweep();
     return reaped;
   }
@@ -200,9 +263,10 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       const info = await jsm.streams.info(Streams.actor, { subjects_filter: subject });
       const waiting = info.state.subjects?.[subject] ?? 0;
       if (leftOn.has(key) && waiting <= leftOn.get(key)!) continue;
-      if (!beat.draining) {
-        // By compare-and-set: a beat in between (the host was only slow) wins.
-        const marked = await workers
+      // By compare-and-set: a beat in between (the host was only slow) wins.
+      const mark = async () =>
+        beat.draining ||
+        (await workers
           .update(
             key,
             encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
@@ -211,14 +275,13 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           .then(
             () => true,
             () => false,
-          );
-        if (!marked) continue;
-      }
-      const outcome = await jobs.drain(beat.host_id, {
+          ));
+      const outcome = await announcedDrain(beat.host_id, mark, {
         failStarted: false,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
         log,
       });
+      if (!outcome) continue;
       leftOn.set(key, outcome.left.length);
       if (outcome.handedBack.length > 0) earlyHandBacks.inc(outcome.handedBack.length);
       log.warn(
@@ -276,11 +339,15 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       await current;
       await suspectCheck;
       beats.stop();
+      drainRecords.stop();
       enqueueCheck?.stop();
       await lock.release().catch(() => undefined);
     },
   };
 }
+
+/** How long the record of a finished drain is kept (every copy it handed back placed by then). */
+const DRAIN_RECORD_KEEP_MS = 10 * 60_000;
 
 async function collectKeys(keys: AsyncIterable<string>): Promise<string[]> {
   const all: string[] = [];
