@@ -274,7 +274,9 @@ export async function countOutcome(
     .map((a) => a.jobId);
   const unendedJobs =
     natsUrl !== undefined && unended.length > 0
-      ? await describeJobs(natsUrl, unended.slice(0, 20))
+      ? await describeJobs(natsUrl, unended.slice(0, 20)).catch((err: unknown) => ({
+          not_described: String(err),
+        }))
       : undefined;
   const failures = [...ends.entries()]
     .filter(([, e]) => e.status === 'failed')
