@@ -7,6 +7,7 @@ import {
   decodeMessage,
   encodeJson,
   isWrongRevision,
+  MalformedMessage,
   PinnedHostKeyRecord,
   encodeToken,
 } from '@svc/proto';
@@ -129,7 +130,7 @@ export class HostKeyStore {
    * times at the gateway, twice on the actor host): a round trip each was 10 of a job's 34
    * messages through nats-server. The copy trails another process's new pin by milliseconds,
    * as the breaker and lockout copies do; this process's own writes wait for it (`settled`).
-   * Verifying a device's key (`get`) still reads the bucket.
+   * Verifying a device's key (`pinnedForCheck`) still reads the bucket.
    */
   private async pinnedCopy(
     context: string,
@@ -174,6 +175,31 @@ export class HostKeyStore {
     return entry && entry.operation === 'PUT'
       ? decodeMessage(PinnedHostKeyRecord, entry.value)
       : null;
+  }
+
+  /**
+   * The pin a device's offered key is checked against: the bucket's. When the bucket does not
+   * answer (its node frozen or electing a leader), the pin this process's watched copy holds
+   * (as last seen; it trails a change by milliseconds): a device pinned before is still reached
+   * and a changed key still refused, instead of the job failing on the store. No pin in the
+   * copy: the store's error (a first contact needs the bucket to pin). `onFallback` is told.
+   */
+  async pinnedForCheck(
+    context: string,
+    host: string,
+    port: number,
+    onFallback?: (err: unknown) => void,
+  ): Promise<PinnedHostKey | null> {
+    try {
+      return await this.get(context, host, port);
+    } catch (err) {
+      if (err instanceof MalformedMessage) throw err;
+      const mirror = await copies.get(this.kv);
+      const entry = mirror?.ready ? mirror.get(HostKeyStore.keyOf(context, host, port)) : null;
+      if (!entry) throw err;
+      onFallback?.(err);
+      return decodeMessage(PinnedHostKeyRecord, entry.value);
+    }
   }
 
   /**

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { Buckets } from '@svc/proto';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Buckets, Streams } from '@svc/proto';
 import type { CommandRecord } from '@svc/test/support';
 import { http } from './http-client.js';
 import { ServiceProcess } from './stack.js';
@@ -47,6 +48,8 @@ export interface JobEnd {
   /** `lost`: the job has no record (404 on every gateway). */
   status: 'finished' | 'failed' | 'cancelled' | 'lost';
   code: string | null;
+  /** The record's error text (failed or cancelled jobs). */
+  error?: string | null;
 }
 
 type Auth = { basic: { username: string; password: string } };
@@ -150,7 +153,11 @@ export async function waitForEnds(
       if (r?.status === 404) ends.set(a.jobId, { status: 'lost', code: null });
       const s = r?.json?.status as string | undefined;
       if (s === 'finished' || s === 'failed' || s === 'cancelled') {
-        ends.set(a.jobId, { status: s, code: (r!.json.error_code as string | null) ?? null });
+        ends.set(a.jobId, {
+          status: s,
+          code: (r!.json.error_code as string | null) ?? null,
+          error: (r!.json.error as string | null) ?? null,
+        });
       }
     }
     return ends.size === accepted.length;
@@ -261,6 +268,19 @@ export async function countOutcome(
       await nc.close();
     }
   }
+  // Jobs that did not end (stranded) or have no record (lost): where each stands, to diagnose.
+  const unended = accepted
+    .filter((a) => !ends.has(a.jobId) || ends.get(a.jobId)!.status === 'lost')
+    .map((a) => a.jobId);
+  const unendedJobs =
+    natsUrl !== undefined && unended.length > 0
+      ? await describeJobs(natsUrl, unended.slice(0, 20)).catch((err: unknown) => ({
+          not_described: String(err),
+        }))
+      : undefined;
+  const failures = [...ends.entries()]
+    .filter(([, e]) => e.status === 'failed')
+    .map(([jobId, e]) => ({ job_id: jobId, code: e.code, error: e.error }));
   const count = (status: JobEnd['status']) =>
     [...ends.values()].filter((e) => e.status === status).length;
   return {
@@ -276,7 +296,99 @@ export async function countOutcome(
     ...(invertedPairs.length > 0
       ? { inverted_pairs: invertedRecords.length > 0 ? invertedRecords : invertedPairs }
       : {}),
+    ...(unendedJobs !== undefined ? { unended_jobs: unendedJobs } : {}),
+    // The first failures with their texts: which path failed them.
+    ...(failures.length > 0 ? { failures: failures.slice(0, 10) } : {}),
   };
+}
+
+/**
+ * For jobs that did not end or have no record: every revision of the record (status,
+ * placement, host, times), its failed-registry entry, the messages naming it still in
+ * `SVC_JOBS` and `SVC_ACTOR`, and every consumer's counts. (The services' log lines naming
+ * the job are in the test's output: `TEST_LOG_LEVEL=DEBUG` for placements and hand-backs.)
+ */
+async function describeJobs(natsUrl: string, jobIds: readonly string[]): Promise<unknown> {
+  const nc = await connect({ servers: natsUrl.split(',') });
+  try {
+    const kvm = new Kvm(nc);
+    const jobsKv = await kvm.open(Buckets.jobs);
+    const failedKv = await kvm.open(Buckets.failed);
+    const jsm = await jetstreamManager(nc);
+    const js = jetstream(nc);
+    const decoder = new TextDecoder();
+    const inStreams = new Map<string, unknown[]>(jobIds.map((id) => [id, []]));
+    const consumers: unknown[] = [];
+    for (const stream of [Streams.jobs, Streams.actor]) {
+      const info = await jsm.streams.info(stream).catch(() => null);
+      const count = info?.state.messages ?? 0;
+      for await (const c of jsm.consumers.list(stream)) {
+        consumers.push({
+          stream,
+          name: c.name,
+          filter: c.config.filter_subject,
+          num_pending: c.num_pending,
+          num_ack_pending: c.num_ack_pending,
+          num_redelivered: c.num_redelivered,
+          delivered: c.delivered.stream_seq,
+          ack_floor: c.ack_floor.stream_seq,
+        });
+      }
+      if (count === 0 || count > 5000) continue;
+      const reader = await js.consumers.get(stream);
+      const messages = await reader.fetch({ max_messages: count, expires: 2000 });
+      for await (const m of messages) {
+        const text = decoder.decode(m.data);
+        for (const id of jobIds) {
+          if (text.includes(id) || m.headers?.get('Nats-Msg-Id')?.includes(id)) {
+            inStreams.get(id)!.push({
+              stream,
+              seq: m.seq,
+              subject: m.subject,
+              msg_id: m.headers?.get('Nats-Msg-Id'),
+              placement: text.startsWith('{')
+                ? (JSON.parse(text) as { placement?: number }).placement
+                : undefined,
+              at: new Date(m.info.timestampNanos / 1_000_000).toISOString(),
+            });
+          }
+        }
+        if (m.info.pending === 0) break;
+      }
+    }
+    const out = [];
+    for (const id of jobIds) {
+      const revisions = [];
+      const history = await jobsKv.history({ key: id }).catch(() => null);
+      for await (const e of history ?? []) {
+        const r =
+          e.operation === 'PUT'
+            ? (JSON.parse(decoder.decode(e.value)) as Record<string, unknown>)
+            : {};
+        revisions.push({
+          revision: e.revision,
+          operation: e.operation,
+          at: e.created.toISOString(),
+          status: r['status'],
+          placement: r['placement'],
+          actor_host: r['actor_host'],
+          started_at: r['started_at'],
+          ended_at: r['ended_at'],
+          error_code: r['error_code'],
+        });
+      }
+      const failed = await failedKv.get(id).catch(() => null);
+      out.push({
+        job_id: id,
+        revisions,
+        in_failed_registry: failed?.operation === 'PUT',
+        messages: inStreams.get(id),
+      });
+    }
+    return { jobs: out, consumers };
+  } finally {
+    await nc.close();
+  }
 }
 
 /**

@@ -88,6 +88,11 @@ export async function startInProcessStack(
     logSink?: pino.DestinationStream;
     /** Told of every route the gateway's HTTP servers register. */
     onGatewayRoute?: (route: { method: string; url: string }) => void;
+    /**
+     * The NATS URL a service connects to (`reaper`, `dispatcher`, `actor-<i>`, `gateway`), in
+     * place of `natsUrl`: a cluster's node of its own (a fault scenario freezing one node).
+     */
+    natsUrlOf?: (service: string) => string | undefined;
   } = {},
 ): Promise<InProcessStack> {
   const env = testEnv(natsUrl, options.env);
@@ -98,7 +103,8 @@ export async function startInProcessStack(
   const connections: NatsConnection[] = [];
   const nc = async (name: string) => {
     const role = name.startsWith('actor') ? 'actor' : (name as 'gateway');
-    const c = await connectNats(natsUrl, name, options.credentials?.[role] ?? {});
+    const url = options.natsUrlOf?.(name) ?? natsUrl;
+    const c = await connectNats(url, name, options.credentials?.[role] ?? {});
     connections.push(c);
     return c;
   };

@@ -25,7 +25,14 @@ export function hostKeyVerifier(
       log.info({ host: where, fingerprint: offered }, 'host key not checked (HOST_KEY_POLICY off)');
       return null;
     }
-    let pinned = await store.get(context, address, port);
+    // The bucket, or when it does not answer the pin this host last saw (a store outage must
+    // not fail the jobs of devices pinned before).
+    let pinned = await store.pinnedForCheck(context, address, port, (err) =>
+      log.warn(
+        { err, host: where },
+        'host key checked against the last pin seen: the store did not answer',
+      ),
+    );
     if (pinned === null) {
       if (mode === 'strict') {
         return new SvcError(
