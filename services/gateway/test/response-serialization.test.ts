@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BatchCreated, BatchSummary, EnqueueResponse } from '@svc/proto';
+import { BatchCreated, BatchSummary, EnqueueResponse, HealthRecord } from '@svc/proto';
 import type { TSchema } from 'typebox';
 import { createHttpServer } from '../src/http-server.js';
 import { BatchList } from '../src/routes/batches.js';
 import { ContextList, FailedJobList, JobList } from '../src/routes/job-queries.js';
+import { PlatformList } from '../src/routes/platforms.js';
 import { namedSchemas } from '../src/routes/openapi.js';
 import { ref, routeSchema } from '../src/routes/route-schemas.js';
 
@@ -165,6 +166,100 @@ const SAMPLES: [string, TSchema, unknown[]][] = [
           { job_id: 'j2', host: 'r2.example.net', port: 2222 },
         ],
         total: 2,
+      },
+    ],
+  ],
+  [
+    'PlatformList',
+    PlatformList,
+    [
+      {
+        platforms: [
+          {
+            platform: 'cisco_ios',
+            name: 'Cisco IOS',
+            source: 'builtin',
+            enable: true,
+            config_mode: true,
+            commit: false,
+            commit_required: false,
+            save: 'command',
+            autodetect: true,
+          },
+          {
+            platform: 'juniper_junos',
+            name: 'Junos',
+            source: 'builtin',
+            enable: false,
+            config_mode: true,
+            commit: true,
+            commit_required: true,
+            save: 'commit',
+            autodetect: false,
+          },
+          {
+            platform: 'lab_box',
+            name: 'Lab box',
+            source: 'user',
+            enable: false,
+            config_mode: false,
+            commit: false,
+            commit_required: false,
+            save: 'none',
+            autodetect: false,
+          },
+          {
+            platform: 'auto_box',
+            name: 'Auto',
+            source: 'user',
+            enable: false,
+            config_mode: false,
+            commit: false,
+            commit_required: false,
+            save: 'auto',
+            autodetect: false,
+          },
+        ],
+      },
+    ],
+  ],
+  [
+    'HealthRecord',
+    HealthRecord,
+    [
+      {
+        status: 'healthy',
+        version: '0.1.0',
+        uptime_seconds: 3600,
+        components: {
+          redis: { status: 'healthy' },
+          queue: { status: 'healthy', depth: 4 },
+          workers: { status: 'healthy', count: 2, active_jobs: 3 },
+          failed_jobs: 7,
+        },
+      },
+      {
+        status: 'no_workers',
+        version: '0.1.0',
+        uptime_seconds: 0,
+        components: {
+          redis: { status: 'healthy' },
+          queue: { status: 'healthy', depth: 0 },
+          workers: { status: 'no_workers', count: 0, active_jobs: 0 },
+          failed_jobs: 0,
+        },
+      },
+      {
+        status: 'degraded',
+        version: '0.1.0',
+        uptime_seconds: 12,
+        components: {
+          redis: { status: 'unhealthy' },
+          queue: { status: 'unhealthy', depth: 0 },
+          workers: { status: 'unhealthy', count: 0, active_jobs: 0 },
+          failed_jobs: 0,
+        },
+        message: 'NATS does not answer',
       },
     ],
   ],
