@@ -13,6 +13,7 @@ import type { Logger } from '@svc/telemetry';
 import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
 import { BatchList } from './routes/batches.js';
 import { ContextList, FailedJobList } from './routes/job-queries.js';
+import { ApiKeyList, IssuedApiKey } from './routes/api-keys.js';
 import { PlatformList } from './routes/platforms.js';
 import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
@@ -42,8 +43,9 @@ const HSTS = 'max-age=31536000';
  * sees is dropped (test/response-serialization.test.ts round-trips each, complete):
  * JobIntake's enqueue answers; `sendValidation`, `sendMessage` and the server's own errors;
  * failed jobs (`sanitize`), contexts, the batch list, a batch's summary (`summarize`: GET and
- * DELETE) and its 202 (`Batches.create`), the platforms (`recordOf`) and health
- * (`ClusterStatus.health`; the listeners waiting for NATS answer without a schema). Every other answer is JSON.stringify'd as built:
+ * DELETE) and its 202 (`Batches.create`), the platforms (`recordOf`), health
+ * (`ClusterStatus.health`; the listeners waiting for NATS answer without a schema), an issued
+ * API key (`issued`: create and rotate) and the key list (picked in its route). Every other answer is JSON.stringify'd as built:
  * fast-json-stringify drops what a schema does not name (and fails on a value no branch of a
  * union takes), while those answers carry store records as they were read, which keep a later
  * release's fields and values (a job's `command_status`, `checks` and `tags`, a transcript, a
@@ -64,6 +66,8 @@ const serializedRefs = (): Set<string> =>
       BatchCreated,
       PlatformList,
       HealthRecord,
+      IssuedApiKey,
+      ApiKeyList,
     ].map((s) => String(ref(s).$ref)),
   ));
 

@@ -6,6 +6,7 @@ import { createHttpServer } from '../src/http-server.js';
 import { BatchList } from '../src/routes/batches.js';
 import { ContextList, FailedJobList, JobList } from '../src/routes/job-queries.js';
 import { PlatformList } from '../src/routes/platforms.js';
+import { ApiKeyList, IssuedApiKey } from '../src/routes/api-keys.js';
 import { namedSchemas } from '../src/routes/openapi.js';
 import { ref, routeSchema } from '../src/routes/route-schemas.js';
 
@@ -261,6 +262,46 @@ const SAMPLES: [string, TSchema, unknown[]][] = [
         },
         message: 'NATS does not answer',
       },
+    ],
+  ],
+  [
+    'IssuedApiKey',
+    IssuedApiKey,
+    [
+      {
+        key_id: 'key_0123456789abcdef01234567',
+        token: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.e30.sig',
+        role: 'operator',
+        expires_at: '9999-12-31T23:59:59.000Z',
+        contexts: ['default', 'lab'],
+      },
+    ],
+  ],
+  [
+    'ApiKeyList',
+    ApiKeyList,
+    [
+      {
+        keys: [
+          {
+            key_id: 'key_0123456789abcdef01234567',
+            role: 'admin',
+            contexts: ['*'],
+            created_at: ISO,
+            expires_at: '9999-12-31T23:59:59.000Z',
+            created_by: 'system',
+          },
+          {
+            key_id: 'key_fedcba9876543210fedcba98',
+            role: 'viewer',
+            contexts: [],
+            created_at: ISO,
+            expires_at: ISO,
+            created_by: 'key_0123456789abcdef01234567',
+          },
+        ],
+      },
+      { keys: [] },
     ],
   ],
 ];
