@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { askedCommandMode, type CommandMode, type ValidationIssue } from '@svc/proto';
 import { buildRequestValidator, issuesOf } from '../src/request-input.js';
+import { BatchJobsQuery } from '../src/routes/batches.js';
 import { ListQuery } from '../src/routes/job-queries.js';
 import { SubmitHeaders } from '../src/routes/route-schemas.js';
 import { Type } from 'typebox';
@@ -129,5 +130,26 @@ test('X-Svc-Command-Policy: read-only or any in any case, blanks around, or empt
       type: 'uuid_parsing',
     },
     policyIssue,
+  ]);
+});
+
+test('batch jobs page query: defaults 1 and 50, the last of repeated values, its own wording for every problem at once', () => {
+  const q = compile({ schema: BatchJobsQuery, httpPart: 'querystring' }) as unknown as {
+    convert: (q: unknown) => Record<string, unknown>;
+    check: { (v: unknown): boolean; errors?: Parameters<typeof issuesOf>[0] | null };
+  };
+  const judgePage = (v: Record<string, string | string[]>) => {
+    const value = q.convert(v);
+    return q.check(value) ? value : issuesOf(q.check.errors ?? [], 'querystring');
+  };
+  assert.deepEqual(judgePage({}), { page: 1, per_page: 50 });
+  assert.deepEqual(judgePage({ page: ['9', '2'], per_page: ' 500 ' }), { page: 2, per_page: 500 });
+  assert.deepEqual(judgePage({ page: '1e1', per_page: '501' }), [
+    {
+      loc: ['query', 'page'],
+      msg: `must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`,
+      type: 'value_error',
+    },
+    { loc: ['query', 'per_page'], msg: 'must be an integer from 1 to 500', type: 'value_error' },
   ]);
 });
