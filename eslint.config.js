@@ -158,6 +158,24 @@ export default tseslint.config(
     },
   },
   {
+    // proto's test fixtures are for tests only: no runtime module imports them. The
+    // typescript-eslint twin of no-restricted-imports, so that the blocks above keep theirs.
+    files: ['**/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: '@svc/proto/test-fixtures',
+              message: 'Test fixtures are for tests: runtime code builds its own data.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests assert on loosely typed JSON bodies and drive raw protocols.
     files: ['**/test/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {

@@ -3,29 +3,11 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { SvcError, isTerminal, type JobRecord, type JobSpec, type JobStatus } from '@svc/proto';
+import { SvcError, isTerminal, type JobRecord, type JobStatus } from '@svc/proto';
+import { commandSpec } from '@svc/proto/test-fixtures';
 import { JobStore } from '../src/store.js';
 import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src/states.js';
 import type { Jobs } from '../src/jobs.js';
-
-/** A complete read job's spec, as the gateway stores it. */
-const commandSpec: JobSpec = {
-  kind: 'command',
-  context: 'default',
-  host: '127.0.0.1',
-  port: 22,
-  platform: 'cisco_ios',
-  commands: ['show version'],
-  conn_timeout: 10,
-  read_timeout: 10,
-  expect_string: null,
-  tags: {},
-  webhook_url: null,
-  save_config: false,
-  commit: false,
-  textfsm_template: null,
-  ttp_template: null,
-};
 
 const STATUSES = Object.keys(JOB_TRANSITIONS) as JobStatus[];
 

@@ -10,7 +10,9 @@ import { UserPattern } from './user-pattern.js';
  * MCP adapter sends), never for less than its context's.
  */
 
-export type CommandMode = 'any' | 'read-only';
+/** The modes, in the order a context's setting and a request name them. */
+export const COMMAND_MODES = ['any', 'read-only'] as const;
+export type CommandMode = (typeof COMMAND_MODES)[number];
 
 export const CommandPolicySettings = {
   COMMAND_POLICY: Type.Array(Type.String(), {
@@ -162,9 +164,28 @@ export function commandPolicy(config: {
   };
 }
 
-/** `X-Svc-Command-Policy` as sent: null when absent, undefined when not a mode. */
-export function askedCommandMode(value: string | undefined): CommandMode | null | undefined {
-  if (value === undefined || value.trim() === '') return null;
-  const v = value.trim().toLowerCase();
-  return v === 'read-only' || v === 'any' ? v : undefined;
+/** A word's letters in either case, for a JSON Schema pattern (which has no flags). */
+const caseless = (word: string): string =>
+  [...word]
+    .map((c) =>
+      c.toLowerCase() === c.toUpperCase() ? c : `[${c.toUpperCase()}${c.toLowerCase()}]`,
+    )
+    .join('');
+
+/**
+ * `X-Svc-Command-Policy`: a mode in any case, blanks around it allowed; empty asks for nothing.
+ * The gateway judges the header with this schema (and documents it by it); `askedCommandMode`
+ * reads a value it accepted.
+ */
+export const AskedCommandModeHeader = Type.String({
+  pattern: `^\\s*(?:${COMMAND_MODES.map(caseless).join('|')})?\\s*$`,
+  description:
+    "Ask for `read-only` for this request alone (never for less than its context's mode); `any` or empty asks for nothing more. Any case.",
+  examples: ['read-only'],
+});
+
+/** `X-Svc-Command-Policy` as `AskedCommandModeHeader` accepted it: null when absent or empty. */
+export function askedCommandMode(value: string | undefined): CommandMode | null {
+  const v = value?.trim().toLowerCase() ?? '';
+  return v === '' ? null : (v as CommandMode);
 }

@@ -129,7 +129,13 @@ export {
   WEBHOOK_REFUSED_RANGES,
 } from './network-policy.js';
 export type { Reachability } from './network-policy.js';
-export { CommandPolicySettings, askedCommandMode, commandPolicy } from './command-policy.js';
+export {
+  AskedCommandModeHeader,
+  COMMAND_MODES,
+  CommandPolicySettings,
+  askedCommandMode,
+  commandPolicy,
+} from './command-policy.js';
 export type { CommandMode, CommandPolicy } from './command-policy.js';
 export {
   SshProfile,

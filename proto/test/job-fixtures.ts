@@ -2,6 +2,12 @@ import type { JobSpec } from '../src/messages/job.js';
 import type { BuiltinDriverFacts } from '../src/driver-description.js';
 import { PLATFORMS } from '../src/platforms.js';
 
+/**
+ * Data the tests of several packages build their jobs from, exported as `@svc/proto/test-fixtures`
+ * (proto owns the shapes; every package's tests may depend on proto, none on another's tests).
+ * Never imported by runtime code (lint rule).
+ */
+
 /** A complete read job's spec, as the gateway stores it: the base of the tests' records. */
 export const commandSpec: JobSpec = {
   kind: 'command',

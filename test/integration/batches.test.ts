@@ -175,6 +175,92 @@ test('when a batch request is bad, then 422 names the device and nothing is queu
   assert.equal(jobs.json.jobs?.length ?? jobs.json.items?.length ?? 0, 0, jobs.text);
 });
 
+test('when a batch jobs page is asked for with query values, then they are read as integers from text and a bad one is a 422 naming each parameter', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const stack = await startInProcessStack(nats.url, { actors: 0 });
+  t.after(async () => {
+    await stack.stop();
+    await nats.stop();
+  });
+  const me: HttpOptions = { basic: { username: 'u', password: 'p' } };
+  const created = await http('POST', `${stack.url}/v2/batches`, {
+    ...me,
+    body: {
+      kind: 'command',
+      commands: ['show version'],
+      devices: [2201, 2202, 2203].map((port) => ({ host: '127.0.0.1', port })),
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const id = created.json.batch_id as string;
+  const ids = created.json.jobs.map((j: { job_id: string }) => j.job_id) as string[];
+  const page = (query: string, who: HttpOptions = me, batch = id) =>
+    http('GET', `${stack.url}/v2/batches/${batch}/jobs${query}`, who);
+  const shape = (a: {
+    json: { page: number; per_page: number; total: number; jobs: { job_id: string }[] };
+  }) => ({
+    page: a.json.page,
+    per_page: a.json.per_page,
+    total: a.json.total,
+    jobs: a.json.jobs.map((j) => j.job_id),
+  });
+
+  // Valid: defaults, decimal text with blanks, a sign or leading zeros, unknown parameters ignored.
+  const cases: [string, { page: number; per_page: number; jobs: string[] }][] = [
+    ['', { page: 1, per_page: 50, jobs: ids }],
+    ['?page=2&per_page=2', { page: 2, per_page: 2, jobs: ids.slice(2) }],
+    ['?per_page=%202%20', { page: 1, per_page: 2, jobs: ids.slice(0, 2) }],
+    ['?page=%2B1&per_page=001', { page: 1, per_page: 1, jobs: ids.slice(0, 1) }],
+    ['?per_page=500&page=9', { page: 9, per_page: 500, jobs: [] }],
+    ['?other=x&status=bogus', { page: 1, per_page: 50, jobs: ids }],
+  ];
+  for (const [query, want] of cases) {
+    const a = await page(query);
+    assert.equal(a.status, 200, `${query}: ${a.text}`);
+    assert.deepEqual(shape(a), { ...want, total: 3 }, query);
+  }
+
+  // Invalid: each parameter's issue in the route's own words, every problem at once.
+  const pageIssue = {
+    loc: ['query', 'page'],
+    msg: `must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`,
+    type: 'value_error',
+  };
+  const perPageIssue = {
+    loc: ['query', 'per_page'],
+    msg: 'must be an integer from 1 to 500',
+    type: 'value_error',
+  };
+  const bad: [string, object[]][] = [
+    ['?page=0', [pageIssue]],
+    ['?page=-1', [pageIssue]],
+    ['?page=1.5', [pageIssue]],
+    ['?page=ten', [pageIssue]],
+    ['?page=99999999999999999999', [pageIssue]],
+    ['?per_page=0', [perPageIssue]],
+    ['?per_page=501', [perPageIssue]],
+    ['?per_page=ten', [perPageIssue]],
+    // Not the decimal text of an integer (the OpenAPI's `integer`, as on GET /v2/jobs).
+    ['?page=1e1', [pageIssue]],
+    ['?per_page=0x10', [perPageIssue]],
+    ['?page=', [pageIssue]],
+    ['?page=0&per_page=501', [pageIssue, perPageIssue]],
+  ];
+  for (const [query, issues] of bad) {
+    const a = await page(query);
+    assert.equal(a.status, 422, `${query}: ${a.text}`);
+    assert.deepEqual(
+      a.json,
+      { message: 'validation failed', validation_error: { json: issues } },
+      query,
+    );
+  }
+  // Credentials first; the query before the batch is looked up.
+  assert.equal((await page('?page=0', {})).status, 401);
+  assert.equal((await page('?page=0', me, 'no-such-batch')).status, 422);
+  assert.equal((await page('', me, 'no-such-batch')).status, 404);
+});
+
 test('when a canary of a config batch fails, then the rest never start and the batch ends cancelled', async (t) => {
   const nats = await NatsServerProcess.start();
   const fleet = await startFleet({ count: 15 });

@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { DefaultTopology, SvcError, type JobEnvelope, type JobStatus } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
+import { commandSpec } from '@svc/proto/test-fixtures';
 import { NatsServerProcess } from '../harness/mod.js';
 
 type Op = 'start' | 'finish' | 'failQueued' | 'failStarted' | 'cancel' | 'cancelQueued';
@@ -36,23 +37,7 @@ function envelopeOf(jobId: string): JobEnvelope {
     job_id: jobId,
     owner: 'basic:u',
     username: 'u',
-    spec: {
-      kind: 'command',
-      context: 'default',
-      host: '127.0.0.1',
-      port: 22,
-      platform: 'cisco_ios',
-      commands: ['show version'],
-      conn_timeout: 10,
-      read_timeout: 10,
-      expect_string: null,
-      tags: {},
-      webhook_url: null,
-      save_config: false,
-      commit: false,
-      textfsm_template: null,
-      ttp_template: null,
-    },
+    spec: commandSpec,
     sealed: 'x',
     enqueued_at: new Date().toISOString(),
     placement: 0,

@@ -223,3 +223,83 @@ test('when a v1 send_command asks for read-only, then the same list holds as on 
   assert.equal(ro.status, 422, ro.text);
   assert.equal(device.stats.handshakes, before, 'nothing reached the device');
 });
+
+test('when X-Svc-Command-Policy is sent, then read-only or any in any case (or empty) is taken, anything else is a 422 at header.X-Svc-Command-Policy, and the OpenAPI names the header on every route that reads it', async () => {
+  const asReadOnly = await submit(['reload'], {}, { 'x-svc-command-policy': 'Read-Only' });
+  assert.equal(asReadOnly.status, 422, asReadOnly.text);
+  assert.equal(asReadOnly.json.validation_error.json[0].type, 'command_not_allowed');
+  for (const value of ['ANY', 'read-ONLY', '']) {
+    const a = await submit(['show clock'], {}, { 'x-svc-command-policy': value });
+    assert.equal(a.status, 202, `${value}: ${a.text}`);
+  }
+
+  // A failed job of the caller, to replay.
+  const gone = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  await gone.stop();
+  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth(),
+    body: { host: '127.0.0.1', port: gone.port, platform: 'cisco_ios', commands: ['show clock'] },
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  assert.equal((await waitForJob(stack.url, submitted.json.job_id, auth())).json.status, 'failed');
+
+  const body = {
+    host: '127.0.0.1',
+    port: device.port,
+    platform: 'cisco_ios',
+    commands: ['show clock'],
+  };
+  const routes: [string, unknown][] = [
+    ['/v2/send-command', body],
+    ['/v2/send-command-structured', body],
+    ['/v1/send_command', body],
+    [`/v2/jobs/${submitted.json.job_id}/replay`, {}],
+    [`/v1/jobs/${submitted.json.job_id}/replay`, {}],
+  ];
+  const jobsBefore = await jobCount(stack.url);
+  for (const [route, sent] of routes) {
+    for (const value of ['anything', 'readonly', 'read only', 'none']) {
+      const a = await http('POST', `${stack.url}${route}`, {
+        ...auth(),
+        headers: { 'x-svc-command-policy': value },
+        body: sent,
+      });
+      assert.equal(a.status, 422, `${route} ${value}: ${a.text}`);
+      assert.deepEqual(
+        a.json,
+        {
+          message: 'validation failed',
+          validation_error: {
+            json: [
+              {
+                loc: ['header', 'X-Svc-Command-Policy'],
+                msg: 'value is not read-only or any',
+                type: 'enum',
+              },
+            ],
+          },
+        },
+        `${route} ${value}`,
+      );
+    }
+  }
+  assert.equal(await jobCount(stack.url), jobsBefore, 'nothing was queued');
+
+  const doc = (await http('GET', `${stack.url}/v2/openapi.json`)).json;
+  for (const [path, method] of [
+    ['/v2/send-command', 'post'],
+    ['/v2/send-config', 'post'],
+    ['/v2/send-command-structured', 'post'],
+    ['/v1/send_command', 'post'],
+    ['/v1/send_command_structured', 'post'],
+    ['/v2/jobs/{job_id}/replay', 'post'],
+    ['/v2/jobs/{job_id}/confirm', 'post'],
+    ['/v1/jobs/{job_id}/replay', 'post'],
+  ] as const) {
+    const params = (doc.paths[path][method].parameters ?? []) as { in: string; name: string }[];
+    assert.ok(
+      params.some((p) => p.in === 'header' && p.name.toLowerCase() === 'x-svc-command-policy'),
+      `${method} ${path} documents X-Svc-Command-Policy`,
+    );
+  }
+});

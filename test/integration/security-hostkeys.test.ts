@@ -138,3 +138,56 @@ test('when a context turns host-key checks off, then a changed key is accepted',
   const other = await replaceKey(d);
   assert.equal((await run(other, 'open')).status, 'finished');
 });
+
+test('when a host-key route names a port, then it is read as an integer from text and anything but 1-65535 is a 422 at path.port', async () => {
+  // A TEST-NET address: the routes only read and write the store, no device is contacted.
+  const key = (await device()).hostPublicKey;
+  const at = (context: string, port: string) =>
+    `${stack.url}/v2/host-keys/${context}/192.0.2.55/${port}`;
+  const load = (context: string, port: string) =>
+    http('PUT', at(context, port), { ...admin, body: { public_key: key } });
+
+  for (const [port, want] of [
+    ['2222', 2222],
+    ['00022', 22],
+    ['65535', 65535],
+    ['%2022', 22],
+  ] as const) {
+    const a = await load('default', port);
+    assert.equal(a.status, 200, `${port}: ${a.text}`);
+    assert.equal(a.json.port, want, port);
+  }
+  assert.equal((await http('DELETE', at('default', '00022'), admin)).status, 204);
+  assert.equal((await http('DELETE', at('default', '22'), admin)).status, 404);
+
+  const portIssue = {
+    message: 'validation failed',
+    validation_error: {
+      json: [{ loc: ['path', 'port'], msg: 'port must be 1-65535', type: 'value_error' }],
+    },
+  };
+  // Not the decimal text of a port (the OpenAPI's `^[0-9]{1,5}$` before, an integer now).
+  for (const port of ['0', '65536', '-1', 'ssh', '22.5', '0x16', '1e3', '%20']) {
+    for (const method of ['PUT', 'DELETE']) {
+      const a =
+        method === 'PUT'
+          ? await load('default', port)
+          : await http(method, at('default', port), admin);
+      assert.equal(a.status, 422, `${method} ${port}: ${a.text}`);
+      assert.deepEqual(a.json, portIssue, `${method} ${port}`);
+    }
+  }
+  // The port is judged after the caller and the context, and before the body.
+  assert.equal((await http('DELETE', at('default', '0'))).status, 401);
+  assert.equal((await http('DELETE', at('nowhere', '0'), admin)).status, 404);
+  const both = await http('PUT', at('default', '0'), { ...admin, body: { public_key: 'x' } });
+  assert.deepEqual(both.json, portIssue);
+  const pinned = await http('GET', `${stack.url}/v2/host-keys`, admin);
+  assert.deepEqual(
+    pinned.json.host_keys
+      .filter((k: { host: string }) => k.host === '192.0.2.55')
+      .map((k: { port: number }) => k.port)
+      .sort((a: number, b: number) => a - b),
+    [2222, 65535],
+  );
+});

@@ -1,9 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
-import { EnqueueResponse, MessageBody, ValidationErrorBody } from '@svc/proto';
+import {
+  BatchCreated,
+  BatchSummary,
+  EnqueueResponse,
+  HealthRecord,
+  MessageBody,
+  ValidationErrorBody,
+} from '@svc/proto';
 import type { Logger } from '@svc/telemetry';
 import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
+import { BatchList } from './routes/batches.js';
+import { ContextList, FailedJobList } from './routes/job-queries.js';
+import { ApiKeyList, IssuedApiKey } from './routes/api-keys.js';
+import { PlatformList } from './routes/platforms.js';
 import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -28,15 +39,37 @@ const HSTS = 'max-age=31536000';
 
 /**
  * Answers serialized from their schema (fast-json-stringify), by the `$ref` of the response
- * schema: those whose every writer builds exactly the schema's fields (one builder each:
- * JobIntake's enqueue answers, `sendValidation`, `sendMessage` and the server's own errors),
- * so that nothing a client sees is dropped. Every other answer is JSON.stringify'd as built:
- * fast-json-stringify drops what a schema does not name, and those schemas describe records
- * read from the store or results of any shape rather than list every field they carry.
+ * schema: those whose every writer builds exactly the schema's fields, so that nothing a client
+ * sees is dropped (test/response-serialization.test.ts round-trips each, complete):
+ * JobIntake's enqueue answers; `sendValidation`, `sendMessage` and the server's own errors;
+ * failed jobs (`sanitize`), contexts, the batch list, a batch's summary (`summarize`: GET and
+ * DELETE) and its 202 (`Batches.create`), the platforms (`recordOf`), health
+ * (`ClusterStatus.health`; the listeners waiting for NATS answer without a schema), an issued
+ * API key (`issued`: create and rotate) and the key list (picked in its route). Every other answer is JSON.stringify'd as built:
+ * fast-json-stringify drops what a schema does not name (and fails on a value no branch of a
+ * union takes), while those answers carry store records as they were read, which keep a later
+ * release's fields and values (a job's `command_status`, `checks` and `tags`, a transcript, a
+ * pinned key), or results of any shape.
+ * Built at the first route, not at load: the route modules import this one.
  */
-const SERIALIZED = new Set(
-  [EnqueueResponse, MessageBody, ValidationErrorBody].map((s) => ref(s).$ref),
-);
+let serialized: Set<string> | undefined;
+const serializedRefs = (): Set<string> =>
+  (serialized ??= new Set(
+    [
+      EnqueueResponse,
+      MessageBody,
+      ValidationErrorBody,
+      FailedJobList,
+      ContextList,
+      BatchList,
+      BatchSummary,
+      BatchCreated,
+      PlatformList,
+      HealthRecord,
+      IssuedApiKey,
+      ApiKeyList,
+    ].map((s) => String(ref(s).$ref)),
+  ));
 
 /**
  * One serializer per schema for the process: every route answers errors with the same schema,
@@ -49,7 +82,7 @@ function buildSerializer(shared: unknown, options: unknown) {
   const compile = SerializerSelector()(shared, options as never);
   return (def: { method: string; url: string; httpStatus: string; schema?: unknown }) => {
     const ref = (def.schema as { $ref?: unknown } | undefined)?.$ref;
-    if (typeof ref !== 'string' || !SERIALIZED.has(ref)) {
+    if (typeof ref !== 'string' || !serializedRefs().has(ref)) {
       return (data: unknown) => JSON.stringify(data);
     }
     let serialize = serializers.get(ref);

@@ -7,7 +7,6 @@ import {
   SendConfigRequest,
   Subjects,
   MessageIds,
-  askedCommandMode,
   check,
   encodeJson,
   isTerminal,
@@ -130,8 +129,8 @@ export interface SubmitRequest {
   source?: string;
   /** When the request is answered 503 at the latest (ms since the epoch): no write starts after. */
   deadline?: number;
-  /** `X-Svc-Command-Policy` as sent: a request may ask for read-only for itself. */
-  commandPolicy?: string;
+  /** What `X-Svc-Command-Policy` asks for (null: nothing): read-only for this request alone. */
+  commandPolicy?: CommandMode | null;
 }
 
 /** A submission that passed every check that takes nothing (see `JobIntake.prepare`). */
@@ -244,13 +243,14 @@ export class JobIntake {
     parsed: unknown,
     caller: Caller,
     options: {
-      askedPolicy?: string;
+      /** The mode the request asks for (X-Svc-Command-Policy, judged by its route's schema). */
+      askedPolicy?: CommandMode | null;
       /** The body passed its route's schema already (a submission); a batch's device has not. */
       validated?: boolean;
     } = {},
   ): Promise<PreparedJob> {
     JobIntake.mustSubmit(caller);
-    const asked = JobIntake.askedMode(options.askedPolicy);
+    const asked = options.askedPolicy ?? null;
     type Body = SendConfigRequest & SendCommandStructuredRequest;
     const checked = options.validated
       ? { ok: true as const, value: parsed as Body }
@@ -311,21 +311,6 @@ export class JobIntake {
         ? spec
         : { ...spec, webhook_url: this.sealer.seal(spec.webhook_url) };
     return { spec: sealedSpec, secrets, address, caller };
-  }
-
-  /** `X-Svc-Command-Policy` as sent (null when absent); 422 when it is not a mode. */
-  static askedMode(value: string | undefined): CommandMode | null {
-    const asked = askedCommandMode(value);
-    if (asked === undefined) {
-      throw HttpError.validation([
-        {
-          loc: ['header', 'X-Svc-Command-Policy'],
-          msg: 'value is not read-only or any',
-          type: 'enum',
-        },
-      ]);
-    }
-    return asked;
   }
 
   /**
@@ -496,9 +481,9 @@ export class JobIntake {
     caller: Caller,
     spec: JobSpec,
     username: string,
-    askedPolicy?: string,
+    askedPolicy: CommandMode | null = null,
   ): Promise<string | null> {
-    const refused = this.commandRefusals(spec, JobIntake.askedMode(askedPolicy));
+    const refused = this.commandRefusals(spec, askedPolicy);
     if (refused.length > 0) throw HttpError.validation(refused);
     const address = await resolveHost(spec.host);
     await this.checkLockout(caller, spec, username, address);

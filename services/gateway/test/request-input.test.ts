@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ValidationIssue } from '@svc/proto';
+import { askedCommandMode, type CommandMode, type ValidationIssue } from '@svc/proto';
 import { buildRequestValidator, issuesOf } from '../src/request-input.js';
+import { BatchJobsQuery } from '../src/routes/batches.js';
 import { ListQuery } from '../src/routes/job-queries.js';
 import { SubmitHeaders } from '../src/routes/route-schemas.js';
 import { Type } from 'typebox';
@@ -92,4 +93,63 @@ test('X-Request-ID: a UUID v4 in any case or empty; anything else named as the h
       },
     ]);
   }
+});
+
+test('X-Svc-Command-Policy: read-only or any in any case, blanks around, or empty; anything else one issue at the header, both headers at once', () => {
+  const headers = compile({ schema: Type.Object(SubmitHeaders), httpPart: 'headers' }) as {
+    (v: unknown): boolean;
+    errors?: Parameters<typeof issuesOf>[0] | null;
+  };
+  const asked = new Map<string, CommandMode | null>([
+    ['read-only', 'read-only'],
+    ['Read-Only', 'read-only'],
+    [' ANY ', 'any'],
+    ['any', 'any'],
+    ['', null],
+    [' ', null],
+  ]);
+  for (const [value, mode] of asked) {
+    assert.equal(headers({ 'x-svc-command-policy': value }), true, value);
+    assert.equal(askedCommandMode(value), mode, value);
+  }
+  assert.equal(askedCommandMode(undefined), null);
+  const policyIssue = {
+    loc: ['header', 'X-Svc-Command-Policy'],
+    msg: 'value is not read-only or any',
+    type: 'enum',
+  };
+  for (const value of ['anything', 'readonly', 'read only', 'read-only-ish', 'any,read-only']) {
+    assert.equal(headers({ 'x-svc-command-policy': value }), false, value);
+    assert.deepEqual(issuesOf(headers.errors ?? [], 'headers'), [policyIssue], value);
+  }
+  assert.equal(headers({ 'x-request-id': 'x', 'x-svc-command-policy': 'x' }), false);
+  assert.deepEqual(issuesOf(headers.errors ?? [], 'headers'), [
+    {
+      loc: ['header', 'X-Request-ID'],
+      msg: 'value is not a valid UUID version 4',
+      type: 'uuid_parsing',
+    },
+    policyIssue,
+  ]);
+});
+
+test('batch jobs page query: defaults 1 and 50, the last of repeated values, its own wording for every problem at once', () => {
+  const q = compile({ schema: BatchJobsQuery, httpPart: 'querystring' }) as unknown as {
+    convert: (q: unknown) => Record<string, unknown>;
+    check: { (v: unknown): boolean; errors?: Parameters<typeof issuesOf>[0] | null };
+  };
+  const judgePage = (v: Record<string, string | string[]>) => {
+    const value = q.convert(v);
+    return q.check(value) ? value : issuesOf(q.check.errors ?? [], 'querystring');
+  };
+  assert.deepEqual(judgePage({}), { page: 1, per_page: 50 });
+  assert.deepEqual(judgePage({ page: ['9', '2'], per_page: ' 500 ' }), { page: 2, per_page: 500 });
+  assert.deepEqual(judgePage({ page: '1e1', per_page: '501' }), [
+    {
+      loc: ['query', 'page'],
+      msg: `must be an integer from 1 to ${Number.MAX_SAFE_INTEGER}`,
+      type: 'value_error',
+    },
+    { loc: ['query', 'per_page'], msg: 'must be an integer from 1 to 500', type: 'value_error' },
+  ]);
 });

@@ -14,31 +14,59 @@ import {
   decodeOrDrop,
   JobEvent,
 } from '@svc/proto';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { Batches } from '../batches.js';
 import type { GatewayContext } from '../gateway-context.js';
-import { HttpError } from '../http-errors.js';
 import { JobIntake } from '../job-intake.js';
 import { validInput } from '../request-input.js';
 import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
 import {
   BatchIdParam,
+  ISSUE,
   LastEventIdHeader,
   SSE_ANSWER,
   batchLocation,
   ref,
   routeSchema,
+  type IssueText,
   type RouteDoc,
 } from './route-schemas.js';
 
 type BatchParams = { Params: { batch_id: string } };
-type PageQuery = {
-  Params: { batch_id: string };
-  Querystring: { page?: string; per_page?: string };
-};
-
 const MAX_PER_PAGE = 500;
+
+/** Where a page number is out of its range or not an integer: the route's own words. */
+const pageIssue = (max: number): IssueText => ({
+  msg: `must be an integer from 1 to ${max}`,
+  type: 'value_error',
+});
+
+/**
+ * The query of GET /v2/batches/{batch_id}/jobs: the schema Fastify validates it with and the
+ * document shows. Its values are converted from text (request-input.ts); unknown parameters
+ * are ignored.
+ */
+export const BatchJobsQuery = Type.Object({
+  page: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+      default: 1,
+      [ISSUE]: pageIssue(Number.MAX_SAFE_INTEGER),
+    }),
+  ),
+  per_page: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PER_PAGE,
+      default: 50,
+      [ISSUE]: pageIssue(MAX_PER_PAGE),
+    }),
+  ),
+});
+/** A valid query, its defaults filled in. */
+type BatchJobsQuery = Static<typeof BatchJobsQuery> & { page: number; per_page: number };
 /** Event id of a batch stream's `summary`: a client that has it has the whole batch. */
 const SUMMARY_ID = 'end';
 
@@ -158,24 +186,22 @@ export function registerBatchRoutes(
     }, onStoreError),
   );
 
-  app.get<PageQuery>(
+  app.get<BatchParams>(
     '/v2/batches/:batch_id/jobs',
     batchDoc({
       operationId: 'listBatchJobs',
       summary: 'The jobs of a batch with their results, in device order',
       params: BatchIdParam,
-      querystring: Type.Object({
-        page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
-        per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE, default: 50 })),
-      }),
+      querystring: BatchJobsQuery,
       ok: { 200: { description: 'A page of jobs.', body: ref(BatchJobPage) } },
       errors: [403, 404, 422],
     }),
-    guarded<FastifyRequest<PageQuery>>(async (req, reply) => {
+    guarded<FastifyRequest<BatchParams>>(async (req, reply) => {
       const caller = await authenticate(req);
-      const page = positive(req.query.page, 'page', 1, Number.MAX_SAFE_INTEGER);
-      const perPage = positive(req.query.per_page, 'per_page', 50, MAX_PER_PAGE);
-      return reply.code(200).send(await batches.page(caller, req.params.batch_id, page, perPage));
+      const q = validInput<BatchJobsQuery>(req, 'querystring');
+      return reply
+        .code(200)
+        .send(await batches.page(caller, req.params.batch_id, q.page, q.per_page));
     }, onStoreError),
   );
 
@@ -315,15 +341,4 @@ export function registerBatchRoutes(
       }
     })();
   }
-}
-
-function positive(value: string | undefined, name: string, fallback: number, max: number): number {
-  if (value === undefined || value === '') return fallback;
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > max) {
-    throw HttpError.validation([
-      { loc: ['query', name], msg: `must be an integer from 1 to ${max}`, type: 'value_error' },
-    ]);
-  }
-  return n;
 }

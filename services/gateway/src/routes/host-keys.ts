@@ -11,7 +11,7 @@ import { HttpError } from '../http-errors.js';
 import { validInput } from '../request-input.js';
 import { authorizeAdmin, type KeyActor } from './api-keys.js';
 import { guarded } from './context.js';
-import { ref, routeSchema, type RouteDoc } from './route-schemas.js';
+import { ISSUE, ref, routeSchema, type IssueText, type RouteDoc } from './route-schemas.js';
 
 export const LoadHostKeyRequest = Type.Object(
   {
@@ -51,7 +51,12 @@ export const HostKeyList = Type.Object(
 const DeviceParamsSchema = {
   context: Type.String({ description: 'A routing context of SVC_CONTEXTS.' }),
   host: Type.String({ description: 'The device address or name.' }),
-  port: Type.String({ pattern: '^[0-9]{1,5}$', description: 'SSH port, 1-65535.' }),
+  port: Type.Integer({
+    minimum: 1,
+    maximum: 65535,
+    description: 'SSH port, 1-65535.',
+    [ISSUE]: { msg: 'port must be 1-65535', type: 'value_error' } satisfies IssueText,
+  }),
 };
 
 const hostKeyDoc = (d: Omit<RouteDoc, 'tags' | 'access'>) => ({
@@ -82,12 +87,8 @@ export function registerHostKeyRoutes(
     if (!mayAdminister(who, context)) {
       throw new HttpError(403, `this key may not administer context ${context}`);
     }
-    const port = Number(req.params.port);
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      throw HttpError.validation([
-        { loc: ['path', 'port'], msg: 'port must be 1-65535', type: 'value_error' },
-      ]);
-    }
+    // After the caller and the context: the path's values converted from text (a port as an integer).
+    const { port } = validInput<{ port: number }>(req, 'params');
     return { who, context, host: canonicalHost(host), port };
   };
 

@@ -9,7 +9,9 @@ import {
   SendConfigRequest,
   decodeMessage,
   Transcript,
+  askedCommandMode,
   toJobResult,
+  type CommandMode,
   type JobKind,
 } from '@svc/proto';
 import { type Stores } from '@svc/nats';
@@ -19,7 +21,7 @@ import type { Caller } from '../caller.js';
 import { JobIntake } from '../job-intake.js';
 import { HttpError } from '../http-errors.js';
 import { deadlineOf, requestIdOf } from '../http-server.js';
-import { parsedBody, validInput } from '../request-input.js';
+import { validInput } from '../request-input.js';
 import { guarded, type Authenticate } from './context.js';
 import {
   ENQUEUE_EXAMPLE,
@@ -114,7 +116,6 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
           ...submissionInput(req, caller),
           caller,
           idempotencyKey: header(req, 'x-idempotency-key'),
-          commandPolicy: header(req, 'x-svc-command-policy'),
           source: req.ip,
           deadline: deadlineOf(req),
           ...(typeof traceparent === 'string' ? { traceparent } : {}),
@@ -218,25 +219,39 @@ export function registerJobRoutes(app: FastifyInstance, deps: JobRoutesDeps): vo
 
 /**
  * The input of a submission, in the order its answers are due: 403 for a role that may not
- * submit, then X-Request-ID, bad JSON, X-Svc-Command-Policy, and the body's schema.
+ * submit, then the headers (X-Request-ID, X-Svc-Command-Policy), bad JSON, and the body's schema.
  */
 export function submissionInput(
   req: FastifyRequest,
   caller: Caller,
-): { jobId: string; body: unknown } {
+): { jobId: string; commandPolicy: CommandMode | null; body: unknown } {
   JobIntake.mustSubmit(caller);
   const jobId = jobIdOf(req);
-  parsedBody(req);
-  JobIntake.askedMode(header(req, 'x-svc-command-policy'));
-  return { jobId, body: validInput(req, 'body') };
+  return { jobId, commandPolicy: askedPolicyOf(req), body: validInput(req, 'body') };
 }
 
-/** The id of a new job: the request's X-Request-ID (SubmitHeaders: a UUID v4), else a fresh one. */
-export function jobIdOf(req: FastifyRequest): string {
+/** The headers of a request that makes a new job, judged by SubmitHeaders. */
+function submitHeaders(req: FastifyRequest): {
+  'x-request-id'?: string;
+  'x-svc-command-policy'?: string;
+} {
   // A route without SubmitHeaders would take any text for a job id.
   if (!req.getValidationFunction('headers')) throw new Error(`${req.url}: no header schema`);
-  const sent = validInput<{ 'x-request-id'?: string }>(req, 'headers')['x-request-id'];
+  return validInput(req, 'headers');
+}
+
+/**
+ * The id of a new job: the request's X-Request-ID (SubmitHeaders: a UUID v4), else a fresh one.
+ * Every header of SubmitHeaders is judged here, each bad one a 422.
+ */
+export function jobIdOf(req: FastifyRequest): string {
+  const sent = submitHeaders(req)['x-request-id'];
   return sent === undefined || sent === '' ? randomUUID() : sent.toLowerCase();
+}
+
+/** The mode X-Svc-Command-Policy asks for (SubmitHeaders: a mode in any case, or none). */
+export function askedPolicyOf(req: FastifyRequest): CommandMode | null {
+  return askedCommandMode(submitHeaders(req)['x-svc-command-policy']);
 }
 
 /** Where a request came from, for audit lines. */

@@ -20,7 +20,7 @@ import type { GatewayContext } from '../gateway-context.js';
 import { HttpError } from '../http-errors.js';
 import { validInput } from '../request-input.js';
 import { guarded } from './context.js';
-import { ACCEPTED, accepted, header, jobIdOf } from './jobs.js';
+import { ACCEPTED, accepted, askedPolicyOf, header, jobIdOf } from './jobs.js';
 import { JobIdParam, SubmitHeaders, ref, routeSchema } from './route-schemas.js';
 
 const NullableString = Type.Union([Type.String(), Type.Null()]);
@@ -243,12 +243,7 @@ export async function resubmit(
     webhook_secret: body.webhook_secret ?? null,
     ...ssh.secrets,
   };
-  const address = await ctx.intake.admitReplay(
-    caller,
-    spec,
-    username,
-    header(req, 'x-svc-command-policy'),
-  );
+  const address = await ctx.intake.admitReplay(caller, spec, username, askedPolicyOf(req));
   const traceparent = header(req, 'traceparent');
   const response = await ctx.intake.enqueue(
     newId,

@@ -1,6 +1,6 @@
 import type { FastifySchema } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import { MessageBody, ValidationErrorBody } from '@svc/proto';
+import { AskedCommandModeHeader, MessageBody, ValidationErrorBody } from '@svc/proto';
 
 /**
  * The building blocks of the route schemas, from which @fastify/swagger generates the OpenAPI
@@ -258,7 +258,7 @@ export const BatchIdParam = {
 export const UUID_V4_PATTERN =
   '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
 
-/** The optional headers of a submission. */
+/** The optional headers of a submission (and of a replay or confirm: a new job). */
 export const SubmitHeaders = {
   'x-request-id': Type.Optional(
     Type.String({
@@ -276,6 +276,16 @@ export const SubmitHeaders = {
     Type.String({
       description:
         'Repeated within IDEMPOTENCY_TTL, returns the original job with idempotent true.',
+    }),
+  ),
+  'x-svc-command-policy': Type.Optional(
+    Type.String({
+      ...AskedCommandModeHeader,
+      [ISSUE]: {
+        msg: 'value is not read-only or any',
+        type: 'enum',
+        name: 'X-Svc-Command-Policy',
+      } satisfies IssueText,
     }),
   ),
 };

@@ -20,6 +20,7 @@ import {
   JOB_READ,
   SUBMIT_EXAMPLE,
   accepted,
+  askedPolicyOf,
   header,
   originOf,
   submissionInput,
@@ -95,7 +96,6 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         ...submissionInput(req, caller),
         caller,
         idempotencyKey: header(req, 'x-idempotency-key'),
-        commandPolicy: header(req, 'x-svc-command-policy'),
         source: req.ip,
         deadline: deadlineOf(req),
         ...(traceparent ? { traceparent } : {}),
@@ -200,6 +200,8 @@ export function registerV1Routes(app: FastifyInstance, ctx: GatewayContext): voi
         operationId: 'v1ReplayJob',
         summary: 'Deprecated: use POST /v2/jobs/{job_id}/replay',
         params: JobIdParam,
+        // Passed on to the v2 route, which judges them (the fallback judges the policy).
+        requestHeaders: SubmitHeaders,
         body: ref(ReplayRequest),
         bodyOptional: true,
         ok: { 202: ACCEPTED },
@@ -288,7 +290,7 @@ async function replayFallback(
     caller,
     record.spec,
     creds.username,
-    header(req, 'x-svc-command-policy'),
+    askedPolicyOf(req),
   );
   const sealed = ctx.sealer.seal({ ...creds, webhook_secret: null });
   const response = await ctx.intake.enqueue(
