@@ -18,6 +18,7 @@ import {
   encodeToken,
   type JobRecord,
 } from '@svc/proto';
+import { retryTransient } from '@svc/nats';
 import type { Jobs } from './jobs.js';
 import { placementMayStart } from './store.js';
 
@@ -43,7 +44,21 @@ export interface DrainOptions {
    * drain or from the host itself if this send fails).
    */
   into?: DrainOutcome;
+  /**
+   * How long the drain's consumer outlives the drain's last pull (ms; default
+   * DRAIN_CONSUMER_IDLE_MS): the server removes it then if the drain could not.
+   */
+  consumerIdleMs?: number;
 }
+
+/**
+ * A drain's consumer holds the host's subject (a work-queue stream takes one consumer per
+ * subject): if the drain cannot remove it (the store did not answer), the host could never take
+ * its mailbox back and the jobs placed on it would wait for good. The server removes a consumer
+ * nobody pulled from for this long (nats-server 2.9 applies this to durables); a drain pulls
+ * every second or so, and one slowed past it only fails (its jobs stay on the host's subject).
+ */
+export const DRAIN_CONSUMER_IDLE_MS = 30_000;
 
 /**
  * Sends a job back for placement as its copy `placement` (the placement its record names once
@@ -98,6 +113,7 @@ export async function drainHost(
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(60_000),
+    inactive_threshold: nanos(options.consumerIdleMs ?? DRAIN_CONSUMER_IDLE_MS),
   });
   const outcome: DrainOutcome = options.into ?? { handedBack: [], orphaned: [], left: [] };
   try {
@@ -153,7 +169,10 @@ export async function drainHost(
       if (seen === 0) break;
     }
   } finally {
-    await jsm.consumers.delete(Streams.actor, durable).catch(() => undefined);
+    // Retried briefly (a node's election); past that, the idle threshold removes it.
+    await retryTransient(() => jsm.consumers.delete(Streams.actor, durable), 5000).catch(
+      () => undefined,
+    );
   }
   return outcome;
 }

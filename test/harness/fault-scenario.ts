@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { Buckets, Streams } from '@svc/proto';
 import type { CommandRecord } from '@svc/test/support';
 import { http } from './http-client.js';
@@ -315,7 +315,6 @@ async function describeJobs(natsUrl: string, jobIds: readonly string[]): Promise
     const jobsKv = await kvm.open(Buckets.jobs);
     const failedKv = await kvm.open(Buckets.failed);
     const jsm = await jetstreamManager(nc);
-    const js = jetstream(nc);
     const decoder = new TextDecoder();
     const inStreams = new Map<string, unknown[]>(jobIds.map((id) => [id, []]));
     const consumers: unknown[] = [];
@@ -335,25 +334,25 @@ async function describeJobs(natsUrl: string, jobIds: readonly string[]): Promise
         });
       }
       if (count === 0 || count > 5000) continue;
-      const reader = await js.consumers.get(stream);
-      const messages = await reader.fetch({ max_messages: count, expires: 2000 });
-      for await (const m of messages) {
+      // Read by sequence: a work-queue stream takes no ordered (unacknowledged) consumer.
+      for (let seq = info!.state.first_seq; seq <= info!.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(stream, { seq }).catch(() => null);
+        if (!m) continue;
         const text = decoder.decode(m.data);
         for (const id of jobIds) {
-          if (text.includes(id) || m.headers?.get('Nats-Msg-Id')?.includes(id)) {
+          if (text.includes(id) || m.header?.get('Nats-Msg-Id')?.includes(id)) {
             inStreams.get(id)!.push({
               stream,
               seq: m.seq,
               subject: m.subject,
-              msg_id: m.headers?.get('Nats-Msg-Id'),
+              msg_id: m.header?.get('Nats-Msg-Id'),
               placement: text.startsWith('{')
                 ? (JSON.parse(text) as { placement?: number }).placement
                 : undefined,
-              at: new Date(m.info.timestampNanos / 1_000_000).toISOString(),
+              at: m.time.toISOString(),
             });
           }
         }
-        if (m.info.pending === 0) break;
       }
     }
     const out = [];
