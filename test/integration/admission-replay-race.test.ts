@@ -5,6 +5,7 @@
 // back (and a dispatcher and an actor host run) by the time the retry comes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startDevice } from '@svc/test/support';
@@ -18,6 +19,7 @@ import {
   http,
   quietAudit,
   silentLogger,
+  startInProcessStack,
   testEnv,
   waitForJob,
 } from '../harness/mod.js';
@@ -108,4 +110,56 @@ test('when an idempotent retry is answered 202 while the first attempt cannot pu
   // Both envelopes carry one message id: the device ran the command once.
   const ran = device.stats.commands.filter((c) => c.command === 'show version');
   assert.equal(ran.length, 1, JSON.stringify(device.stats.commands));
+});
+
+test('when a keyed attempt fails to publish its envelope and no repeat stores it, then the reaper fails its job NOT_ENQUEUED and the key keeps naming that job', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const stack = await startInProcessStack(nats.url, {
+    env: { STORE_TIMEOUT: '1', ENQUEUE_GRACE: '1' },
+  });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await nats.stop();
+  });
+  // With no stream and no subscriber the envelope publish fails at once (no responders): the
+  // attempt has settled its job before it answers. The stream comes back once it is refused.
+  const jsm = await jetstreamManager(nc);
+  const { config: jobsStream } = await jsm.streams.info(Streams.jobs);
+  await jsm.streams.delete(Streams.jobs);
+
+  const auth = { basic: { username: 'svc', password: 'pw-idem' } };
+  const jobId = randomUUID();
+  const submit = () =>
+    http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      headers: { 'x-idempotency-key': 'lone-key', 'x-request-id': jobId },
+      body: { host: '127.0.0.1', port: 22, commands: ['show version'] },
+    });
+  const refused = await submit();
+  assert.equal(refused.status, 503, refused.text);
+  // A repeat publishes the queued job's envelope before its 202: still no stream, so a 503.
+  const unstored = await submit();
+  assert.equal(unstored.status, 503, unstored.text);
+  assert.ok(unstored.headers['retry-after'], 'a 503 carries Retry-After');
+  // A repeat asking for another job is answered with the key's job, as before: no publish.
+  const other = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    headers: { 'x-idempotency-key': 'lone-key' },
+    body: { host: '127.0.0.1', port: 22, commands: ['show clock'] },
+  });
+  assert.equal(other.status, 202, other.text);
+  assert.equal(other.json.job_id, jobId, other.text);
+  await jsm.streams.add(jobsStream);
+
+  // Left `queued` for the reaper's enqueue check, which finds no envelope and fails it.
+  const ended = await waitForJob(stack.url, jobId, auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED', ended.text);
+  // The key was kept: a repeat is answered with that job, not admitted as a new one.
+  const repeat = await submit();
+  assert.equal(repeat.status, 202, repeat.text);
+  assert.equal(repeat.json.idempotent, true, repeat.text);
+  assert.equal(repeat.json.job_id, jobId, repeat.text);
 });
