@@ -116,6 +116,7 @@ export {
   topologyFrom,
   DefaultTopology,
   JOBS_DUPLICATE_WINDOW_SECONDS,
+  JOBS_DUPLICATE_WINDOW_MARGIN_MS,
 } from './shared-config.js';
 export type { TopologyOptions } from './shared-config.js';
 export { FailedJob, FUNC_NAMES } from './messages/job.js';

@@ -35,6 +35,12 @@ export const DefaultTopology: TopologyOptions = {
 export const JOBS_DUPLICATE_WINDOW_SECONDS = 120;
 
 /**
+ * Safety margin before the duplicate window ends: past it, a message id proves nothing (the
+ * reaper's probe) and a job's envelope is not published again (an idempotent repeat).
+ */
+export const JOBS_DUPLICATE_WINDOW_MARGIN_MS = 15_000;
+
+/**
  * Settings every service reads. Each service's `config.ts` spreads these into its own schema.
  * Durations are seconds, as in the specification.
  */

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
@@ -7,11 +8,14 @@ import {
   SendConfigRequest,
   Subjects,
   MessageIds,
+  JOBS_DUPLICATE_WINDOW_MARGIN_MS,
+  JOBS_DUPLICATE_WINDOW_SECONDS,
   check,
   encodeJson,
   isTerminal,
   canonicalIp,
   normalizeSubmission,
+  openWebhookUrl,
   type AddressPolicy,
   type CommandMode,
   type CommandPolicy,
@@ -33,7 +37,7 @@ import {
   type HostKeyStore,
   type LockoutLedger,
 } from '@svc/device-access';
-import type { Enqueued, Jobs } from '@svc/jobs';
+import type { Enqueued, Jobs, StoredRecord } from '@svc/jobs';
 import type { KV } from '@nats-io/kv';
 import type { TSchema } from 'typebox';
 import { mayUseContext, hasRole, type Caller } from './caller.js';
@@ -174,6 +178,11 @@ export interface EnqueueExtras {
    * read the queued record and answered 202 for it, so a failed admission keeps the record.
    */
   keyed?: boolean;
+  /**
+   * An idempotency key names the job: a repeat that finds it `queued` publishes its envelope
+   * itself, so a failed publish here leaves the record to the reaper's enqueue check.
+   */
+  idempotent?: boolean;
   /** The device's address as resolved for this submission (resolved here when absent). */
   address?: string | null;
   /** Source address of the request (audit). */
@@ -394,7 +403,10 @@ export class JobIntake {
         ? idempotencyKeyOf(caller, opts.idempotencyKey)
         : null;
     if (idem && idemKey) {
-      const repeat = await this.claimIdempotency(idem, idemKey, jobId, deadline);
+      const repeat = await this.claimIdempotency(idem, idemKey, jobId, deadline, {
+        prepared,
+        ...(opts.traceparent !== undefined ? { traceparent: opts.traceparent } : {}),
+      });
       if (repeat) return repeat;
     }
     try {
@@ -422,6 +434,7 @@ export class JobIntake {
           {
             dedupKey,
             keyed: dedupKey !== null || idemKey !== null,
+            idempotent: idemKey !== null,
             address,
             deadline,
             ...(ahead !== null ? { ahead } : {}),
@@ -451,20 +464,25 @@ export class JobIntake {
    * Takes the idempotency key for `jobId`, or answers the repeat: a 202 only for a job whose
    * record was read. A key whose job has no record once the attempt that wrote it is past its
    * STORE_TIMEOUT (it writes no record after that) is taken over by compare-and-set on the
-   * key's revision, and this request runs the whole admission as that key's job.
+   * key's revision, and this request runs the whole admission as that key's job. A holder still
+   * `queued` gets its envelope from this repeat too (`republish`) before the 202.
    */
   private async claimIdempotency(
     idem: KeyClaims,
     key: string,
     jobId: string,
     deadline: number,
+    repeat: { prepared: PreparedJob; traceparent?: string },
   ): Promise<EnqueueResponse | null> {
     for (let attempt = 0; attempt < 10; attempt++) {
       const claim = await idem.claim(key, jobId);
       if (claim.claimed) return null;
       const holderDone = claim.writtenAt + this.storeTimeoutMs + CLOCK_SKEW_MS;
-      const holder = await this.waitForRecord(claim.jobId, Math.min(holderDone, deadline));
-      if (holder) return this.existing(claim.jobId, { idempotent: true }, holder);
+      const holder = await this.waitForStored(claim.jobId, Math.min(holderDone, deadline));
+      if (holder) {
+        await this.republish(holder, repeat.prepared, deadline, repeat.traceparent);
+        return this.existing(claim.jobId, { idempotent: true }, holder.record);
+      }
       if (Date.now() < holderDone) {
         throw storeTimedOut('an earlier request with this idempotency key is still being admitted');
       }
@@ -655,12 +673,108 @@ export class JobIntake {
     jobId: string,
     deadline = Date.now() + HOLDER_WAIT_MS,
   ): Promise<JobRecord | null> {
+    return (await this.waitForStored(jobId, deadline))?.record ?? null;
+  }
+
+  /** `waitForRecord` with the record's revision. */
+  private async waitForStored(jobId: string, deadline: number): Promise<StoredRecord | null> {
     for (;;) {
       const stored = await this.jobs.get(jobId);
-      if (stored) return stored.record;
+      if (stored) return stored;
       if (Date.now() > deadline) return null;
       await new Promise((r) => setTimeout(r, 20));
     }
+  }
+
+  /**
+   * An idempotent repeat of a job still `queued`: its envelope may never have been stored (the
+   * first attempt's publish failed or is still in flight), so the repeat publishes it itself,
+   * built from its own request as the first attempt built it, under the same message id
+   * (JetStream stores it once), and its 202 waits for the ack. A publish that fails is a 503.
+   * Not for a job that left `queued` (it has its envelope), a batch job (its envelope waits for
+   * its wave), a repeat whose request differs (the key names the job, not a content), or a record
+   * older than the duplicate window less its margin (a second envelope could run the job twice).
+   */
+  private async republish(
+    stored: StoredRecord,
+    prepared: PreparedJob,
+    deadline: number,
+    traceparent?: string,
+  ): Promise<void> {
+    const { record } = stored;
+    if (stored.archived || record.status !== 'queued' || record.batch_id != null) return;
+    const age = Date.now() - Date.parse(record.enqueued_at);
+    const window = JOBS_DUPLICATE_WINDOW_SECONDS * 1000 - JOBS_DUPLICATE_WINDOW_MARGIN_MS;
+    if (!(age < window - CLOCK_SKEW_MS) || !this.sameJob(record, prepared)) return;
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) throw storeTimedOut();
+    const { caller, secrets, address } = prepared;
+    const envelope = this.envelopeOf(record.job_id, record.spec, record.username, {
+      sealed: this.sealer.seal(secrets),
+      caller,
+      address,
+      enqueuedAt: record.enqueued_at,
+      dedupKey: record.dedup_key ?? null,
+    });
+    envelope.record_revision = stored.revision;
+    const device = await this.pinnedDeviceOf(record.spec, address).catch(() => null);
+    if (device !== null) envelope.device = device;
+    try {
+      await this.publishEnvelope(envelope, traceparent, Math.max(1, deadline - Date.now()));
+    } catch {
+      throw storeTimedOut('the job queue did not take the job in time');
+    }
+  }
+
+  /** Whether a repeat asks for the job `record` holds (webhook URLs compared unsealed). */
+  private sameJob(record: JobRecord, prepared: PreparedJob): boolean {
+    if (record.owner !== prepared.caller.id || record.username !== prepared.secrets.username) {
+      return false;
+    }
+    const plain = (spec: JobSpec): unknown =>
+      JSON.parse(
+        JSON.stringify({ ...spec, webhook_url: openWebhookUrl(this.sealer, spec.webhook_url) }),
+      );
+    try {
+      return isDeepStrictEqual(plain(record.spec), plain(prepared.spec));
+    } catch {
+      return false; // a webhook URL sealed under a key no longer held
+    }
+  }
+
+  /** A job's envelope, as the first attempt and an idempotent repeat build it. */
+  private envelopeOf(
+    jobId: string,
+    spec: JobSpec,
+    username: string,
+    parts: {
+      sealed: string;
+      caller: Caller;
+      address: string | null;
+      enqueuedAt: string;
+      dedupKey: string | null;
+      batchId?: string;
+      deviceName?: string;
+    },
+  ): JobEnvelope {
+    const envelope: JobEnvelope = {
+      v: 1,
+      job_id: jobId,
+      owner: parts.caller.id,
+      username,
+      spec,
+      sealed: parts.sealed,
+      ...(parts.address !== null ? { address: parts.address } : {}),
+      enqueued_at: parts.enqueuedAt,
+      placement: 0,
+      dedup_key: parts.dedupKey,
+      ...(parts.batchId !== undefined ? { batch_id: parts.batchId } : {}),
+      ...(parts.deviceName !== undefined ? { device_name: parts.deviceName } : {}),
+    };
+    // A host that would misread the job (a dry run pushed for real) never runs it.
+    const requires = requiredCapabilities(spec);
+    if (requires.length > 0) envelope.requires = requires;
+    return envelope;
   }
 
   /** The 202 answer for a job that already exists (idempotent repeat or dedup hit). */
@@ -710,23 +824,15 @@ export class JobIntake {
     // Placement prefers the host of the device's pinned key: its addresses meet on one host.
     // Read alongside the record's creation (the record does not hold it).
     const deviceRead = this.pinnedDeviceOf(spec, address).catch(() => null);
-    const envelope: JobEnvelope = {
-      v: 1,
-      job_id: jobId,
-      owner: caller.id,
-      username,
-      spec,
+    const envelope = this.envelopeOf(jobId, spec, username, {
       sealed,
-      ...(address !== null ? { address } : {}),
-      enqueued_at: enqueuedAt,
-      placement: 0,
-      dedup_key: extras.dedupKey ?? null,
-      ...(extras.batchId !== undefined ? { batch_id: extras.batchId } : {}),
-      ...(extras.deviceName !== undefined ? { device_name: extras.deviceName } : {}),
-    };
-    // A host that would misread the job (a dry run pushed for real) never runs it.
-    const requires = requiredCapabilities(spec);
-    if (requires.length > 0) envelope.requires = requires;
+      caller,
+      address,
+      enqueuedAt,
+      dedupKey: extras.dedupKey ?? null,
+      ...(extras.batchId !== undefined ? { batchId: extras.batchId } : {}),
+      ...(extras.deviceName !== undefined ? { deviceName: extras.deviceName } : {}),
+    });
     const deadline = extras.deadline ?? Number.POSITIVE_INFINITY;
     // Past the bound the request is answered 503: no write may start after that.
     if (Date.now() >= deadline) throw storeTimedOut();
@@ -759,11 +865,20 @@ export class JobIntake {
       if (extras.hold) await extras.hold(envelope);
       else await this.publishEnvelope(envelope, traceparent);
     } catch (err) {
-      // Not queued (or not known to be). Without a key no one else can have read the record: it
-      // is dropped (compare-and-delete on the revision we created). With one, a repeat may have
-      // answered 202 for this job: it ends `queued → failed` NOT_ENQUEUED instead, so that 202
-      // names a job that exists and ended. Either way a job that started meanwhile keeps its
-      // record, and a record left behind without its message is failed by the reaper.
+      // Not queued (or not known to be). With an idempotency key, a repeat may have read the
+      // queued record and published the envelope itself (its 202 waits for that ack): the record
+      // stays `queued` and the key keeps naming the job. The reaper's enqueue check settles it
+      // after ENQUEUE_GRACE: it finds the envelope (this late publish or a repeat's) or fails the
+      // job NOT_ENQUEUED, which a later repeat then reports.
+      if (extras.idempotent && !held) {
+        if (typeof err === 'object' && err !== null) mayRun.add(err);
+        throw err;
+      }
+      // Without a key no one else can have read the record: it is dropped (compare-and-delete on
+      // the revision we created). With a dedup key only, a dedup hit may have answered 202 for
+      // this job: it ends `queued → failed` NOT_ENQUEUED instead. Either way a job that started
+      // meanwhile keeps its record, and a record left behind without its message is failed by
+      // the reaper.
       const settled = extras.keyed
         ? (await this.jobs
             .failNotEnqueued(jobId, 'its admission failed before its message was queued')
@@ -801,12 +916,17 @@ export class JobIntake {
   }
 
   /** Queues an envelope on its context's stream; JetStream drops a repeat of the same job id. */
-  async publishEnvelope(envelope: JobEnvelope, traceparent?: string): Promise<void> {
+  async publishEnvelope(
+    envelope: JobEnvelope,
+    traceparent?: string,
+    timeoutMs?: number,
+  ): Promise<void> {
     const h = natsHeaders();
     injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
     await this.js.publish(Subjects.jobs(envelope.spec.context), encodeJson(envelope), {
       msgID: MessageIds.envelope(envelope.job_id),
       headers: h,
+      ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),
     });
   }
 }

@@ -3,6 +3,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   Headers,
   JOBS_DUPLICATE_WINDOW_SECONDS,
+  JOBS_DUPLICATE_WINDOW_MARGIN_MS,
   Subjects,
   SubjectParsers,
   MessageIds,
@@ -10,9 +11,6 @@ import {
 } from '@svc/proto';
 import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
-
-/** Safety margin before the duplicate window ends: past it, a probe proves nothing. */
-const WINDOW_MARGIN_MS = 15_000;
 
 /** A record never written again since its creation: the job is still `queued`. */
 interface Fresh {
@@ -107,7 +105,7 @@ export class EnqueueCheck {
   /** Probes the records queued longer than the grace; returns the jobs failed. */
   async sweep(now = Date.now()): Promise<string[]> {
     const failed: string[] = [];
-    const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + WINDOW_MARGIN_MS;
+    const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + JOBS_DUPLICATE_WINDOW_MARGIN_MS;
     for (const [jobId, fresh] of [...this.#fresh]) {
       if (fresh.createdAt < oldest) {
         this.#fresh.delete(jobId);
