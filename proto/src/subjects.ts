@@ -171,6 +171,10 @@ export const LockKeys = {
    * handed back. Removed when the host is reaped for good (or long after an early drain).
    */
   drain: (hostId: string) => `drain.${encodeToken(hostId)}`,
+  /** Every device's placement key (`placement`): what dispatchers watch. */
+  placementAll: 'placement.>',
+  /** Every host's drain record (`drain`): what dispatchers and the reaper watch. */
+  drainAll: 'drain.>',
 } as const;
 
 export const Headers = {

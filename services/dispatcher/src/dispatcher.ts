@@ -119,7 +119,7 @@ export async function startDispatcher(
   // Where each device's jobs were last placed, by whichever dispatcher led: a new leader keeps
   // devices there (their queued jobs first). Written only when a device's host changes.
   const locks = stores[Buckets.locks];
-  const placements = await KvMirror.start(locks, 'placement.>');
+  const placements = await KvMirror.start(locks, LockKeys.placementAll);
   // Decoded once per stored value (it is read for every job placed), not at every read.
   const hostOfValue = new WeakMap<Uint8Array, string | null>();
   placement.knownHost = (deviceKey) => {
@@ -166,7 +166,7 @@ export async function startDispatcher(
 
   // The reaper's drains of hosts: a device whose jobs a drain is handing back waits for them
   // even when the host beats again (Placement).
-  const drainWatch = await locks.watch({ key: 'drain.>' });
+  const drainWatch = await locks.watch({ key: LockKeys.drainAll });
   void (async () => {
     const hostOfKey = new Map<string, string>();
     for await (const e of drainWatch) {

@@ -174,11 +174,6 @@ export interface EnqueueExtras {
   /** `svc-dedup` key the job holds while in flight (released by JobLifecycle). */
   dedupKey?: string | null;
   /**
-   * The submission claimed an idempotency or dedup key: a repeat on another gateway may have
-   * read the queued record and answered 202 for it, so a failed admission keeps the record.
-   */
-  keyed?: boolean;
-  /**
    * An idempotency key names the job: a repeat that finds it `queued` publishes its envelope
    * itself, so a failed publish here leaves the record to the reaper's enqueue check.
    */
@@ -433,7 +428,6 @@ export class JobIntake {
           opts.traceparent,
           {
             dedupKey,
-            keyed: dedupKey !== null || idemKey !== null,
             idempotent: idemKey !== null,
             address,
             deadline,
@@ -879,7 +873,7 @@ export class JobIntake {
       // this job: it ends `queued → failed` NOT_ENQUEUED instead. Either way a job that started
       // meanwhile keeps its record, and a record left behind without its message is failed by
       // the reaper.
-      const settled = extras.keyed
+      const settled = extras.dedupKey
         ? (await this.jobs
             .failNotEnqueued(jobId, 'its admission failed before its message was queued')
             .catch(() => null)) !== null

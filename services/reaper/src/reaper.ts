@@ -97,7 +97,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // then done with what it handed back. Dispatchers hold the devices whose last job is on the
   // host until then, even if the host beats again meanwhile, and no longer.
   const locks = stores[Buckets.locks];
-  const drainRecords = await KvMirror.start(locks, 'drain.>');
+  const drainRecords = await KvMirror.start(locks, LockKeys.drainAll);
   async function announcedDrain(
     hostId: string,
     mark: () => Promise<boolean>,
@@ -133,6 +133,17 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       );
     }
   }
+  /**
+   * Marks a host draining by compare-and-set on the heartbeat read (a beat in between, the host
+   * was only slow, wins); false when it did not take.
+   */
+  const markDraining = (key: string, beat: WorkerHeartbeat, revision: number) =>
+    workers
+      .update(key, encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat), revision)
+      .then(
+        () => true,
+        () => false,
+      );
   /** Drain records of hosts long gone or long back are removed (one key per host id). */
   async function forgetOldDrains(): Promise<void> {
     const before = Date.now() - DRAIN_RECORD_KEEP_MS;
@@ -164,13 +175,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
       // emptied (a job placed there after the drain would wait for nobody).
       const mark = async () => {
-        await workers
-          .update(
-            key,
-            encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
-            entry.revision,
-          )
-          .catch(() => undefined);
+        await markDraining(key, beat, entry.revision);
         await new Promise((r) => setTimeout(r, 200));
         return true;
       };
@@ -264,18 +269,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       const waiting = info.state.subjects?.[subject] ?? 0;
       if (leftOn.has(key) && waiting <= leftOn.get(key)!) continue;
       // By compare-and-set: a beat in between (the host was only slow) wins.
-      const mark = async () =>
-        beat.draining ||
-        (await workers
-          .update(
-            key,
-            encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
-            entry.revision,
-          )
-          .then(
-            () => true,
-            () => false,
-          ));
+      const mark = async () => beat.draining || (await markDraining(key, beat, entry.revision));
       const outcome = await announcedDrain(beat.host_id, mark, {
         failStarted: false,
         reason: `actor host ${beat.host_id} stopped sending heartbeats`,
