@@ -5,9 +5,15 @@ import {
   jetstreamManager,
   type JetStreamClient,
 } from '@nats-io/jetstream';
-import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  headers as natsHeaders,
+  nanos,
+  type MsgHdrs,
+  type NatsConnection,
+} from '@nats-io/transport-node';
 import {
   Consumers,
+  Headers,
   JobEnvelope,
   MessageIds,
   Streams,
@@ -71,10 +77,14 @@ export async function publishHandBack(
   js: JetStreamClient,
   envelope: JobEnvelope,
   placement: number,
-  traceparent?: string,
+  placed?: MsgHdrs,
 ): Promise<void> {
+  // The copy keeps the trace and the device's earlier job (`Headers.after`) of its placement.
   const h = natsHeaders();
-  if (traceparent) h.set('traceparent', traceparent);
+  for (const name of [Headers.traceparent, Headers.after]) {
+    const value = placed?.get(name);
+    if (value) h.set(name, value);
+  }
   const handedBack: JobEnvelope = { ...envelope, placement };
   await js.publish(Subjects.jobs(envelope.spec.context), encodeJson(handedBack), {
     msgID: MessageIds.handBack(envelope.job_id, placement),
@@ -147,7 +157,7 @@ export async function drainHost(
         if (record?.status === 'queued' && record.placement === next) {
           // Fenced (now, or by an earlier drain whose publish or ack did not complete).
           outcome.handedBack.push(jobId);
-          await publishHandBack(js, envelope, next, m.headers?.get('traceparent'));
+          await publishHandBack(js, envelope, next, m.headers);
         } else if (record?.status === 'started' && record.actor_host === hostId) {
           if (!options.failStarted) {
             outcome.left.push(jobId);

@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
   ErrorCode,
@@ -299,8 +299,8 @@ export class Jobs {
    * names), deduplicated with the drain's own copy: for a host holding an older copy of a job
    * whose drain may have failed before its new copy was stored.
    */
-  handBack(envelope: JobEnvelope, placement: number): Promise<void> {
-    return publishHandBack(jetstream(this.nc), envelope, placement);
+  handBack(envelope: JobEnvelope, placement: number, placed?: MsgHdrs): Promise<void> {
+    return publishHandBack(jetstream(this.nc), envelope, placement, placed);
   }
 
   private async recordFailure(record: JobRecord): Promise<void> {

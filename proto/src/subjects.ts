@@ -188,4 +188,11 @@ export const Headers = {
    * the envelope): stored only when the envelope never was, and then dropped by the dispatcher.
    */
   enqueueProbe: 'Svc-Enqueue-Probe',
+  /**
+   * On a placement (`svc.actor.<host>`): the device's job the dispatcher placed just before this
+   * one. The actor host starts this job only once that one has ended, wherever it ran: a drain
+   * that handed back some of a device's jobs and not the later ones cannot reorder them. A
+   * handed-back copy keeps its first placement's value.
+   */
+  after: 'Svc-After',
 } as const;

@@ -394,6 +394,12 @@ export async function startDispatcher(
     if (!host) return; // stopping: the message is redelivered to the next leader
     const h = natsHeaders();
     injectTraceContext(h, m.headers?.get('traceparent'));
+    // The device's job before this one (a handed-back copy keeps its first placement's): the
+    // actor host starts this one once that one has ended, wherever it ran.
+    const after = job.handBack
+      ? m.headers?.get(Headers.after)
+      : placement.jobBefore(deviceKey, envelope.job_id);
+    if (after) h.set(Headers.after, after);
     // Same message id for the same placement attempt: a redelivered job placed twice is
     // dropped by the stream's duplicate window. A failed publish (the placement stream electing
     // a leader) is retried in place, never nak'ed: a later job for the same device must not

@@ -8,6 +8,8 @@ export type HostState = 'live' | 'suspect' | 'gone';
 interface DevicePlacement {
   host: string;
   lastJob: string;
+  /** The job placed before `lastJob` (its `Headers.after`: it starts once that one has ended). */
+  jobBefore?: string;
   /** Where its handed-back jobs go (chosen by the first one), while they come back. */
   next?: string;
   /** When its host was first seen gone while its last job had not ended. */
@@ -179,7 +181,7 @@ export class Placement {
         if (now - current.goneSince < this.handBackWaitMs) return null;
       }
       const host = this.#pick(context, deviceKey, now, job.requires);
-      if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
+      if (host) this.#moveTo(deviceKey, host, job.id, current);
       return host;
     }
     if (current && (await this.#heldByDrain(current, isSettled, now))) return null;
@@ -187,7 +189,7 @@ export class Placement {
       const state = this.hostState(current.host, now);
       if (state === 'live') {
         if (!(await this.#idleOffPreferred(context, deviceKey, current, endedAt, now))) {
-          current.lastJob = job.id;
+          this.#follow(current, job.id);
           current.goneSince = undefined;
           return current.host;
         }
@@ -197,7 +199,7 @@ export class Placement {
       if (!(await isSettled(current.lastJob))) {
         // Silent but not reaped: behind its earlier jobs, handed back with them, in order.
         if (state === 'suspect') {
-          current.lastJob = job.id;
+          this.#follow(current, job.id);
           return current.host;
         }
         current.goneSince ??= now;
@@ -205,8 +207,32 @@ export class Placement {
       }
     }
     const host = this.#pick(context, deviceKey, now, job.requires);
-    if (host) this.#devices.set(deviceKey, { host, lastJob: job.id });
+    if (host) this.#moveTo(deviceKey, host, job.id, current);
     return host;
+  }
+
+  /**
+   * The device's job placed just before `jobId` (a new job this dispatcher just placed), or
+   * undefined when it knows none: the placement's `Headers.after`.
+   */
+  jobBefore(deviceKey: string, jobId: string): string | undefined {
+    const current = this.#devices.get(deviceKey);
+    return current?.lastJob === jobId ? current.jobBefore : undefined;
+  }
+
+  /** The device's jobs go to `host` from `jobId` on (behind its last job wherever that was). */
+  #moveTo(deviceKey: string, host: string, jobId: string, current?: DevicePlacement): void {
+    const moved: DevicePlacement = { host, lastJob: jobId };
+    if (current) this.#follow(moved, jobId, current);
+    this.#devices.set(deviceKey, moved);
+  }
+
+  #follow(next: DevicePlacement, jobId: string, current: DevicePlacement = next): void {
+    // Placed again (a redelivered job): the job before it stays.
+    const before = current.lastJob === jobId ? current.jobBefore : current.lastJob;
+    next.lastJob = jobId;
+    if (before !== undefined) next.jobBefore = before;
+    else delete next.jobBefore;
   }
 
   /**

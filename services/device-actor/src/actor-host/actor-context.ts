@@ -9,6 +9,7 @@ import type { DeviceAdmission } from './device-admission.js';
 import type { DeviceLocks } from './device-claim.js';
 import type { Semaphore } from './mailbox.js';
 import type { ParsedOutputs } from './structured-output.js';
+import type { EndedJobs } from './ended-jobs.js';
 
 /**
  * Turns raw outputs of a structured job into parsed results (per command), with per command
@@ -42,6 +43,10 @@ export interface ActorContext {
   readonly deviceLocks: DeviceLocks;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
   readonly running: Map<string, AbortController>;
+  /** Jobs seen ended lately: the `Headers.after` a device's next job waits for. */
+  readonly ended: EndedJobs;
+  /** Whether a host still beats (`beatReader`); undefined when the store does not answer. */
+  readonly beating: (hostId: string) => Promise<boolean | undefined>;
   readonly transcripts: KV;
   /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
   readonly transcriptWanted: (context: string) => boolean;

@@ -28,8 +28,9 @@ import { DeviceAdmission } from './device-admission.js';
 import { DeviceLocks } from './device-claim.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
-import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
+import { beatReader, heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
 import { PlacementIntake, placementConsumerConfig } from './placement-intake.js';
+import { EndedJobs } from './ended-jobs.js';
 
 export type { ParseOutputs } from './actor-context.js';
 
@@ -96,6 +97,8 @@ export async function startActorHost(
     sessions,
     deviceLocks: new DeviceLocks(config.DEVICE_MAX_SESSIONS),
     running,
+    ended: new EndedJobs(),
+    beating: beatReader(stores[Buckets.workers], config, log),
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
     jobsEnded: new Counter({

@@ -3,9 +3,11 @@ import {
   ACTOR_CAPABILITIES,
   missingCapabilities,
   ErrorCode,
+  Headers,
   SvcError,
   MalformedMessage,
   encodeJson,
+  isTerminal,
   type CommandStatus,
   type DeviceSecrets,
   type JobEnvelope,
@@ -28,6 +30,12 @@ import { Mailbox } from './mailbox.js';
 import { redactSecrets } from '../device/redaction.js';
 import type { ParsedOutputs } from './structured-output.js';
 import { TranscriptRecorder } from '../device/transcript.js';
+
+/**
+ * How long a job waits for its device's job placed before it (`Headers.after`) to end elsewhere
+ * before it starts anyway: a job that never ends (its record stranded) must not stop its device.
+ */
+export const DEVICE_ORDER_WAIT_MS = 60_000;
 
 /** A placed job and the message to settle once it has ended. */
 export interface Delivery {
@@ -66,9 +74,11 @@ export class DeviceActor {
   }
 
   /** Runs one delivery in a host session slot and acks it once the job's end is stored. */
-  async #settle({ envelope, msg }: Delivery): Promise<void> {
+  async #settle(delivery: Delivery): Promise<void> {
     const { ctx } = this;
+    const { envelope, msg } = delivery;
     if (ctx.draining()) return; // handed back on stop
+    if (!(await this.#awaitJobBefore(delivery))) return; // handed back on stop
     // One session per device whatever address reaches it: a device known by its pinned host
     // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
     // holds its session. A first contact claims the key at the handshake instead.
@@ -88,7 +98,7 @@ export class DeviceActor {
       const parent = extractTraceContext(msg.headers);
       const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
       await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
-        this.#run(envelope, claim),
+        this.#run(delivery, claim),
       );
       msg.ack();
     } catch (err) {
@@ -108,12 +118,12 @@ export class DeviceActor {
     }
   }
 
-  async #run(envelope: JobEnvelope, claim: DeviceClaim): Promise<void> {
+  async #run({ envelope, msg }: Delivery, claim: DeviceClaim): Promise<void> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
     const t0 = performance.now();
-    const startedStored = await this.#start(envelope, jlog);
+    const startedStored = await this.#start(envelope, msg, jlog);
     if (!startedStored) return;
     const started = startedStored.record;
     ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
@@ -133,6 +143,8 @@ export class DeviceActor {
             ),
           )
         : await this.#execute(startedStored, envelope, secrets, jlog, t0, claim);
+    // Ended, here or by whoever refused our end (a cancel): the device's next job may start.
+    this.ctx.ended.add(jobId);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     ctx.audit.emit(
@@ -150,8 +162,60 @@ export class DeviceActor {
     ctx.onJobEnded?.(ended, secrets);
   }
 
+  /**
+   * Waits until the device's job placed before this one (`Headers.after`) has ended, wherever
+   * it runs: a drain that handed back some of the device's jobs and not this one sent them round
+   * through the dispatcher, behind this one. That job's copy arriving in this mailbox meanwhile
+   * runs first. A job started on a host that no longer beats is not waited for (it ends
+   * `WORKER_LOST` after WORKER_STALE_THRESHOLD; its device's other jobs go on, as documented).
+   * Bounded by DEVICE_ORDER_WAIT_MS. False when the host stops meanwhile. With
+   * DEVICE_MAX_SESSIONS above 1 a device's jobs overlap anyway: no wait.
+   */
+  async #awaitJobBefore({ envelope, msg }: Delivery): Promise<boolean> {
+    const { ctx } = this;
+    const before = msg.headers?.get(Headers.after);
+    if (!before || ctx.ended.has(before) || ctx.config.DEVICE_MAX_SESSIONS > 1) return true;
+    const deadline = performance.now() + DEVICE_ORDER_WAIT_MS;
+    for (let pause = 50, told = false; ; pause = Math.min(2 * pause, 500)) {
+      if (ctx.draining()) return false;
+      const copy = this.#mailbox.takeFirst((d) => d.envelope.job_id === before);
+      if (copy) await this.#settle(copy);
+      if (ctx.ended.has(before)) return true;
+      // Unanswered (a store outage): asked again.
+      const stored = await ctx.jobs.get(before).catch(() => undefined);
+      if (stored === null || (stored && isTerminal(stored.record.status))) return true;
+      if (stored?.record.status === 'started' && !(await this.#mayStillRun(stored.record))) {
+        return true;
+      }
+      if (performance.now() > deadline) {
+        ctx.log.warn(
+          { job_id: envelope.job_id, after: before, status: stored?.record.status },
+          `the device's earlier job has not ended after ${DEVICE_ORDER_WAIT_MS} ms; starting anyway`,
+        );
+        return true;
+      }
+      if (!told) {
+        ctx.log.info(
+          { job_id: envelope.job_id, after: before, status: stored?.record.status },
+          "waits for the device's earlier job to end",
+        );
+        told = true;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
+  /** Whether a started job may still be running: on this host, or on another that beats. */
+  async #mayStillRun(record: JobRecord): Promise<boolean> {
+    const { ctx } = this;
+    const host = record.actor_host;
+    if (!host) return false;
+    if (host === ctx.hostId) return ctx.running.has(record.job_id);
+    return (await ctx.beating(host)) !== false; // the store silent: still waited for
+  }
+
   /** `queued → started`, or null when the job must not run here (cancelled, started elsewhere). */
-  async #start(envelope: JobEnvelope, jlog: Logger): Promise<StoredRecord | null> {
+  async #start(envelope: JobEnvelope, msg: JsMsg, jlog: Logger): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     // From the record as the gateway created it (no read unless a cancel came between); a
@@ -159,6 +223,7 @@ export class DeviceActor {
     const started = await ctx.jobs.start(envelope, ctx.hostId);
     if (started) return started;
     const current = await ctx.jobs.get(jobId);
+    if (current === null || isTerminal(current.record.status)) this.ctx.ended.add(jobId);
     if (
       current?.record.status === 'started' &&
       current.record.actor_host === ctx.hostId &&
@@ -179,7 +244,7 @@ export class DeviceActor {
       );
       // The drain that fenced it may have failed before its copy was stored (a store outage):
       // this copy is then the job's last, so the later one is sent (stored once either way).
-      if (later > envelope.placement) await ctx.jobs.handBack(envelope, later);
+      if (later > envelope.placement) await ctx.jobs.handBack(envelope, later, msg.headers);
       return null;
     }
     jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');

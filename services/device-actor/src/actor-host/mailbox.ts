@@ -25,6 +25,12 @@ export class Mailbox<T> {
     this.#pump();
   }
 
+  /** Removes and returns the first waiting item that matches (to run it out of turn). */
+  takeFirst(matches: (item: T) => boolean): T | undefined {
+    const at = this.#queue.findIndex(matches);
+    return at === -1 ? undefined : this.#queue.splice(at, 1)[0];
+  }
+
   /** Removes and returns the jobs that have not started. */
   takeWaiting(): T[] {
     return this.#queue.splice(0);
