@@ -40,6 +40,11 @@ export const Subjects = {
   jobs: (context: string) => `svc.jobs.${subjectToken(context)}`,
   actorAll: 'svc.actor.>',
   actor: (hostId: string) => `svc.actor.${subjectToken(hostId)}`,
+  /**
+   * The reaper's probe for a job's placement in `SVC_ACTOR` (message id `<job>.p0`): one token
+   * more than a host's subject, so no host's consumer reads it; deleted once stored.
+   */
+  actorProbe: 'svc.actor.probe.enqueue',
   eventsAll: 'svc.events.job.>',
   jobEvents: (jobId: string) => `svc.events.job.${subjectToken(jobId)}.>`,
   jobEvent: (jobId: string, status: string) =>

@@ -7,8 +7,10 @@ import {
   Subjects,
   SubjectParsers,
   MessageIds,
+  Streams,
   type JobRecord,
 } from '@svc/proto';
+import { retryTransient } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 
@@ -30,8 +32,9 @@ interface Fresh {
  * its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
  * was consumed since) and stores nothing; otherwise the probe is stored (the dispatcher drops
  * it), which also makes the stream drop the envelope should it still arrive, and the job is
- * failed by compare-and-set from `queued`. This holds only within the stream's duplicate window
- * (120 s): records older than that are no longer checked.
+ * failed by compare-and-set from `queued` — unless the job's first placement is stored in
+ * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages). This holds
+ * only within the streams' duplicate window (120 s): records older than that are not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
@@ -122,6 +125,24 @@ export class EnqueueCheck {
     return failed;
   }
 
+  /**
+   * Whether the job's first placement is stored in `SVC_ACTOR`: it stays there until its job
+   * ends, so its id is remembered even by a server that restarted since, which forgets the ids
+   * of the messages it no longer stores (the envelope, consumed by the dispatcher). A probe that
+   * was stored instead is deleted (no host reads its subject).
+   */
+  async #placed(jobId: string): Promise<boolean> {
+    const ack = await this.js.publish(Subjects.actorProbe, new Uint8Array(), {
+      msgID: MessageIds.placement(jobId, 0),
+    });
+    if (ack.duplicate) return true;
+    const jsm = await this.js.jetstreamManager(false);
+    await retryTransient(() => jsm.streams.deleteMessage(Streams.actor, ack.seq, false)).catch(
+      (err: unknown) => this.log.warn({ err, seq: ack.seq }, 'enqueue check: probe not deleted'),
+    );
+    return false;
+  }
+
   /** True when the job's envelope was never stored and the job was failed. */
   async #check(jobId: string, fresh: Fresh): Promise<boolean> {
     const stored = await this.jobs.get(jobId);
@@ -142,6 +163,14 @@ export class EnqueueCheck {
       msgID: MessageIds.envelope(jobId),
       headers: h,
     });
+    if (!ack.duplicate && (await this.#placed(jobId))) {
+      this.#fresh.delete(jobId);
+      this.log.info(
+        { job_id: jobId },
+        'enqueue check: placed on an actor host, not started yet; left to run',
+      );
+      return false;
+    }
     this.#fresh.delete(jobId);
     if (ack.duplicate) return false;
     const ended = await this.jobs.failNotEnqueued(jobId, 'its message never reached the queue');

@@ -1,0 +1,100 @@
+// Issue 23: the reaper's enqueue check failed `NOT_ENQUEUED` a job whose envelope had reached the
+// queue (`frozen-leader`, 1 job in 1 run). Its probe relies on `SVC_JOBS` remembering the job id
+// as a message id; nats-server 2.9 forgets the ids of messages already consumed when it restarts
+// (it rebuilds them from the messages it still stores). A job placed on an actor host and waiting
+// there behind its device's running job was then taken for one whose envelope never arrived.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Consumers, Streams } from '@svc/proto';
+import { connectNats } from '@svc/nats';
+import { startDevice } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  http,
+  startInProcessStack,
+  waitForJob,
+  waitHealthy,
+  waitUntil,
+} from '../harness/mod.js';
+
+test('when nats-server restarts while a job waits on its actor host past ENQUEUE_GRACE, then the enqueue check leaves it to run', async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-enqueue-restart-'));
+  let nats = await NatsServerProcess.start({ dataDir });
+  const logLines: string[] = [];
+  const stack = await startInProcessStack(nats.url, {
+    env: {
+      ENQUEUE_GRACE: '1',
+      JOB_REAPER_INTERVAL: '0.5',
+      JOB_DEDUP_ENABLED: 'false',
+      RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+    },
+    logSink: new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(line);
+        done();
+      },
+    }),
+  });
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  t.after(async () => {
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  await waitHealthy(stack.url);
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = async (command: string) => {
+    const answer = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, platform: 'cisco_ios', commands: [command] },
+    });
+    assert.equal(answer.status, 202, answer.text);
+    return answer.json.job_id as string;
+  };
+
+  // The device holds a first job (its command never answered); the second waits behind it on
+  // the actor host, its envelope consumed from SVC_JOBS, its record `queued`.
+  await device.setFaults({ hang: 'show clock' });
+  const held = await submit('show clock');
+  await waitUntil(
+    () => device.stats.commands.some((c) => c.command === 'show clock'),
+    'the first job to reach the device',
+  );
+  const waiting = await submit('show version');
+  const host = stack.actors[0]!.hostId;
+  const nc = await connectNats(nats.url, 'enqueue-check-restart-test');
+  const jsm = await jetstreamManager(nc);
+  await waitUntil(
+    async () =>
+      (await jsm.consumers.info(Streams.actor, Consumers.actor(host))).num_ack_pending === 2,
+    'the second job placed on the actor host',
+  );
+  await nc.close();
+
+  await nats.stop();
+  nats = await NatsServerProcess.start({ dataDir, port: nats.port });
+  await waitHealthy(stack.url, 30_000);
+
+  // The reaper's check of the waiting job has run (its outcome is logged either way).
+  await waitUntil(
+    () =>
+      logLines.some(
+        (l) =>
+          l.includes(waiting) &&
+          (l.includes('never reached the queue') || l.includes('enqueue check: placed')),
+      ),
+    "the reaper's enqueue check of the waiting job",
+    { timeoutMs: 60_000 },
+  );
+  const cancelled = await http('DELETE', `${stack.url}/v2/send-command/${held}`, auth);
+  assert.equal(cancelled.status, 204, cancelled.text);
+  const ended = await waitForJob(stack.url, waiting, auth);
+  assert.equal(ended.json.status, 'finished', ended.text);
+  assert.ok(device.stats.commands.some((c) => c.command === 'show version'));
+});
