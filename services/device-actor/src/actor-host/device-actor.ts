@@ -27,6 +27,7 @@ import {
 import type { Admitted } from './device-admission.js';
 import { DeviceClaim } from './device-claim.js';
 import { Mailbox } from './mailbox.js';
+import { refusedStart } from './refused-start.js';
 import { redactSecrets } from '../device/redaction.js';
 import type { ParsedOutputs } from './structured-output.js';
 import { TranscriptRecorder } from '../device/transcript.js';
@@ -36,6 +37,9 @@ import { TranscriptRecorder } from '../device/transcript.js';
  * before it starts anyway: a job that never ends (its record stranded) must not stop its device.
  */
 export const DEVICE_ORDER_WAIT_MS = 60_000;
+
+/** Starts of one copy refused by a record that allows it, before the message is tried later. */
+const START_ATTEMPTS = 3;
 
 /** A placed job and the message to settle once it has ended. */
 export interface Delivery {
@@ -218,37 +222,53 @@ export class DeviceActor {
   async #start(envelope: JobEnvelope, msg: JsMsg, jlog: Logger): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
-    // From the record as the gateway created it (no read unless a cancel came between); a
-    // copy of an earlier placement (handed back since) never starts.
-    const started = await ctx.jobs.start(envelope, ctx.hostId);
-    if (started) return started;
-    const current = await ctx.jobs.get(jobId);
-    if (current === null || isTerminal(current.record.status)) this.ctx.ended.add(jobId);
-    if (
-      current?.record.status === 'started' &&
-      current.record.actor_host === ctx.hostId &&
-      !ctx.running.has(jobId)
-    ) {
-      // Started here, but its outcome never reached the store: it must not run again.
-      await ctx.jobs.fail(
-        jobId,
-        'started',
-        new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
+    for (let attempt = 1; ; attempt++) {
+      // From the record as the gateway created it (no read unless a cancel came between); a
+      // copy of an earlier placement (handed back since) never starts.
+      const started = await ctx.jobs.start(envelope, ctx.hostId);
+      if (started) return started;
+      const current = await ctx.jobs.get(jobId);
+      const why = refusedStart(
+        current?.record ?? null,
+        envelope,
+        ctx.hostId,
+        ctx.running.has(jobId),
       );
+      switch (why.kind) {
+        case 'retry':
+          jlog.warn({ attempt }, 'start refused while the record lets this copy start; again');
+          // Past a few tries the message is tried again later (`#settle` naks it): never dropped.
+          if (attempt >= START_ATTEMPTS)
+            throw new Error('start refused by a record that allows it');
+          continue;
+        case 'ended':
+          ctx.ended.add(jobId);
+          jlog.debug('job ended already (cancelled, or its record expired); skipped');
+          return null;
+        case 'outcome-lost':
+          // Started here, but its outcome never reached the store: it must not run again.
+          await ctx.jobs.fail(
+            jobId,
+            'started',
+            new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
+          );
+          return null;
+        case 'started':
+          jlog.debug('job started elsewhere; skipped');
+          return null;
+        case 'fenced':
+          jlog.info(
+            { placement: envelope.placement, record_placement: why.later },
+            'job handed back since this copy was placed; skipped',
+          );
+          // The drain that fenced it may have failed before its copy was stored (a store
+          // outage): this copy is then the job's last, so the later one is sent (stored once).
+          if (why.later > envelope.placement) {
+            await ctx.jobs.handBack(envelope, why.later, msg.headers);
+          }
+          return null;
+      }
     }
-    if (current?.record.status === 'queued') {
-      const later = current.record.placement ?? 0;
-      jlog.info(
-        { placement: envelope.placement, record_placement: later },
-        'job handed back since this copy was placed; skipped',
-      );
-      // The drain that fenced it may have failed before its copy was stored (a store outage):
-      // this copy is then the job's last, so the later one is sent (stored once either way).
-      if (later > envelope.placement) await ctx.jobs.handBack(envelope, later, msg.headers);
-      return null;
-    }
-    jlog.debug('job not queued any more (cancelled or started elsewhere); skipped');
-    return null;
   }
 
   /**
