@@ -23,6 +23,8 @@ export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
 export { waitUntil } from './wait.js';
+export { captureLogs } from './logs.js';
+export type { LogCapture } from './logs.js';
 export { settledStoreFiles } from './store-files.js';
 export type { WaitOptions } from './wait.js';
 export {

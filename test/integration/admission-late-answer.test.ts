@@ -5,7 +5,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { Writable } from 'node:stream';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { startDevice } from '@svc/test/support';
@@ -19,6 +18,7 @@ import {
   waitHealthy,
   waitUntil,
   type HttpOptions,
+  captureLogs,
 } from '../harness/mod.js';
 
 interface HeldSubmission {
@@ -37,15 +37,7 @@ interface HeldSubmission {
 
 /** A submission answered 503 at STORE_TIMEOUT while its envelope publish waits for an answer. */
 async function heldSubmission(t: TestContext): Promise<HeldSubmission> {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const line of chunk.toString('utf8').split('\n')) {
-        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-      }
-      done();
-    },
-  });
+  const { sink, records: lines } = captureLogs();
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
   const stack = await startInProcessStack(nats.url, {
