@@ -8,6 +8,7 @@ export {
   silentLogger,
   quietAudit,
   waitHealthy,
+  waitWorkers,
   TEST_ENCRYPTION_KEY,
 } from './stack.js';
 export type { InProcessStack } from './stack.js';
