@@ -142,9 +142,17 @@ export class HostKeyStore {
       copy = KvMirror.start(this.kv).catch(() => null);
       copies.set(this.kv, copy);
     }
-    const mirror = await copy;
-    if (!mirror?.ready) return this.get(context, host, port);
-    const entry = mirror.get(HostKeyStore.keyOf(context, host, port));
+    const pin = HostKeyStore.pinIn(await copy, HostKeyStore.keyOf(context, host, port));
+    return pin !== undefined ? pin : this.get(context, host, port);
+  }
+
+  /** The pin a copy holds for `key`: null when none, undefined when there is no ready copy. */
+  private static pinIn(
+    mirror: KvMirror | null | undefined,
+    key: string,
+  ): PinnedHostKey | null | undefined {
+    if (!mirror?.ready) return undefined;
+    const entry = mirror.get(key);
     return entry ? decodeMessage(PinnedHostKeyRecord, entry.value) : null;
   }
 
@@ -155,14 +163,7 @@ export class HostKeyStore {
    */
   private async settled(key: string, revision: number | null): Promise<void> {
     const mirror = await copies.get(this.kv);
-    if (!mirror?.ready) return;
-    const deadline = Date.now() + 2000;
-    for (;;) {
-      const entry = mirror.get(key);
-      if (revision === null ? entry === null : (entry?.revision ?? 0) >= revision) return;
-      if (Date.now() > deadline) return;
-      await new Promise((r) => setTimeout(r, 2));
-    }
+    if (mirror?.ready) await mirror.caughtUp(key, revision, 2000);
   }
 
   /** The device key of a host key (`<context>|hostkey:<fingerprint>`): one device, any address. */
@@ -194,11 +195,13 @@ export class HostKeyStore {
       return await this.get(context, host, port);
     } catch (err) {
       if (err instanceof MalformedMessage) throw err;
-      const mirror = await copies.get(this.kv);
-      const entry = mirror?.ready ? mirror.get(HostKeyStore.keyOf(context, host, port)) : null;
-      if (!entry) throw err;
+      const pin = HostKeyStore.pinIn(
+        await copies.get(this.kv),
+        HostKeyStore.keyOf(context, host, port),
+      );
+      if (!pin) throw err;
       onFallback?.(err);
-      return decodeMessage(PinnedHostKeyRecord, entry.value);
+      return pin;
     }
   }
 

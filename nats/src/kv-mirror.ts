@@ -13,6 +13,8 @@ export interface MirroredEntry {
  */
 export class KvMirror {
   readonly #entries = new Map<string, MirroredEntry>();
+  /** Callers of `caughtUp` per key, each told of every change of its key. */
+  readonly #waiters = new Map<string, Set<() => void>>();
   #ready = false;
   #watch: { stop(): void } | null = null;
 
@@ -29,6 +31,7 @@ export class KvMirror {
         if (e.operation === 'PUT')
           mirror.#entries.set(e.key, { value: e.value, revision: e.revision });
         else mirror.#entries.delete(e.key);
+        mirror.#wake(e.key);
         // delta counts the initial values still to come.
         if (e.delta === 0 || e.isUpdate) mirror.#ready = true;
       }
@@ -52,9 +55,43 @@ export class KvMirror {
     return this.#entries.entries();
   }
 
+  /**
+   * Resolves true once the copy holds `key` at `revision` or later (`null`: once it holds no
+   * `key`), false after `timeoutMs` (a copy that fell behind or stopped). For a writer that
+   * wants its own write in the copy before it reads from there.
+   */
+  caughtUp(key: string, revision: number | null, timeoutMs: number): Promise<boolean> {
+    const holds = () => {
+      const entry = this.#entries.get(key);
+      return revision === null ? entry === undefined : (entry?.revision ?? 0) >= revision;
+    };
+    if (holds()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiters = this.#waiters.get(key) ?? new Set<() => void>();
+      this.#waiters.set(key, waiters);
+      const done = (caught: boolean) => {
+        clearTimeout(timer);
+        waiters.delete(wake);
+        if (waiters.size === 0 && this.#waiters.get(key) === waiters) this.#waiters.delete(key);
+        resolve(caught);
+      };
+      const wake = () => {
+        if (holds()) done(true);
+      };
+      const timer = setTimeout(() => done(false), timeoutMs);
+      timer.unref();
+      waiters.add(wake);
+    });
+  }
+
   /** Drops a key from the copy only (entries that expired by the bucket's TTL send no delete). */
   forget(key: string): void {
     this.#entries.delete(key);
+    this.#wake(key);
+  }
+
+  #wake(key: string): void {
+    for (const wake of this.#waiters.get(key) ?? []) wake();
   }
 
   stop(): void {

@@ -64,6 +64,7 @@ export {
   MessageBody,
   HealthRecord,
   HealthStatus,
+  PageSizes,
 } from './messages/http.js';
 export { ajv, check, createAjv, validatorFor, toIssues } from './validate.js';
 export type { Checked } from './validate.js';

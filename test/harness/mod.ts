@@ -8,6 +8,7 @@ export {
   silentLogger,
   quietAudit,
   waitHealthy,
+  waitWorkers,
   TEST_ENCRYPTION_KEY,
 } from './stack.js';
 export type { InProcessStack } from './stack.js';
@@ -23,6 +24,10 @@ export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
 export { waitUntil } from './wait.js';
+export { captureLogs } from './logs.js';
+export { deviceStackForFile } from './device-stack.js';
+export type { DeviceStack } from './device-stack.js';
+export type { LogCapture } from './logs.js';
 export { settledStoreFiles } from './store-files.js';
 export type { WaitOptions } from './wait.js';
 export {

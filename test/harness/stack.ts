@@ -258,3 +258,13 @@ export async function waitHealthy(url: string, timeoutMs = 15_000): Promise<void
     throw new Error(`not healthy: ${last}`);
   });
 }
+
+/** Waits until /healthcheck counts `count` live actor hosts (placement can use them all). */
+export async function waitWorkers(url: string, count: number): Promise<void> {
+  await waitUntil(
+    async () =>
+      (await http('GET', `${url}/healthcheck`)).json?.components?.workers?.count === count,
+    `${count} live actor hosts`,
+    { everyMs: 50 },
+  );
+}

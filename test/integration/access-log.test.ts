@@ -3,7 +3,6 @@
 // Real nats-server, real HTTP, SSH device simulator.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
@@ -12,17 +11,10 @@ import {
   waitHealthy,
   type InProcessStack,
   waitUntil,
+  captureLogs,
 } from '../harness/mod.js';
 
-const lines: Record<string, unknown>[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const line of chunk.toString('utf8').split('\n')) {
-      if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
-    }
-    done();
-  },
-});
+const { sink, records: lines } = captureLogs();
 
 let nats: NatsServerProcess;
 let stack: InProcessStack;

@@ -8,6 +8,7 @@ import {
   testEnv,
   waitForJob,
   waitUntil,
+  waitWorkers,
 } from '../harness/mod.js';
 
 const PASSWORD = 'svc-demo';
@@ -26,14 +27,6 @@ async function waitStatus(
     },
     `job ${id} to be ${status}`,
     { timeoutMs },
-  );
-}
-
-async function waitWorkers(url: string, count: number) {
-  await waitUntil(
-    async () =>
-      (await http('GET', `${url}/healthcheck`)).json?.components?.workers?.count === count,
-    `${count} live actor hosts`,
   );
 }
 

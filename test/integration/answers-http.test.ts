@@ -1,75 +1,50 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDevice, type SimulatedDevice } from '@svc/test/support';
-import {
-  NatsServerProcess,
-  http,
-  startInProcessStack,
-  waitForJob,
-  waitHealthy,
-  type InProcessStack,
-} from '../harness/mod.js';
+import { http, waitForJob, deviceStackForFile } from '../harness/mod.js';
 
 /** `answers` end to end: request → job record → device actor → the device's question. */
 
-let nats: NatsServerProcess;
-let stack: InProcessStack;
-let device: SimulatedDevice;
-let auth: { basic: { username: string; password: string } };
-
-before(async () => {
-  nats = await NatsServerProcess.start();
-  device = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
-  auth = { basic: { username: device.username, password: device.password } };
-  stack = await startInProcessStack(nats.url);
-  await waitHealthy(stack.url);
-});
-
-after(async () => {
-  await stack?.stop();
-  await device?.stop();
-  await nats?.stop();
-});
+const lab = deviceStackForFile({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
 
 const body = (commands: string[], extra: Record<string, unknown> = {}) => ({
   host: '127.0.0.1',
-  port: device.port,
+  port: lab.device.port,
   platform: 'cisco_ios',
   commands,
   ...extra,
 });
 
 test('when send-command answers [confirm], then the job finishes and the record keeps the answers', async () => {
-  device.resetStats();
+  lab.device.resetStats();
   const answers = [{ prompt: '\\[confirm\\]\\s*$', answer: '', command: 0 }];
-  const submitted = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
+  const submitted = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
     body: body(['clear counters', 'show version'], { answers }),
   });
   assert.equal(submitted.status, 202, submitted.text);
-  const done = await waitForJob(stack.url, submitted.json.job_id, auth);
+  const done = await waitForJob(lab.stack.url, submitted.json.job_id, lab.auth);
   assert.equal(done.json.status, 'finished', done.text);
   assert.match(done.json.results['clear counters'], /\[confirm\]$/);
   assert.match(done.json.results['show version'], /^Cisco IOS Software/);
-  assert.deepEqual(device.stats.answers, ['']);
+  assert.deepEqual(lab.device.stats.answers, ['']);
 });
 
 test('when send-config answers [yes/no], then the line applies and the job finishes', async () => {
-  device.resetStats();
+  lab.device.resetStats();
   const line = 'crypto key generate rsa modulus 2048';
-  const submitted = await http('POST', `${stack.url}/v2/send-config`, {
-    ...auth,
+  const submitted = await http('POST', `${lab.stack.url}/v2/send-config`, {
+    ...lab.auth,
     body: body([line], { answers: [{ prompt: '\\[yes/no\\]:\\s*$', answer: 'yes' }] }),
   });
   assert.equal(submitted.status, 202, submitted.text);
-  const done = await waitForJob(stack.url, submitted.json.job_id, auth);
+  const done = await waitForJob(lab.stack.url, submitted.json.job_id, lab.auth);
   assert.equal(done.json.status, 'finished', done.text);
   assert.match(done.json.results[line], /\[OK\]/);
-  assert.deepEqual(device.stats.answers, ['yes']);
+  assert.deepEqual(lab.device.stats.answers, ['yes']);
 });
 
 test('when an answer is a line break or a pattern RE2 cannot run, then 422 at the field and nothing runs', async () => {
-  device.resetStats();
+  lab.device.resetStats();
   for (const [answers, loc, type] of [
     [
       [{ prompt: 'x', answer: 'y\r\nreload' }],
@@ -79,8 +54,8 @@ test('when an answer is a line break or a pattern RE2 cannot run, then 422 at th
     [[{ prompt: '(a)\\1', answer: '' }], ['body', 'answers', 0, 'prompt'], 'value_error'],
     [[{ prompt: 'x', answer: '', command: 5 }], ['body', 'answers', 0, 'command'], 'value_error'],
   ] as const) {
-    const r = await http('POST', `${stack.url}/v2/send-command`, {
-      ...auth,
+    const r = await http('POST', `${lab.stack.url}/v2/send-command`, {
+      ...lab.auth,
       body: body(['show version'], { answers }),
     });
     assert.equal(r.status, 422, r.text);
@@ -91,5 +66,5 @@ test('when an answer is a line break or a pattern RE2 cannot run, then 422 at th
     assert.equal(issue?.type, type);
     assert.ok(!r.text.includes('reload'), 'the value is not echoed');
   }
-  assert.equal(device.stats.handshakes, 0, 'nothing reached the device');
+  assert.equal(lab.device.stats.handshakes, 0, 'nothing reached the device');
 });

@@ -17,6 +17,7 @@ import {
   testEnv,
   waitForJob,
   waitUntil,
+  waitWorkers,
 } from '../harness/mod.js';
 
 const PASSWORD = 'svc-demo';
@@ -87,10 +88,7 @@ test('when the dispatcher fails over while a device has jobs queued on a host ot
   await waitUntil(async () => (await placedOn(other)) === 2, 'both jobs placed on the other host');
   // The preferred host comes back, then the dispatcher fails over.
   await startActor(preferred);
-  await waitUntil(async () => {
-    const h = await http('GET', `${stack.url}/healthcheck`);
-    return h.json?.components?.workers?.count === 2;
-  }, 'two live actor hosts');
+  await waitWorkers(stack.url, 2);
   await stack.dispatcher.stop();
   const dispatcherNc = await connectNats(nats.url, 'dispatcher-2');
   const dispatcher = await startDispatcher(loadDispatcherConfig(env), {

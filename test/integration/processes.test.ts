@@ -11,7 +11,7 @@ import {
   readAllFiles,
   testEnv,
   waitForJob,
-  waitUntil,
+  waitWorkers,
 } from '../harness/mod.js';
 
 const PASSWORD = 'Pw-9f3c1e-never-stored';
@@ -41,11 +41,7 @@ test('when gateway, dispatcher and two actor hosts run as processes, then 50 job
   });
   const url = await procs[4]!.httpUrl();
   // Both actor hosts beat before load starts, so placement can use both.
-  await waitUntil(
-    async () => (await http('GET', `${url}/healthcheck`)).json?.components?.workers?.count === 2,
-    'both actor hosts live',
-    { everyMs: 50 },
-  );
+  await waitWorkers(url, 2);
 
   const auth = { basic: { username: fleet.devices[0]!.username, password: PASSWORD } };
   const submitted = new Map<number, string[]>(); // device index -> commands in submit order

@@ -6,7 +6,6 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { Writable } from 'node:stream';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import { loadGatewayConfig, startGateway, type RunningGateway } from '@svc/gateway';
 import { loadDispatcherConfig, startDispatcher, type RunningDispatcher } from '@svc/dispatcher';
@@ -30,6 +29,7 @@ import {
   testEnv,
   waitForJob,
   waitHealthy,
+  captureLogs,
 } from '../harness/mod.js';
 
 const PASSWORD = 'Dev1ce-Pa55word-7c1e9a';
@@ -52,7 +52,6 @@ let device: SimulatedDevice;
 let receiver: Server;
 let receiverUrl: string;
 const deliveries: Delivery[] = [];
-const logLines: string[] = [];
 const connections: NatsConnection[] = [];
 let gateway: RunningGateway;
 let dispatcher: RunningDispatcher;
@@ -61,12 +60,7 @@ let reaper: RunningReaper;
 let url: string;
 
 /** Every log line of every service, DEBUG and up, audit included. */
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(line);
-    done();
-  },
-});
+const { sink, lines: logLines } = captureLogs();
 
 before(async () => {
   nats = await NatsServerProcess.start();

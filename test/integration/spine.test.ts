@@ -1,48 +1,23 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startDevice, type SimulatedDevice } from '@svc/test/support';
-import {
-  NatsServerProcess,
-  http,
-  startInProcessStack,
-  waitForJob,
-  waitHealthy,
-  type InProcessStack,
-} from '../harness/mod.js';
+import { http, waitForJob, deviceStackForFile } from '../harness/mod.js';
 import { connect } from '@nats-io/transport-node';
 import { Kvm } from '@nats-io/kv';
 import { jetstream } from '@nats-io/jetstream';
 
-let nats: NatsServerProcess;
-let stack: InProcessStack;
-let device: SimulatedDevice;
-let auth: { basic: { username: string; password: string } };
-
-before(async () => {
-  nats = await NatsServerProcess.start();
-  device = await startDevice({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
-  auth = { basic: { username: device.username, password: device.password } };
-  stack = await startInProcessStack(nats.url);
-  await waitHealthy(stack.url);
-});
-
-after(async () => {
-  await stack?.stop();
-  await device?.stop();
-  await nats?.stop();
-});
+const lab = deviceStackForFile({ platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' });
 
 const body = (extra: Record<string, unknown> = {}) => ({
   host: '127.0.0.1',
-  port: device.port,
+  port: lab.device.port,
   platform: 'cisco_ios',
   commands: ['show version', 'show ip interface brief'],
   ...extra,
 });
 
 async function jobCount(): Promise<number> {
-  const nc = await connect({ servers: nats.url });
+  const nc = await connect({ servers: lab.nats.url });
   try {
     const kv = await new Kvm(jetstream(nc)).open('svc-jobs');
     return (await kv.status()).values;
@@ -52,7 +27,10 @@ async function jobCount(): Promise<number> {
 }
 
 test('when a job is submitted, then 202 carries every enqueue field and polling ends finished with each output', async () => {
-  const submitted = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: body() });
+  const submitted = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
+    body: body(),
+  });
   assert.equal(submitted.status, 202, submitted.text);
   const r = submitted.json;
   assert.match(r.job_id, /^[0-9a-f-]{36}$/);
@@ -64,7 +42,7 @@ test('when a job is submitted, then 202 carries every enqueue field and polling 
   assert.equal(r.idempotent, false);
   assert.equal(submitted.headers['x-request-id'], r.job_id);
 
-  const done = await waitForJob(stack.url, r.job_id, auth);
+  const done = await waitForJob(lab.stack.url, r.job_id, lab.auth);
   assert.equal(done.json.status, 'finished', done.text);
   assert.deepEqual(Object.keys(done.json.results), ['show version', 'show ip interface brief']);
   assert.match(done.json.results['show version'], /Cisco IOS/);
@@ -72,24 +50,24 @@ test('when a job is submitted, then 202 carries every enqueue field and polling 
   assert.equal(done.json.error, null);
   assert.ok(done.json.started_at && done.json.ended_at);
 
-  const viaJobs = await http('GET', `${stack.url}/v2/jobs/${r.job_id}`, auth);
+  const viaJobs = await http('GET', `${lab.stack.url}/v2/jobs/${r.job_id}`, lab.auth);
   assert.equal(viaJobs.status, 200);
   assert.deepEqual(viaJobs.json.results, done.json.results);
 });
 
 test('when X-Request-ID is a UUID v4, then it becomes the job id and is echoed', async () => {
   const id = randomUUID();
-  const a = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
+  const a = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
     body: body({ commands: ['show version'] }),
     headers: { 'X-Request-ID': id },
   });
   assert.equal(a.status, 202);
   assert.equal(a.json.job_id, id);
   assert.equal(a.headers['x-request-id'], id);
-  await waitForJob(stack.url, id, auth);
-  const bad = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
+  await waitForJob(lab.stack.url, id, lab.auth);
+  const bad = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
     body: body(),
     headers: { 'X-Request-ID': 'not-a-uuid' },
   });
@@ -150,7 +128,7 @@ test('when the body breaks a rule of the request table, then 422 names the field
       const b: Record<string, unknown> = body(patch as Record<string, unknown>);
       for (const [k, v] of Object.entries(patch as Record<string, unknown>))
         if (v === undefined) delete b[k];
-      const a = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body: b });
+      const a = await http('POST', `${lab.stack.url}/v2/send-command`, { ...lab.auth, body: b });
       assert.equal(a.status, 422, a.text);
       assert.equal(typeof a.json.message, 'string');
       const issues = a.json.validation_error.json as {
@@ -169,8 +147,8 @@ test('when the body breaks a rule of the request table, then 422 names the field
     });
   }
   for (const raw of ['{not json', '', '[]', 'null', '"text"']) {
-    const a = await http('POST', `${stack.url}/v2/send-command`, {
-      ...auth,
+    const a = await http('POST', `${lab.stack.url}/v2/send-command`, {
+      ...lab.auth,
       body: raw,
       headers: { 'content-type': 'application/json' },
     });
@@ -180,51 +158,51 @@ test('when the body breaks a rule of the request table, then 422 names the field
 });
 
 test('when the deprecated aliases ip and device_type are used, then the job runs', async () => {
-  const a = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
+  const a = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
     body: {
       ip: '127.0.0.1',
       device_type: 'cisco_ios',
-      port: device.port,
+      port: lab.device.port,
       commands: ['show version'],
     },
   });
   assert.equal(a.status, 202, a.text);
-  const done = await waitForJob(stack.url, a.json.job_id, auth);
+  const done = await waitForJob(lab.stack.url, a.json.job_id, lab.auth);
   assert.equal(done.json.status, 'finished');
 });
 
 test("when credentials are missing or a job is unknown or someone else's, then 401, 404 and 403", async () => {
-  const none = await http('POST', `${stack.url}/v2/send-command`, { body: body() });
+  const none = await http('POST', `${lab.stack.url}/v2/send-command`, { body: body() });
   assert.equal(none.status, 401);
   assert.equal(typeof none.json.message, 'string');
-  const garbage = await http('GET', `${stack.url}/v2/send-command/${randomUUID()}`, {
+  const garbage = await http('GET', `${lab.stack.url}/v2/send-command/${randomUUID()}`, {
     headers: { authorization: 'Basic !!!' },
   });
   assert.equal(garbage.status, 401);
 
-  const unknown = await http('GET', `${stack.url}/v2/send-command/${randomUUID()}`, auth);
+  const unknown = await http('GET', `${lab.stack.url}/v2/send-command/${randomUUID()}`, lab.auth);
   assert.equal(unknown.status, 404);
   assert.equal(typeof unknown.json.message, 'string');
 
-  const mine = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
+  const mine = await http('POST', `${lab.stack.url}/v2/send-command`, {
+    ...lab.auth,
     body: body({ commands: ['show version'] }),
   });
   assert.equal(mine.status, 202);
   const other = { basic: { username: 'mallory', password: 'x' } };
   for (const path of [`/v2/send-command/${mine.json.job_id}`, `/v2/jobs/${mine.json.job_id}`]) {
-    const a = await http('GET', `${stack.url}${path}`, other);
+    const a = await http('GET', `${lab.stack.url}${path}`, other);
     assert.equal(a.status, 403, path);
     assert.equal(typeof a.json.message, 'string');
     assert.equal(a.json.results, undefined);
   }
-  await waitForJob(stack.url, mine.json.job_id, auth);
+  await waitForJob(lab.stack.url, mine.json.job_id, lab.auth);
 });
 
 test('when /healthcheck is read, then it returns the full health record', async () => {
   for (const path of ['/healthcheck', '/v2/healthcheck']) {
-    const a = await http('GET', `${stack.url}${path}`);
+    const a = await http('GET', `${lab.stack.url}${path}`);
     assert.equal(a.status, 200);
     const h = a.json;
     assert.equal(h.status, 'healthy');
@@ -241,13 +219,13 @@ test('when /healthcheck is read, then it returns the full health record', async 
 });
 
 test('when the device rejects the password, then the job fails with AUTH_FAILED and no password in the error', async () => {
-  const wrong = { basic: { username: device.username, password: 'wrong-secret-xyz' } };
-  const a = await http('POST', `${stack.url}/v2/send-command`, {
+  const wrong = { basic: { username: lab.device.username, password: 'wrong-secret-xyz' } };
+  const a = await http('POST', `${lab.stack.url}/v2/send-command`, {
     ...wrong,
     body: body({ commands: ['show version'] }),
   });
   assert.equal(a.status, 202);
-  const done = await waitForJob(stack.url, a.json.job_id, wrong);
+  const done = await waitForJob(lab.stack.url, a.json.job_id, wrong);
   assert.equal(done.json.status, 'failed');
   assert.equal(done.json.error_code, 'AUTH_FAILED');
   assert.equal(done.json.error_retryable, false);

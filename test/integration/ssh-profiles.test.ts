@@ -1,6 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import {
   generateHostKey,
   generateRsaHostKey,
@@ -20,6 +19,7 @@ import {
   waitForJob,
   waitHealthy,
   type InProcessStack,
+  captureLogs,
 } from '../harness/mod.js';
 
 /**
@@ -35,13 +35,7 @@ const JUMP_PASSWORD = 'Jump-Pa55word-e3c9a1';
 let nats: NatsServerProcess;
 let stack: InProcessStack;
 const started: { stop(): Promise<void> }[] = [];
-const logLines: string[] = [];
-const sink = new Writable({
-  write(chunk: Buffer, _enc, done) {
-    for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(line);
-    done();
-  },
-});
+const { sink, lines: logLines } = captureLogs();
 
 before(async () => {
   nats = await NatsServerProcess.start();

@@ -1,5 +1,14 @@
 import { Type, type Static } from 'typebox';
 
+/**
+ * Sizes of the paged job lists (`per_page`; `page` counts from 1): GET /v2/jobs and
+ * GET /v2/batches/{batch_id}/jobs. The gateway's query schemas and the MCP tools take them here.
+ */
+export const PageSizes = {
+  jobs: { default: 20, max: 100 },
+  batchJobs: { default: 50, max: 500 },
+} as const;
+
 /** One validation failure: where, what, and a pydantic-style type name. */
 export const ValidationIssue = Type.Object({
   loc: Type.Array(Type.Union([Type.String(), Type.Integer()])),

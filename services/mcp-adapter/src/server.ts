@@ -2,6 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '@svc/telemetry';
 import * as z from 'zod';
+import { PageSizes } from '@svc/proto';
 import { templateArgsShape, workflowArgsShape, workflowBody } from './config-tools.js';
 import { isRecord, type ApiClient } from './api-client.js';
 import type { McpAdapterConfig } from './config.js';
@@ -522,7 +523,13 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       description: 'Jobs submitted with this API key, newest first, one page at a time.',
       inputSchema: {
         page: z.number().int().min(1).default(1).describe('Page number, from 1.'),
-        per_page: z.number().int().min(1).max(100).default(20).describe('Jobs per page, 1 to 100.'),
+        per_page: z
+          .number()
+          .int()
+          .min(1)
+          .max(PageSizes.jobs.max)
+          .default(PageSizes.jobs.default)
+          .describe(`Jobs per page, 1 to ${PageSizes.jobs.max}.`),
         status: z
           .enum(['queued', 'started', 'finished', 'failed'])
           .optional()
@@ -607,7 +614,13 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       inputSchema: {
         ...batchIdShape,
         page: z.number().int().min(1).optional().describe('Also return this page of jobs.'),
-        per_page: z.number().int().min(1).max(500).default(50).describe('Jobs per page.'),
+        per_page: z
+          .number()
+          .int()
+          .min(1)
+          .max(PageSizes.batchJobs.max)
+          .default(PageSizes.batchJobs.default)
+          .describe(`Jobs per page, 1 to ${PageSizes.batchJobs.max}.`),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

@@ -13,6 +13,7 @@ import {
   SubjectParsers,
   decodeOrDrop,
   JobEvent,
+  PageSizes,
 } from '@svc/proto';
 import { Type, type Static } from 'typebox';
 import type { Batches } from '../batches.js';
@@ -34,7 +35,6 @@ import {
 } from './route-schemas.js';
 
 type BatchParams = { Params: { batch_id: string } };
-const MAX_PER_PAGE = 500;
 
 /** Where a page number is out of its range or not an integer: the route's own words. */
 const pageIssue = (max: number): IssueText => ({
@@ -59,9 +59,9 @@ export const BatchJobsQuery = Type.Object({
   per_page: Type.Optional(
     Type.Integer({
       minimum: 1,
-      maximum: MAX_PER_PAGE,
-      default: 50,
-      [ISSUE]: pageIssue(MAX_PER_PAGE),
+      maximum: PageSizes.batchJobs.max,
+      default: PageSizes.batchJobs.default,
+      [ISSUE]: pageIssue(PageSizes.batchJobs.max),
     }),
   ),
 });
@@ -93,7 +93,7 @@ export const BatchJobPage = Type.Object(
   {
     batch_id: Type.String(),
     page: Type.Integer({ minimum: 1 }),
-    per_page: Type.Integer({ minimum: 1, maximum: MAX_PER_PAGE }),
+    per_page: Type.Integer({ minimum: 1, maximum: PageSizes.batchJobs.max }),
     total: Type.Integer({ minimum: 0 }),
     jobs: Type.Array(
       Type.Intersect([

@@ -11,6 +11,7 @@ import {
   decodeOrDrop,
   FailedJob,
   JobRecord,
+  PageSizes,
 } from '@svc/proto';
 import { mayAccessJob, mayUseContext, type Caller } from '../caller.js';
 import type { GatewayContext } from '../gateway-context.js';
@@ -107,7 +108,9 @@ const TAG_FILTER = `^${TAG_TEXT.replace(':', '')}:${TAG_TEXT}$`;
  */
 export const ListQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, default: 1 })),
-  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  per_page: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: PageSizes.jobs.max, default: PageSizes.jobs.default }),
+  ),
   status: Type.Optional(Type.Enum(LIST_STATUSES)),
   tag: Type.Optional(
     Type.String({

@@ -1,0 +1,37 @@
+import { before, after } from 'node:test';
+import { startDevice, type SimulatedDevice, type StartDeviceOptions } from '@svc/test/support';
+import { NatsServerProcess } from '@svc/launcher';
+import { startInProcessStack, waitHealthy, type InProcessStack } from './stack.js';
+
+/** A NATS server, one simulated device and an in-process stack, shared by a file's tests. */
+export interface DeviceStack {
+  nats: NatsServerProcess;
+  device: SimulatedDevice;
+  stack: InProcessStack;
+  /** Basic credentials of the device. */
+  auth: { basic: { username: string; password: string } };
+}
+
+/**
+ * Starts a DeviceStack before the file's tests (node:test `before`, at the file's top level)
+ * and stops it after them. Its fields are set once `before` has run.
+ */
+export function deviceStackForFile(
+  device: StartDeviceOptions,
+  stack: Parameters<typeof startInProcessStack>[1] = {},
+): DeviceStack {
+  const lab = {} as Partial<DeviceStack>;
+  before(async () => {
+    lab.nats = await NatsServerProcess.start();
+    lab.device = await startDevice(device);
+    lab.auth = { basic: { username: lab.device.username, password: lab.device.password } };
+    lab.stack = await startInProcessStack(lab.nats.url, stack);
+    await waitHealthy(lab.stack.url);
+  });
+  after(async () => {
+    await lab.stack?.stop();
+    await lab.device?.stop();
+    await lab.nats?.stop();
+  });
+  return lab as DeviceStack;
+}

@@ -1,0 +1,27 @@
+import { Writable } from 'node:stream';
+
+/** Every line written to `sink`: a `logSink` of startInProcessStack, or any pino destination. */
+export interface LogCapture {
+  sink: Writable;
+  /** The lines as written (to look for text anywhere, a secret say). */
+  lines: string[];
+  /** The same lines as JSON records. */
+  records: Record<string, unknown>[];
+}
+
+/** A log destination that keeps every line it is given, for tests that read logs. */
+export function captureLogs(): LogCapture {
+  const lines: string[] = [];
+  const records: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const line of chunk.toString('utf8').split('\n')) {
+        if (!line) continue;
+        lines.push(line);
+        records.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  return { sink, lines, records };
+}

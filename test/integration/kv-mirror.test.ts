@@ -1,0 +1,46 @@
+// The watched copy of a bucket (`KvMirror`): a writer waits for its own write to reach the copy
+// by a signal from the watch (`caughtUp`), as the host-key store does before the next job's
+// guards read the copy. Real nats-server.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { KvMirror, connectNats } from '@svc/nats';
+import { NatsServerProcess } from '../harness/mod.js';
+
+test('when a writer waits for its own put and delete in a watched copy, then the copy holds each once caughtUp resolves', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await nats.stop();
+  });
+  const kv = await new Kvm(jetstream(nc)).create('mirror-test');
+  await kv.put('other', new TextEncoder().encode('x'));
+  const mirror = await KvMirror.start(kv);
+  t.after(() => mirror.stop());
+
+  // What the copy holds when caughtUp resolves, asked before the write it waits for.
+  const when = (key: string, revision: number | null) =>
+    mirror.caughtUp(key, revision, 30_000).then((caught) => ({
+      caught,
+      revision: mirror.get(key)?.revision ?? null,
+    }));
+  // `other` is the bucket's first message: the next put is revision 2, then 3.
+  const firstSeen = when('k', 2);
+  assert.equal(await kv.put('k', new TextEncoder().encode('1')), 2);
+  assert.deepEqual(await firstSeen, { caught: true, revision: 2 });
+  const secondSeen = when('k', 3);
+  assert.equal(await kv.put('k', new TextEncoder().encode('2')), 3);
+  assert.deepEqual(await secondSeen, { caught: true, revision: 3 });
+  assert.equal(new TextDecoder().decode(mirror.get('k')!.value), '2');
+  // Already there: resolves at once, as true.
+  assert.equal(await mirror.caughtUp('k', 2, 30_000), true);
+
+  const deleteSeen = when('k', null);
+  await kv.delete('k');
+  assert.deepEqual(await deleteSeen, { caught: true, revision: null });
+  assert.notEqual(mirror.get('other'), null, 'other keys stay in the copy');
+  // A revision the bucket never reaches: the bound answers, false.
+  assert.equal(await mirror.caughtUp('k', 1000, 50), false);
+});
