@@ -6,7 +6,6 @@
 // hand back) on one job of three queued behind a job the device holds.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Consumers, DefaultTopology, Streams, decodeJson, type JobEnvelope } from '@svc/proto';
@@ -15,6 +14,7 @@ import { Jobs } from '@svc/jobs';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
+  captureLogs,
   http,
   startInProcessStack,
   waitForJob,
@@ -29,7 +29,7 @@ let nc: NatsConnection;
 let jsm: JetStreamManager;
 let jobs: Jobs;
 let device: SimulatedDevice;
-const logLines: string[] = [];
+const logs = captureLogs();
 
 before(async () => {
   nats = await NatsServerProcess.start();
@@ -37,12 +37,7 @@ before(async () => {
     env: { JOB_DEDUP_ENABLED: 'false', RATE_LIMIT_DEVICE_PER_MINUTE: '0' },
     // The device runs on one; the other is a live host for its earlier job to start on.
     actors: 2,
-    logSink: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(line);
-        done();
-      },
-    }),
+    logSink: logs.sink,
   });
   await waitHealthy(stack.url);
   nc = await connectNats(nats.url, 'actors-device-order-test');
@@ -152,7 +147,7 @@ test("when a device's earlier job runs on another live host, then its next job s
 
   await waitUntil(
     () =>
-      logLines.some(
+      logs.lines.some(
         (l) => l.includes(secondId) && l.includes("waits for the device's earlier job to end"),
       ),
     'the later job to wait for the earlier one',

@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Consumers, Streams } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { startDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
+  captureLogs,
   http,
   startInProcessStack,
   waitForJob,
@@ -25,7 +25,7 @@ import {
 test('when nats-server restarts while a job waits on its actor host past ENQUEUE_GRACE, then the enqueue check leaves it to run', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-enqueue-restart-'));
   let nats = await NatsServerProcess.start({ dataDir });
-  const logLines: string[] = [];
+  const logs = captureLogs();
   const stack = await startInProcessStack(nats.url, {
     env: {
       ENQUEUE_GRACE: '1',
@@ -33,12 +33,7 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
       JOB_DEDUP_ENABLED: 'false',
       RATE_LIMIT_DEVICE_PER_MINUTE: '0',
     },
-    logSink: new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(line);
-        done();
-      },
-    }),
+    logSink: logs.sink,
   });
   const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
   t.after(async () => {
@@ -84,7 +79,7 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
   // The reaper's check of the waiting job has run (its outcome is logged either way).
   await waitUntil(
     () =>
-      logLines.some(
+      logs.lines.some(
         (l) =>
           l.includes(waiting) &&
           (l.includes('never reached the queue') || l.includes('enqueue check: placed')),

@@ -332,23 +332,19 @@ test('when a new leader places a device the previous leader put on a live host o
 });
 
 test("when a device's jobs are placed, then each names the job placed before it, across a move to another host and a placement repeated", async () => {
-  const p = new Placement(LIVENESS_MS);
-  const { ended, isSettled } = ledger();
-  p.update('a', beat('a', T0));
-  p.update('b', beat('b', T0));
+  const { p, ended, place } = twoHosts();
   const device = deviceOn('a');
-  const newJob = (id: string) => ({ id, handBack: false });
-  assert.equal(await p.place('default', device, newJob('j1'), isSettled, T0), 'a');
+  assert.equal(await place(device, 'j1', T0), 'a');
   assert.equal(p.jobBefore(device, 'j1'), undefined, 'the first job waits for none');
-  assert.equal(await p.place('default', device, newJob('j2'), isSettled, T0), 'a');
+  assert.equal(await place(device, 'j2', T0), 'a');
   assert.equal(p.jobBefore(device, 'j2'), 'j1');
   // A redelivered j2 placed again still names j1, never itself.
-  assert.equal(await p.place('default', device, newJob('j2'), isSettled, T0), 'a');
+  assert.equal(await place(device, 'j2', T0), 'a');
   assert.equal(p.jobBefore(device, 'j2'), 'j1');
   // `a` leaves once j2 has ended: j3 moves to `b` and names j2, which ran on `a`.
   ended.add('j2');
   p.update('a', null);
-  assert.equal(await p.place('default', device, newJob('j3'), isSettled, T0 + 10), 'b');
+  assert.equal(await place(device, 'j3', T0 + 10), 'b');
   assert.equal(p.jobBefore(device, 'j3'), 'j2');
   assert.equal(p.jobBefore(device, 'j2'), undefined, 'only the last job is answered');
 });
