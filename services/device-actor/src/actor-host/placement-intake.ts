@@ -1,6 +1,8 @@
 import {
   AckPolicy,
   DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
   jetstream,
   type ConsumerMessages,
   type JetStreamManager,
@@ -58,8 +60,14 @@ export class PlacementIntake {
       try {
         if (this.#stalled) {
           // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
-          // the stream, and one delivered twice cannot start twice.
-          await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => false);
+          // the stream, and one delivered twice cannot start twice. Replaced only once deleted:
+          // the one kept would never send again what it sent into a connection that lost it
+          // (its ack_wait is hours), and those jobs would wait in the stream for that long.
+          await jsm.consumers
+            .delete(Streams.actor, Consumers.actor(hostId))
+            .catch((err: unknown) => {
+              if (!isConsumerNotFound(err)) throw err;
+            });
           this.#stalled = false;
         }
         // Re-declared each time: a reaper that took this host for dead deleted it.
@@ -72,11 +80,17 @@ export class PlacementIntake {
         for await (const msg of this.#messages) this.deliver(msg);
       } catch (err) {
         // A cluster node going away can end the consumer: consume again, never stop serving.
+        // What the failed consume had taken and not handed over is lost with it: replaced too.
+        this.#stalled = true;
         if (!this.draining()) log.warn({ err }, 'placement consumer failed; consuming again');
       }
       if (!this.draining()) await sleep(500);
     }
   }
+}
+
+function isConsumerNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
 function sleep(ms: number): Promise<void> {
