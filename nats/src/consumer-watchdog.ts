@@ -1,5 +1,15 @@
-import type { ConsumeOptions, ConsumerMessages } from '@nats-io/jetstream';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type ConsumeOptions,
+  type ConsumerMessages,
+} from '@nats-io/jetstream';
 import type { Logger } from '@svc/telemetry';
+
+/** Whether a JetStream API error says the consumer does not exist. */
+export function isConsumerNotFound(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
+}
 
 /**
  * Pull options of the work consumers (dispatch, placement). A pull held by a consumer leader

@@ -12,4 +12,4 @@ export { retryTransient } from './store-retry.js';
 export { Lease } from './lease.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
-export { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
+export { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from './consumer-watchdog.js';

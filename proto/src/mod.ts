@@ -18,6 +18,8 @@ export {
   Buckets,
   ObjectBuckets,
   LockKeys,
+  UUID_V4_PATTERN,
+  isJobId,
   Headers,
   MessageIds,
   SubjectParsers,

@@ -5,6 +5,16 @@
 
 const UNSAFE_TOKEN = /[.*>\s]/;
 
+/** A UUID version 4 in any case (a JSON Schema pattern has no flags): what a job id is. */
+export const UUID_V4_PATTERN =
+  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
+const UUID_V4 = new RegExp(UUID_V4_PATTERN);
+
+/** Whether a value read from a message (a header) is a job id. */
+export function isJobId(value: string): boolean {
+  return UUID_V4.test(value);
+}
+
 /** Throws when a value cannot be one subject token. */
 export function subjectToken(value: string): string {
   if (value.length === 0 || UNSAFE_TOKEN.test(value)) {

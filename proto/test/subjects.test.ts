@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Buckets, MessageIds, SubjectParsers, Subjects } from '../src/subjects.js';
+import { Buckets, MessageIds, SubjectParsers, Subjects, isJobId } from '../src/subjects.js';
 
 const JOB = '0b7a3c52-1f0e-4d7e-9c59-7c1e3c1d2a10';
 const BATCH = 'b-9f2c';
@@ -50,4 +50,11 @@ test('subjects of another shape parse to null', () => {
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}..x`), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.failed}.${JOB}`), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.`), null);
+});
+
+test('when a header names a job, then only a job id passes (no subject wildcards, line breaks or other text)', () => {
+  assert.equal(isJobId('3f1c9a4e-8d1b-4e53-9a51-2f7f3e1f0c11'), true);
+  for (const bad of ['', 'job.>', '3f1c9a4e-8d1b-4e53-9a51-2f7f3e1f0c11\nx', 'a b', '*']) {
+    assert.equal(isJobId(bad), false, JSON.stringify(bad));
+  }
 });

@@ -222,17 +222,13 @@ export class Placement {
 
   /** The device's jobs go to `host` from `jobId` on (behind its last job wherever that was). */
   #moveTo(deviceKey: string, host: string, jobId: string, current?: DevicePlacement): void {
-    const moved: DevicePlacement = { host, lastJob: jobId };
-    if (current) this.#follow(moved, jobId, current);
-    this.#devices.set(deviceKey, moved);
+    const jobBefore = current && jobBeforeOf(current, jobId);
+    this.#devices.set(deviceKey, { host, lastJob: jobId, ...(jobBefore ? { jobBefore } : {}) });
   }
 
-  #follow(next: DevicePlacement, jobId: string, current: DevicePlacement = next): void {
-    // Placed again (a redelivered job): the job before it stays.
-    const before = current.lastJob === jobId ? current.jobBefore : current.lastJob;
-    next.lastJob = jobId;
-    if (before !== undefined) next.jobBefore = before;
-    else delete next.jobBefore;
+  #follow(current: DevicePlacement, jobId: string): void {
+    current.jobBefore = jobBeforeOf(current, jobId);
+    current.lastJob = jobId;
   }
 
   /**
@@ -342,6 +338,11 @@ export class Placement {
     }
     return best;
   }
+}
+
+/** The job placed before `jobId`; a redelivered job placed again keeps the one it had. */
+function jobBeforeOf(current: DevicePlacement, jobId: string): string | undefined {
+  return current.lastJob === jobId ? current.jobBefore : current.lastJob;
 }
 
 export function rendezvousScore(deviceKey: string, hostId: string): bigint {

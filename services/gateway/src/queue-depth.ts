@@ -1,5 +1,6 @@
 import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
 import { Consumers, Streams, Subjects, type WorkerHeartbeat } from '@svc/proto';
+import { isConsumerNotFound } from '@svc/nats';
 
 /** The actor hosts the gateway knows of (their heartbeats). */
 export type HostsSource = () => Promise<readonly Pick<WorkerHeartbeat, 'host_id' | 'contexts'>[]>;
@@ -125,7 +126,7 @@ export class QueueDepth {
     try {
       return await this.jsm.consumers.info(stream, name);
     } catch (err) {
-      if (/consumer not found|10014/i.test(String((err as Error).message ?? err))) return null;
+      if (isConsumerNotFound(err)) return null;
       throw err;
     }
   }

@@ -7,6 +7,7 @@ import {
   SvcError,
   MalformedMessage,
   encodeJson,
+  isJobId,
   isTerminal,
   type CommandStatus,
   type DeviceSecrets,
@@ -179,6 +180,11 @@ export class DeviceActor {
     const { ctx } = this;
     const before = msg.headers?.get(Headers.after);
     if (!before || ctx.ended.has(before) || ctx.config.DEVICE_MAX_SESSIONS > 1) return true;
+    // Read as a store key and logged: only a job id is one (the dispatcher writes nothing else).
+    if (!isJobId(before)) {
+      ctx.log.warn({ job_id: envelope.job_id }, `${Headers.after} is not a job id; not waited for`);
+      return true;
+    }
     const deadline = performance.now() + DEVICE_ORDER_WAIT_MS;
     for (let pause = 50, told = false; ; pause = Math.min(2 * pause, 500)) {
       if (ctx.draining()) return false;

@@ -1,8 +1,6 @@
 import {
   AckPolicy,
   DeliverPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
   jetstream,
   type ConsumerMessages,
   type JetStreamManager,
@@ -10,7 +8,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { Consumers, Streams, Subjects } from '@svc/proto';
-import { closeWhenStalled, workConsumeOptions } from '@svc/nats';
+import { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
 /** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
@@ -87,10 +85,6 @@ export class PlacementIntake {
       if (!this.draining()) await sleep(500);
     }
   }
-}
-
-function isConsumerNotFound(err: unknown): boolean {
-  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.ConsumerNotFound;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,6 +1,11 @@
 import type { FastifySchema } from 'fastify';
 import { Type, type TSchema } from 'typebox';
-import { AskedCommandModeHeader, MessageBody, ValidationErrorBody } from '@svc/proto';
+import {
+  AskedCommandModeHeader,
+  MessageBody,
+  UUID_V4_PATTERN,
+  ValidationErrorBody,
+} from '@svc/proto';
 
 /**
  * The building blocks of the route schemas, from which @fastify/swagger generates the OpenAPI
@@ -254,9 +259,7 @@ export const BatchIdParam = {
   batch_id: Type.String({ description: 'The batch id.' }),
 };
 
-/** A UUID version 4 in any case (a JSON Schema pattern has no flags). */
-export const UUID_V4_PATTERN =
-  '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$';
+export { UUID_V4_PATTERN } from '@svc/proto';
 
 /** The optional headers of a submission (and of a replay or confirm: a new job). */
 export const SubmitHeaders = {
