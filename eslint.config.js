@@ -51,7 +51,10 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+      // One program for every file (tsconfig.eslint.json), not one per project as the project
+      // service builds: the same types (packages resolve each other's built declarations
+      // either way), linted in 40 s instead of 108 s on CI's two cores.
+      parserOptions: { project: './tsconfig.eslint.json', tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',
