@@ -16,7 +16,13 @@ import { retryTransient, type Stores } from '@svc/nats';
 import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
 import { drainHost, publishHandBack, type DrainOptions, type DrainOutcome } from './drain.js';
 import type { FromOf } from './states.js';
-import { JobStore, placementMayStart, queuedRecordOf, type StoredRecord } from './store.js';
+import {
+  JobStore,
+  placementMayStart,
+  queuedRecordOf,
+  type RecordFollower,
+  type StoredRecord,
+} from './store.js';
 
 export interface JobsOptions {
   /**
@@ -89,6 +95,17 @@ export class Jobs {
   /** The record with its results in place (also those kept in the object store). */
   withResults(record: JobRecord): Promise<JobRecord> {
     return this.store.withResults(record);
+  }
+
+  /**
+   * Follows the job's record as it changes (its current value first): what a job's SSE stream
+   * reads, since a job's events are not stored per state (docs/events.md).
+   */
+  follow(
+    jobId: string,
+    onMalformed: (err: unknown, revision: number) => void,
+  ): Promise<RecordFollower> {
+    return this.store.follow(jobId, onMalformed);
   }
 
   /** The stream and bucket names of the records' KV (for a follower of record writes). */

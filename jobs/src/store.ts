@@ -28,6 +28,12 @@ export interface StoredRecord {
   archived?: boolean;
 }
 
+/** A job's record as it is written (`JobStore.follow`, `Jobs.follow`). */
+export interface RecordFollower {
+  records: AsyncIterable<StoredRecord>;
+  stop(): void;
+}
+
 /**
  * Job records in the `svc-jobs` bucket: the low-level store under `Jobs` (not exported from the
  * package). Every status change goes through `transition`, a compare-and-set on the record's
@@ -164,6 +170,30 @@ export class JobStore {
       },
       options.known,
     );
+  }
+
+  /**
+   * Follows one job's record: its current value, then every write, as they are stored (a KV
+   * watch: an ordered consumer of the job's key, so nothing is skipped and nothing polled).
+   * Deletes and records that fail their schema are left out (`onMalformed` is told of the
+   * latter). The follower calls `stop()` when done; the iteration then ends.
+   */
+  async follow(
+    jobId: string,
+    onMalformed: (err: unknown, revision: number) => void,
+  ): Promise<RecordFollower> {
+    const watch = await this.kv.watch({ key: jobId, ignoreDeletes: true });
+    async function* records(): AsyncGenerator<StoredRecord> {
+      for await (const entry of watch) {
+        if (entry.operation !== 'PUT') continue;
+        try {
+          yield { record: decodeMessage(JobRecord, entry.value), revision: entry.revision };
+        } catch (err) {
+          onMalformed(err, entry.revision);
+        }
+      }
+    }
+    return { records: records(), stop: () => watch.stop() };
   }
 
   /** Deletes a record still at `revision` (one that never left `queued`); false otherwise. */

@@ -65,7 +65,11 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
   await ensureStream(jsm, workQueue(Streams.actor, [Subjects.actorAll]));
   await ensureStream(jsm, {
     name: Streams.events,
-    subjects: [Subjects.eventsAll, Subjects.batchEventsAll],
+    // A job's status events are core messages unless kept for replay (JOB_EVENTS_REPLAY): the
+    // job's record already stores each state, and an SSE stream follows the record.
+    subjects: opts.jobEventsKept
+      ? [Subjects.eventsAll, Subjects.batchEventsAll]
+      : [Subjects.batchEventsAll],
     retention: RetentionPolicy.Limits,
     storage: StorageType.File,
     num_replicas: replicas,

@@ -16,6 +16,12 @@ export interface TopologyOptions {
   dedupTtlSeconds: number;
   /** Age of kept job events; at least the SSE stream timeout. */
   eventsMaxAgeSeconds: number;
+  /**
+   * Whether `SVC_EVENTS` also keeps every job's status events (JOB_EVENTS_REPLAY), for outside
+   * JetStream followers that replay them. Off: they are core NATS messages only (the batch
+   * events are kept either way).
+   */
+  jobEventsKept: boolean;
 }
 
 export const DefaultTopology: TopologyOptions = {
@@ -26,6 +32,7 @@ export const DefaultTopology: TopologyOptions = {
   idempotencyTtlSeconds: 86_400,
   dedupTtlSeconds: 180,
   eventsMaxAgeSeconds: 600,
+  jobEventsKept: false,
 };
 
 /**
@@ -126,6 +133,11 @@ export const SharedSettings = {
     minimum: 1,
     description: 'Seconds an X-Idempotency-Key is remembered.',
   }),
+  JOB_EVENTS_REPLAY: Type.Boolean({
+    default: false,
+    description:
+      "true: SVC_EVENTS also keeps every job's status events (svc.events.job.>) for JetStream followers that replay them (three stored messages per job). false: they are core NATS messages for live subscribers; a stream that already keeps them goes on doing so (no service removes a subject: docs/events.md).",
+  }),
   LOCKOUT_THRESHOLD: Type.Integer({
     default: 10,
     minimum: 1,
@@ -213,6 +225,7 @@ type SharedValues = {
   JOB_TTL_FAILED: number;
   FAILED_JOB_MAX_RETAIN: number;
   IDEMPOTENCY_TTL: number;
+  JOB_EVENTS_REPLAY: boolean;
   SSE_TIMEOUT: number;
 };
 
@@ -225,5 +238,6 @@ export function topologyFrom(config: SharedValues): TopologyOptions {
     idempotencyTtlSeconds: config.IDEMPOTENCY_TTL,
     dedupTtlSeconds: config.JOB_TIMEOUT + 60,
     eventsMaxAgeSeconds: Math.max(600, config.SSE_TIMEOUT * 2),
+    jobEventsKept: config.JOB_EVENTS_REPLAY,
   };
 }

@@ -4,11 +4,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { DefaultTopology, SvcError, type JobEnvelope, type JobStatus } from '@svc/proto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import {
+  DefaultTopology,
+  Streams,
+  Subjects,
+  SvcError,
+  type JobEnvelope,
+  type JobStatus,
+} from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { commandSpec } from '@svc/proto/test-fixtures';
-import { NatsServerProcess } from '../harness/mod.js';
+import { NatsServerProcess, waitUntil } from '../harness/mod.js';
 
 type Op = 'start' | 'finish' | 'failQueued' | 'failStarted' | 'cancel' | 'cancelQueued';
 const OPS: Op[] = ['start', 'finish', 'failQueued', 'failStarted', 'cancel', 'cancelQueued'];
@@ -106,4 +114,76 @@ test('over random sequences of named operations, the record follows the state ma
     }),
     { numRuns: 40 },
   );
+});
+
+// Issue 26: a job's events come from its operations without a stored message per state beyond
+// the record; live subscribers and a follower of the record still see every status.
+test('when job events are not kept (the default), a subscriber and a follower of the record see every status while SVC_EVENTS stores none of them; with JOB_EVENTS_REPLAY the stream keeps each', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const nc = await connectNats(nats.url, 'test-jobs-events-kept');
+  t.after(async () => {
+    await nc.close();
+    await nats.stop();
+  });
+  const jsm = await jetstreamManager(nc);
+  const live: string[] = [];
+  const sub = nc.subscribe('svc.events.job.>', {
+    callback: (_err, m) => void live.push(m.subject),
+  });
+  t.after(() => sub.unsubscribe());
+
+  /** Runs a job of a batch through queued, started, finished; returns what its follower saw. */
+  const runJob = async (jobs: Jobs, jobId: string): Promise<JobStatus[]> => {
+    const envelope = { ...envelopeOf(jobId), batch_id: `batch-${jobId}` };
+    const queued = await jobs.enqueue(envelope);
+    envelope.record_revision = queued.revision;
+    const follower = await jobs.follow(jobId, (err) => assert.fail(String(err)));
+    const seen: JobStatus[] = [];
+    const followed = (async () => {
+      for await (const { record } of follower.records) {
+        seen.push(record.status);
+        if (record.status === 'finished') follower.stop();
+      }
+    })();
+    const started = await jobs.start(envelope, 'host-1');
+    assert.ok(started);
+    await jobs.finish(started, { results: { 'show version': 'ok' } });
+    await followed;
+    return seen;
+  };
+  /** Messages SVC_EVENTS stores on the subjects `filter` matches (counted per subject). */
+  const stored = async (filter: string) => {
+    const { state } = await jsm.streams.info(Streams.events, { subjects_filter: filter });
+    return Object.values(state.subjects ?? {}).reduce((a, b) => a + b, 0);
+  };
+
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology), {
+    transientRetryMs: 2000,
+  });
+  assert.deepEqual(await runJob(jobs, 'not-kept'), ['queued', 'started', 'finished']);
+  await nc.flush();
+  assert.deepEqual(
+    live,
+    ['queued', 'started', 'finished'].map((s) => `svc.events.job.not-kept.${s}`),
+  );
+  // The batch's events, published after each job event on the same connection, are stored: once
+  // the three are, a stored job event would be too.
+  await waitUntil(
+    async () => (await stored('svc.events.batch.>')) === 3,
+    'the first batch events stored',
+  );
+  assert.equal(await stored('>'), 3, 'only the batch events are stored');
+
+  // A setting for outside JetStream followers that replay job events (docs/events.md).
+  await ensureTopology(nc, { ...DefaultTopology, jobEventsKept: true });
+  await runJob(jobs, 'kept');
+  await waitUntil(
+    async () => (await stored('svc.events.batch.>')) === 6,
+    'the second batch events stored',
+  );
+  assert.equal(await stored('svc.events.job.>'), 3, 'each state of the job is stored');
+  // A later service that leaves the setting off removes nothing an operator chose to keep.
+  await ensureTopology(nc, DefaultTopology);
+  const info = await jsm.streams.info(Streams.events);
+  assert.ok(info.config.subjects?.includes(Subjects.eventsAll), 'the subject stays');
 });

@@ -1,8 +1,6 @@
-import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import {
-  Streams,
   Subjects,
   TERMINAL_STATUSES,
   decodeOrDrop,
@@ -34,7 +32,7 @@ interface ClusterSnapshot {
 
 /**
  * Creates the registry and collectors once per gateway process (both HTTP servers share them)
- * and starts the SVC_EVENTS feed. Per-process metrics: the HTTP ones. Cluster metrics: queue,
+ * and subscribes to the jobs' events. Per-process metrics: the HTTP ones. Cluster metrics: queue,
  * workers, pool and failed jobs are read from NATS at scrape time; job counts and durations are
  * counted from every job event of the cluster, so each gateway reports the same cluster-wide
  * values (aggregate them with `max`, not `sum`). See docs/observability.md.
@@ -155,7 +153,7 @@ export async function startGatewayMetrics(
 
   const queueJobs = new Counter({
     name: 'svc_queue_jobs_total',
-    help: 'Job status changes seen on SVC_EVENTS, by new status.',
+    help: 'Job status changes seen on svc.events.job.>, by new status.',
     labelNames: ['status'] as const,
     registers: [registry],
   });
@@ -195,22 +193,22 @@ export async function startGatewayMetrics(
     }
   };
 
-  // New events only: counters start at zero with the process, as Prometheus expects.
-  const consumer = await ctx.js.consumers.get(Streams.events, {
-    filter_subjects: Subjects.eventsAll, // a string: one filter works on nats-server 2.9
-    deliver_policy: DeliverPolicy.New,
-  });
-  const messages: ConsumerMessages = await consumer.consume();
-  const feed = (async () => {
-    for await (const m of messages) {
+  // Live events only (core NATS): counters start at zero with the process, as Prometheus
+  // expects; an event published while this gateway was disconnected is not counted.
+  const subscription = ctx.nc.subscribe(Subjects.eventsAll, {
+    callback: (err, m) => {
+      if (err) return;
       const event = decodeOrDrop(JobEvent, m.data, {
         consumer: 'gateway_metrics',
         log: ctx.log,
-        where: { subject: m.subject, seq: m.seq },
+        where: { subject: m.subject },
       });
       if (event) onEvent(event);
-    }
-  })().catch((err: unknown) => ctx.log.error({ err }, 'metrics: event feed ended'));
+    },
+  });
+  // The server has the subscription before the gateway serves: no event of an accepted job is
+  // missed for want of it.
+  await ctx.nc.flush();
 
   return {
     register(app) {
@@ -231,15 +229,9 @@ export async function startGatewayMetrics(
         contentType: registry.contentType,
       }));
     },
-    async stop() {
-      // Bounded: with NATS unreachable, closing the consumer would wait for the server.
-      await Promise.race([
-        messages.close().then(
-          () => feed,
-          () => undefined,
-        ),
-        new Promise((r) => setTimeout(r, 2000).unref()),
-      ]);
+    stop() {
+      subscription.unsubscribe();
+      return Promise.resolve();
     },
   };
 }

@@ -1,14 +1,6 @@
-import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import {
-  Streams,
-  Subjects,
-  decodeOrDrop,
-  isTerminal,
-  JobEvent,
-  type JobRecord,
-  type JobStatus,
-} from '@svc/proto';
+import { isTerminal, type JobRecord, type JobStatus } from '@svc/proto';
+import type { RecordFollower } from '@svc/jobs';
 import type { GatewayContext } from '../gateway-context.js';
 import { lastEventId, type SseSlot } from '../sse.js';
 import { guarded } from './context.js';
@@ -37,8 +29,8 @@ function seenId(req: FastifyRequest): number | null {
  *
  * `status` (job_id, status) on every change, one `result` (job_id, status, results, error,
  * error_code, error_retryable) at the terminal state and the stream ends; `timeout` (job_id,
- * message, no id) after SSE_TIMEOUT. Fed by an ordered JetStream consumer of
- * `svc.events.job.<job_id>.>` (deliver all: the few events of the job so far, then live ones),
+ * message, no id) after SSE_TIMEOUT. Fed by a watch of the job's record (its current value,
+ * then each write: the record holds every state, the job's events are not stored per state),
  * never by polling. A job that already ended gets its result at once without a consumer.
  * With `Last-Event-ID` only the events after it are sent; once the client has the result the
  * answer is 204, which tells EventSource clients to stop reconnecting.
@@ -67,14 +59,12 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
       slot.release();
       return reply.code(204).send();
     }
-    let messages: ConsumerMessages | null = null;
+    let follower: RecordFollower | null = null;
     if (!isTerminal(record.status)) {
       // Opened before the headers go out so that a NATS failure is still a 503.
-      const consumer = await ctx.js.consumers.get(Streams.events, {
-        filter_subjects: Subjects.jobEvents(jobId), // a string: nats-server 2.9 has one filter
-        deliver_policy: DeliverPolicy.All,
-      });
-      messages = await consumer.consume();
+      follower = await ctx.jobs.follow(jobId, (err, revision) =>
+        ctx.log.warn({ err, job_id: jobId, revision }, 'sse: a record failed its schema; skipped'),
+      );
     }
     const sse = slot.start(reply, () => ({
       event: 'timeout',
@@ -83,7 +73,7 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
         message: `stream closed after SSE_TIMEOUT (${ctx.config.SSE_TIMEOUT} s); read the job or reconnect`,
       },
     }));
-    sse.onEnd(() => void messages?.close().catch(() => undefined));
+    sse.onEnd(() => follower?.stop());
 
     // The highest id the client has: nothing at or below it is sent again.
     let sent = seen ?? 0;
@@ -93,47 +83,43 @@ export function registerStreamRoutes(app: FastifyInstance, ctx: GatewayContext):
       sent = id;
       sse.send('status', { job_id: jobId, status }, String(id));
     };
-    const onStatus = async (status: JobStatus) => {
-      sendStatus(status);
-      if (!isTerminal(status)) return;
-      // Results are not in events (they can be large): read the record once, at the end.
-      const stored = (await ctx.jobs.get(jobId).catch(() => null))?.record ?? null;
-      const final = stored && (await ctx.jobs.withResults(stored).catch(() => stored));
+    const onRecord = async (current: JobRecord) => {
+      // A client that has a status (this stream's or a resumed one's) gets every later status
+      // in order, `started` too when the record has moved past it since.
+      if (sent > 0 && current.status !== 'started' && current.started_at) sendStatus('started');
+      sendStatus(current.status);
+      if (!isTerminal(current.status)) return;
+      // Results are not in the record when they are large: read them once, at the end.
+      const final = await ctx.jobs.withResults(current).catch(() => current);
       sse.send(
         'result',
         {
           job_id: jobId,
-          status: final?.status ?? status,
-          results: final?.results ?? null,
-          error: final?.error ?? null,
-          error_code: final?.error_code ?? null,
-          error_retryable: final?.error_retryable ?? null,
+          status: final.status,
+          results: final.results ?? null,
+          error: final.error ?? null,
+          error_code: final.error_code ?? null,
+          error_retryable: final.error_retryable ?? null,
         },
         String(RESULT_ID),
       );
       sse.end();
     };
 
-    // A resuming client missed `started` too when the job went through it since its last id.
-    if (seen !== null && record.status !== 'started' && record.started_at) sendStatus('started');
-    await onStatus(record.status);
-    if (!messages || sse.ended) return;
-    const events = messages;
+    await onRecord(record);
+    if (!follower || sse.ended) return;
+    const records = follower.records;
     void (async () => {
       try {
-        for await (const m of events) {
+        // The record's current value comes first (it may be newer than the one read above),
+        // then each write; statuses only move forward, so those the client has are at or
+        // below `sent` and are not sent again.
+        for await (const { record: current } of records) {
           if (sse.ended) break;
-          const event = decodeOrDrop(JobEvent, m.data, {
-            consumer: 'job_stream',
-            log: ctx.log,
-            where: { subject: m.subject, seq: m.seq },
-          });
-          if (!event) continue;
-          // Events of states the client has (replayed by "deliver all") are at or below `sent`.
-          await onStatus(event.status);
+          await onRecord(current);
         }
       } catch (err) {
-        ctx.log.warn({ err, job_id: jobId }, 'sse event feed failed');
+        ctx.log.warn({ err, job_id: jobId }, 'sse record feed failed');
       } finally {
         sse.end();
       }
