@@ -139,10 +139,14 @@ test('when job events are not kept (the default), a subscriber and a follower of
     envelope.record_revision = queued.revision;
     const follower = await jobs.follow(jobId, (err) => assert.fail(String(err)));
     const seen: JobStatus[] = [];
+    const records = follower.records[Symbol.asyncIterator]();
+    // The follower's first record (the current one) before the job moves on.
+    const first = await records.next();
+    if (!first.done) seen.push(first.value.record.status);
     const followed = (async () => {
-      for await (const { record } of follower.records) {
-        seen.push(record.status);
-        if (record.status === 'finished') follower.stop();
+      for (let r = await records.next(); !r.done; r = await records.next()) {
+        seen.push(r.value.record.status);
+        if (r.value.record.status === 'finished') follower.stop();
       }
     })();
     const started = await jobs.start(envelope, 'host-1');

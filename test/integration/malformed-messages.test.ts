@@ -54,12 +54,13 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // The actor host's intake.
   await js.publish(Subjects.actor(hostId), NOT_JSON);
   await js.publish(Subjects.actor(hostId), encodeJson({ v: 1, job_id: 'x', spec: {} }));
-  // Events (the gateway's metrics feed).
-  await js.publish(Subjects.jobEvent('bad-event', 'finished'), NOT_JSON);
-  await js.publish(
+  // Events (the gateway's metrics feed, a core subscription: job events are not stored).
+  nc.publish(Subjects.jobEvent('bad-event', 'finished'), NOT_JSON);
+  nc.publish(
     Subjects.jobEvent('bad-event', 'finished'),
     encodeJson({ job_id: 'bad-event', status: 'finished', platform: 42 }),
   );
+  await nc.flush();
   // Heartbeats (dispatcher placement, reaper, cluster status).
   await workers.put('bogus', NOT_JSON);
   await workers.put('bogus-shape', encodeJson({ host_id: 'bogus-shape', contexts: 'default' }));

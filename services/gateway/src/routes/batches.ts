@@ -268,7 +268,8 @@ export function registerBatchRoutes(
       slot.release();
       return reply.code(204).send();
     }
-    const after = seen !== null && /^[1-9][0-9]{0,15}$/.test(seen) ? Number(seen) : null;
+    // `0`: before the first event (a client that counts from the stream's start).
+    const after = seen !== null && /^(0|[1-9][0-9]{0,15})$/.test(seen) ? Number(seen) : null;
     let messages: ConsumerMessages | null = null;
     // Events of the batch still to send when it already ended (the rest, then the summary).
     let pending = Infinity;
