@@ -8,6 +8,7 @@ import {
   HealthRecord,
   MessageBody,
   ValidationErrorBody,
+  isJobId,
 } from '@svc/proto';
 import type { Logger } from '@svc/telemetry';
 import { buildRequestValidator, parseJsonBodies, schemaErrorFormatter } from './request-input.js';
@@ -15,10 +16,9 @@ import { BatchList } from './routes/batches.js';
 import { ContextList, FailedJobList } from './routes/job-queries.js';
 import { ApiKeyList, IssuedApiKey } from './routes/api-keys.js';
 import { PlatformList } from './routes/platforms.js';
-import { UUID_V4_PATTERN, ref } from './routes/route-schemas.js';
+import { ref } from './routes/route-schemas.js';
 import type { TlsMaterial } from './tls.js';
 
-const UUID_V4 = new RegExp(UUID_V4_PATTERN);
 /**
  * TLS 1.2 suites: forward secrecy (ECDHE) with an AEAD (AES-GCM, ChaCha20-Poly1305) only, no
  * CBC or SHA-1; the TLS 1.3 suites are all AEAD.
@@ -197,7 +197,7 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
   parseJsonBodies(app);
   app.addHook('onRequest', (req, reply, done) => {
     const sent = req.headers['x-request-id'];
-    const id = typeof sent === 'string' && UUID_V4.test(sent) ? sent.toLowerCase() : randomUUID();
+    const id = typeof sent === 'string' && isJobId(sent) ? sent.toLowerCase() : randomUUID();
     requestIds.set(req, id);
     // On the raw response so that hijacked (SSE) answers carry it too; a route's own
     // X-Request-ID (the job id of a submission) takes precedence.
@@ -212,6 +212,9 @@ export function createHttpServer(options: HttpServerOptions): FastifyInstance {
           .code(503)
           .header('Retry-After', '10')
           .send({ message: 'the job store did not answer in time; retry later' });
+        // One answer a request: the route's own, when its work ends later, is not sent (Fastify
+        // would log "Reply was already sent" for it), whichever route it is.
+        reply.send = () => reply;
       }, bound);
       timer.unref();
       reply.raw.once('close', () => clearTimeout(timer));

@@ -197,7 +197,8 @@ export async function startGatewayMetrics(
   // expects; an event published while this gateway was disconnected is not counted.
   const subscription = ctx.nc.subscribe(Subjects.eventsAll, {
     callback: (err, m) => {
-      if (err) return;
+      // A permission the server refused: the job counters stand still, say why.
+      if (err) return void ctx.log.error({ err }, 'metrics: job event subscription failed');
       const event = decodeOrDrop(JobEvent, m.data, {
         consumer: 'gateway_metrics',
         log: ctx.log,

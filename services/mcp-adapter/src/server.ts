@@ -97,6 +97,17 @@ const jobIdShape = {
   job_id: z.string().min(1).describe('Job identifier returned by a submission.'),
 };
 
+/** A page-size argument with the gateway's bounds and default (`PageSizes`). */
+function perPage(size: { default: number; max: number }) {
+  return z
+    .number()
+    .int()
+    .min(1)
+    .max(size.max)
+    .default(size.default)
+    .describe(`Jobs per page, 1 to ${size.max}.`);
+}
+
 /**
  * The MCP server of the adapter: the specification's tools, the `svc://` resources and the
  * prompts, all backed by the REST API through `deps.api`. One instance per MCP session.
@@ -523,13 +534,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       description: 'Jobs submitted with this API key, newest first, one page at a time.',
       inputSchema: {
         page: z.number().int().min(1).default(1).describe('Page number, from 1.'),
-        per_page: z
-          .number()
-          .int()
-          .min(1)
-          .max(PageSizes.jobs.max)
-          .default(PageSizes.jobs.default)
-          .describe(`Jobs per page, 1 to ${PageSizes.jobs.max}.`),
+        per_page: perPage(PageSizes.jobs),
         status: z
           .enum(['queued', 'started', 'finished', 'failed'])
           .optional()
@@ -614,13 +619,7 @@ export function createMcpServer(config: ServerConfig, deps: McpServerDeps): McpS
       inputSchema: {
         ...batchIdShape,
         page: z.number().int().min(1).optional().describe('Also return this page of jobs.'),
-        per_page: z
-          .number()
-          .int()
-          .min(1)
-          .max(PageSizes.batchJobs.max)
-          .default(PageSizes.batchJobs.default)
-          .describe(`Jobs per page, 1 to ${PageSizes.batchJobs.max}.`),
+        per_page: perPage(PageSizes.batchJobs),
       },
       annotations: { readOnlyHint: true, openWorldHint: false },
     },

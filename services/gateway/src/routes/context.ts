@@ -9,8 +9,8 @@ export type Authenticate = (req: FastifyRequest) => Promise<Caller>;
 /**
  * Wraps a route body: HttpErrors become their answers; any other failure means the store (NATS)
  * failed, answered 503 with Retry-After as the specification asks. Bad input never crashes. A
- * request already answered (503 at STORE_TIMEOUT while its work went on) is not answered again;
- * what its failure counts or reports still is.
+ * request answered 503 at STORE_TIMEOUT while its work went on still counts and reports its
+ * failure; its answer is not sent again (http-server.ts).
  */
 export function guarded<R extends FastifyRequest>(
   fn: (req: R, reply: FastifyReply) => Promise<unknown>,
@@ -28,13 +28,12 @@ export function guarded<R extends FastifyRequest>(
             onStoreError?.(countErr, req);
           }
         }
-        if (reply.sent) return undefined;
         for (const [k, v] of Object.entries(err.headers)) void reply.header(k, v);
         if (err.issues) return sendValidation(reply, err.issues);
         return sendMessage(reply, err.status, err.message);
       }
       onStoreError?.(err, req);
-      return reply.sent ? undefined : sendStoreUnavailable(reply);
+      return sendStoreUnavailable(reply);
     }
   };
 }

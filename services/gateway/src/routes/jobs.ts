@@ -79,12 +79,8 @@ export const SUBMIT_EXAMPLE = {
   commands: ['show version'],
 };
 
-/**
- * Answers a submission: 202, the job id as X-Request-ID, Location of the job. Not when the
- * request was answered 503 at STORE_TIMEOUT while its admission went on (one answer a request).
- */
+/** Answers a submission: 202, the job id as X-Request-ID, Location of the job. */
 export function accepted(reply: FastifyReply, jobId: string, body: unknown): FastifyReply {
-  if (reply.sent) return reply;
   return reply
     .code(202)
     .header('X-Request-ID', jobId)

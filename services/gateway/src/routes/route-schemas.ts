@@ -259,8 +259,6 @@ export const BatchIdParam = {
   batch_id: Type.String({ description: 'The batch id.' }),
 };
 
-export { UUID_V4_PATTERN } from '@svc/proto';
-
 /** The optional headers of a submission (and of a replay or confirm: a new job). */
 export const SubmitHeaders = {
   'x-request-id': Type.Optional(
