@@ -1,4 +1,4 @@
-import { before, after } from 'node:test';
+import { before, after, type TestContext } from 'node:test';
 import { startDevice, type SimulatedDevice, type StartDeviceOptions } from '@svc/test/support';
 import { NatsServerProcess } from '@svc/launcher';
 import { startInProcessStack, waitHealthy, type InProcessStack } from './stack.js';
@@ -33,5 +33,25 @@ export function deviceStackForFile(
     await lab.device?.stop();
     await lab.nats?.stop();
   });
+  return lab as DeviceStack;
+}
+
+/** A DeviceStack of one test's own (its own settings), stopped when that test ends. */
+export async function deviceStackForTest(
+  t: TestContext,
+  device: StartDeviceOptions,
+  stack: Parameters<typeof startInProcessStack>[1] = {},
+): Promise<DeviceStack> {
+  const nats = await NatsServerProcess.start();
+  const lab: Partial<DeviceStack> = { nats };
+  t.after(async () => {
+    await lab.stack?.stop();
+    await lab.device?.stop();
+    await nats.stop();
+  });
+  lab.device = await startDevice(device);
+  lab.auth = { basic: { username: lab.device.username, password: lab.device.password } };
+  lab.stack = await startInProcessStack(nats.url, stack);
+  await waitHealthy(lab.stack.url);
   return lab as DeviceStack;
 }

@@ -7,18 +7,15 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
-import { startDevice } from '@svc/test/support';
 import { Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
-  NatsServerProcess,
+  captureLogs,
+  deviceStackForTest,
   http,
-  startInProcessStack,
   waitForJob,
-  waitHealthy,
   waitUntil,
   type HttpOptions,
-  captureLogs,
 } from '../harness/mod.js';
 
 interface HeldSubmission {
@@ -38,20 +35,13 @@ interface HeldSubmission {
 /** A submission answered 503 at STORE_TIMEOUT while its envelope publish waits for an answer. */
 async function heldSubmission(t: TestContext): Promise<HeldSubmission> {
   const { sink, records: lines } = captureLogs();
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const stack = await startInProcessStack(nats.url, {
-    env: { STORE_TIMEOUT: '1' },
-    logSink: sink,
-  });
+  const { nats, device, auth, stack } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    { env: { STORE_TIMEOUT: '1' }, logSink: sink },
+  );
   const nc = await connectNats(nats.url, 'test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  await waitHealthy(stack.url);
+  t.after(() => nc.close());
 
   // No stream takes the envelope and this subscriber answers only when told: the publish waits.
   const jsm = await jetstreamManager(nc);
@@ -64,7 +54,6 @@ async function heldSubmission(t: TestContext): Promise<HeldSubmission> {
     throw new Error('no envelope was published');
   })();
 
-  const auth = { basic: { username: device.username, password: device.password } };
   const jobId = randomUUID();
   const submitted = await http('POST', `${stack.url}/v2/send-command`, {
     ...auth,

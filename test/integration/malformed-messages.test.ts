@@ -5,17 +5,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { startDevice } from '@svc/test/support';
 import { Buckets, Streams, Subjects, encodeJson } from '@svc/proto';
 import { connectNats } from '@svc/nats';
-import {
-  NatsServerProcess,
-  http,
-  startInProcessStack,
-  waitForJob,
-  waitHealthy,
-  waitUntil,
-} from '../harness/mod.js';
+import { deviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 const NOT_JSON = new TextEncoder().encode('{"v":1, not json');
 
@@ -30,18 +22,12 @@ async function dropped(url: string): Promise<Record<string, number>> {
 }
 
 test('when every consumer is sent messages that are not JSON or of the wrong shape, then each drops them and the next good message still does its work', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const stack = await startInProcessStack(nats.url);
-  const nc = await connectNats(nats.url, 'test-bad-writer');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
+  const { nats, device, auth, stack } = await deviceStackForTest(t, {
+    platform: 'cisco_ios',
+    enable: 'svc-demo',
   });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
+  const nc = await connectNats(nats.url, 'test-bad-writer');
+  t.after(() => nc.close());
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const workers = await new Kvm(js).open(Buckets.workers);
