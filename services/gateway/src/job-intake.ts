@@ -831,8 +831,10 @@ export class JobIntake {
     // Past the bound the request is answered 503: no write may start after that.
     if (Date.now() >= deadline) throw storeTimedOut();
     // The queued event goes out on this connection before the envelope: NATS keeps one
-    // connection's messages in order, so no follower sees `started` before `queued`. A held
-    // job (a batch's later wave) announces it once its envelope is held.
+    // connection's messages in order, so no follower sees `started` before `queued`. Issued in
+    // the same turn as the envelope's publish, the two leave in one socket write (the client
+    // flushes once per turn; a write costs more than the bytes in it). A held job (a batch's
+    // later wave) announces it once its envelope is held.
     const held = extras.hold !== undefined;
     let queued: Enqueued;
     try {
@@ -840,7 +842,7 @@ export class JobIntake {
       // The record is the envelope's queued form (one definition, shared with the actor, which
       // starts the job by a compare-and-set on this revision without reading the record).
       [queued, device] = await Promise.all([
-        this.jobs.enqueue(envelope, { announce: !held }),
+        this.jobs.enqueue(envelope, { announce: false }),
         deviceRead,
         aheadRead,
       ]);
@@ -857,7 +859,10 @@ export class JobIntake {
       if (Date.now() >= deadline) throw storeTimedOut();
       sent = true;
       if (extras.hold) await extras.hold(envelope);
-      else await this.publishEnvelope(envelope, traceparent);
+      else {
+        queued.announce();
+        await this.publishEnvelope(envelope, traceparent);
+      }
     } catch (err) {
       // Not queued (or not known to be). With an idempotency key, a repeat may have read the
       // queued record and published the envelope itself (its 202 waits for that ack): the record
