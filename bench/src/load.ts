@@ -77,6 +77,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     are cold, as a site batch meets them)
   --subjects        count every message published through nats-server by subject kind (one
                     more connection subscribed to '>'; its deliveries are not counted as svc's)
+  --idle S          after the warm-up, S seconds with no jobs: each process's CPU per second
+                    (timers, heartbeats, watches; what a quiet stack costs) (default 0 = skip)
   --json            also print the report as JSON
 `;
 
@@ -106,6 +108,8 @@ interface Options {
   /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
   cpuProf: string | undefined;
   batch: boolean;
+  /** Seconds of the idle phase (no jobs) after the warm-up; 0 skips it. */
+  idleSeconds: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -135,6 +139,7 @@ function parseOptions(argv: string[]): Options {
       processes: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       batch: { type: 'boolean', default: false },
+      idle: { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -187,6 +192,7 @@ function parseOptions(argv: string[]): Options {
     processes: values.processes,
     cpuProf: values['cpu-prof'],
     batch: values.batch,
+    idleSeconds: int('idle', values.idle, 0),
   };
 }
 
@@ -258,6 +264,27 @@ function cpuSeconds(pid: number): number | null {
 
 /** Processes whose CPU time per job the report shows. */
 const cpuWatch: { name: string; pid: number }[] = [];
+
+/**
+ * CPU each watched process spends per second while no job runs (the fleet's sessions stay warm):
+ * the part of the per-job cost that does not depend on the load, printed at once.
+ */
+async function idlePhase(seconds: number): Promise<void> {
+  const before = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  await sleep(seconds * 1000);
+  const after = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const perSecond = cpuWatch.map((p, i) => ({
+    name: p.name,
+    ms: ((after[i]! - before[i]!) * 1000) / seconds,
+  }));
+  const svc = perSecond.filter((p) => !p.name.includes('fleet'));
+  const lines = [
+    `idle CPU (${seconds} s, no jobs), ms per second:`,
+    ...perSecond.map((p) => `  ${p.name.padEnd(32)} ${p.ms.toFixed(1)}`),
+    `  ${'svc + nats-server'.padEnd(32)} ${svc.reduce((a, p) => a + p.ms, 0).toFixed(1)}`,
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
+}
 
 /** A keep-alive JSON client for the gateway (the harness helper opens a connection per call). */
 class Client {
@@ -1199,6 +1226,7 @@ async function main(): Promise<void> {
       );
       process.stderr.write(`warm-up: ${w.finished}/${w.jobs} finished in ${f1(w.wallSeconds)} s\n`);
     }
+    if (opts.idleSeconds > 0) await idlePhase(opts.idleSeconds);
     const reps: PhaseResult[] = [];
     for (let i = 0; i < opts.reps; i++) {
       // Same seed each repetition: the same device/kind sequence, so reps differ only by noise.

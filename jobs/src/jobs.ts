@@ -166,9 +166,15 @@ export class Jobs {
    * `started → finished` with the job's outputs (`fields`, its results as `keepResults` kept
    * them), then the release of its dedup key and its event. `started` is the record as this
    * process started it: no read unless a cancel came between. Null when the job was no longer
-   * started (cancelled).
+   * started (cancelled). `withEvent` runs in the turn the event is published (once the end is
+   * stored): what it publishes leaves in the event's socket write (a write costs more than the
+   * bytes in it).
    */
-  async finish(started: StoredRecord, fields: FinishedFields): Promise<JobRecord | null> {
+  async finish(
+    started: StoredRecord,
+    fields: FinishedFields,
+    options: { withEvent?: () => void } = {},
+  ): Promise<JobRecord | null> {
     const jobId = started.record.job_id;
     const endedAt = new Date().toISOString();
     const finished = await this.store.move(
@@ -180,7 +186,9 @@ export class Jobs {
     );
     if (!finished) return null;
     await retryTransient(() => this.releaseDedup(finished.record)).catch(() => undefined);
-    await this.store.publishEvent(finished.record).catch(() => undefined);
+    const published = this.store.publishEvent(finished.record);
+    options.withEvent?.();
+    await published.catch(() => undefined);
     return finished.record;
   }
 

@@ -147,7 +147,7 @@ export class DeviceActor {
               `actor host ${ctx.hostId} cannot run this job: it lacks ${missing.join(', ')}; nothing was sent to the device (upgrade actor hosts before dispatchers and gateways)`,
             ),
           )
-        : await this.#execute(startedStored, envelope, secrets, jlog, t0, claim);
+        : await this.#execute(startedStored, { envelope, msg }, secrets, jlog, t0, claim);
     // Ended, here or by whoever refused our end (a cancel): the device's next job may start.
     this.ctx.ended.add(jobId);
     if (!ended) return;
@@ -283,7 +283,7 @@ export class DeviceActor {
    */
   async #execute(
     startedStored: StoredRecord,
-    envelope: JobEnvelope,
+    { envelope, msg }: Delivery,
     secrets: DeviceSecrets,
     jlog: Logger,
     t0: number,
@@ -369,12 +369,17 @@ export class DeviceActor {
       const stored = await ctx.jobs.keepResults(jobId, parsed ? parsed.results : outcome.results);
       await keepTranscript(false, platform);
       // Written on the revision this actor started it with: no read unless a cancel came between.
-      return await ctx.jobs.finish(startedStored, {
-        ...stored,
-        command_status: withParseNotes(outcome.commandStatus, parsed),
-        detected_platform: outcome.detectedPlatform,
-        ...outcome.workflow,
-      });
+      // The message is acknowledged once the end is stored, in the event's socket write.
+      return await ctx.jobs.finish(
+        startedStored,
+        {
+          ...stored,
+          command_status: withParseNotes(outcome.commandStatus, parsed),
+          detected_platform: outcome.detectedPlatform,
+          ...outcome.workflow,
+        },
+        { withEvent: () => msg.ack() },
+      );
     } catch (err) {
       // A failure that kept outputs already carries the abort's code.
       const failure = SvcError.from(
