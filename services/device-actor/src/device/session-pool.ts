@@ -48,8 +48,13 @@ export class SessionPool {
   private readonly salt = randomBytes(16);
   private readonly idleTtlMs: number;
   private readonly maxSize: number;
-  /** Idle sessions, oldest first. */
-  private idle: Entry[] = [];
+  /** Idle sessions, oldest first (a Set keeps insertion order and deletes in O(1)). */
+  private idle = new Set<Entry>();
+  /**
+   * The same sessions by identity, oldest first: a job finds its device's among a thousand warm
+   * sessions without scanning them all.
+   */
+  private readonly byIdentity = new Map<string, Entry[]>();
   private closed = false;
   /** Jobs served by a warm session. */
   hits = 0;
@@ -66,7 +71,7 @@ export class SessionPool {
 
   /** Warm sessions held now. */
   get size(): number {
-    return this.idle.length;
+    return this.idle.size;
   }
 
   /**
@@ -79,18 +84,16 @@ export class SessionPool {
     check: (session: CliSession) => Promise<boolean>,
   ): Promise<CliSession | null> {
     const { identity, secretHash } = this.keyOf(parts);
+    const mine = this.byIdentity.get(identity) ?? [];
     // Same device and user, other secrets: the password changed, so those sessions are stale.
     // Awaited: the caller opens a new session next, and a device sees one at a time.
-    await Promise.all(
-      this.idle
-        .filter((x) => x.identity === identity && x.secretHash !== secretHash)
-        .map((e) => this.drop(e)),
-    );
-    for (let i = this.idle.length - 1; i >= 0; i--) {
-      const e = this.idle[i];
-      if (e === undefined || e.identity !== identity || e.secretHash !== secretHash) continue;
-      this.idle.splice(i, 1);
-      clearTimeout(e.timer);
+    await Promise.all(mine.filter((x) => x.secretHash !== secretHash).map((e) => this.drop(e)));
+    // The newest first (re-read: drops and other jobs changed the list meanwhile).
+    const same = this.byIdentity.get(identity) ?? [];
+    for (let i = same.length - 1; i >= 0; i--) {
+      const e = same[i];
+      if (e === undefined || e.secretHash !== secretHash) continue;
+      this.forget(e);
       if (e.platform === platform && (await check(e.session))) {
         this.hits++;
         return e.session;
@@ -120,9 +123,12 @@ export class SessionPool {
       timer: setTimeout(() => void this.drop(entry), this.idleTtlMs),
     };
     entry.timer.unref();
-    this.idle.push(entry);
-    while (this.idle.length > this.maxSize) {
-      const oldest = this.idle[0];
+    this.idle.add(entry);
+    const mine = this.byIdentity.get(identity);
+    if (mine) mine.push(entry);
+    else this.byIdentity.set(identity, [entry]);
+    while (this.idle.size > this.maxSize) {
+      const oldest = this.idle.values().next().value;
       if (oldest === undefined) break;
       void this.drop(oldest);
     }
@@ -138,7 +144,7 @@ export class SessionPool {
       where.host !== undefined && where.port !== undefined
         ? addressOf(where.host, where.port)
         : null;
-    const gone = this.idle.filter(
+    const gone = [...this.idle].filter(
       (e) => e.address === address || (where.device !== undefined && e.device === where.device),
     );
     await Promise.all(gone.map((e) => this.drop(e)));
@@ -147,8 +153,9 @@ export class SessionPool {
   /** Closes every warm session; later releases close their session at once. */
   async close(): Promise<void> {
     this.closed = true;
-    const entries = this.idle;
-    this.idle = [];
+    const entries = [...this.idle];
+    this.idle = new Set();
+    this.byIdentity.clear();
     await Promise.all(
       entries.map(async (e) => {
         clearTimeout(e.timer);
@@ -158,10 +165,20 @@ export class SessionPool {
   }
 
   private drop(entry: Entry): Promise<void> {
-    const at = this.idle.indexOf(entry);
-    if (at >= 0) this.idle.splice(at, 1);
-    clearTimeout(entry.timer);
+    this.forget(entry);
     return entry.session.close().catch(() => undefined);
+  }
+
+  /** Takes the entry out of the pool (its session left open) and stops its idle timer. */
+  private forget(entry: Entry): void {
+    this.idle.delete(entry);
+    const mine = this.byIdentity.get(entry.identity);
+    const at = mine?.indexOf(entry) ?? -1;
+    if (mine && at >= 0) {
+      mine.splice(at, 1);
+      if (mine.length === 0) this.byIdentity.delete(entry.identity);
+    }
+    clearTimeout(entry.timer);
   }
 
   private keyOf(parts: PoolKeyParts): { identity: string; secretHash: string } {
