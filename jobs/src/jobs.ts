@@ -42,7 +42,10 @@ export interface Enqueued {
   record: JobRecord;
   /** The record's revision (carried in the envelope: `record_revision`). */
   revision: number;
-  /** Publishes the `queued` event of a job enqueued with `announce: false` (a held job). */
+  /**
+   * Publishes the `queued` event of a job enqueued with `announce: false`: a held job, or one
+   * whose envelope the caller publishes in the same turn (both leave in one socket write).
+   */
   announce(): void;
 }
 
@@ -116,8 +119,8 @@ export class Jobs {
 
   /**
    * Records the job of `envelope` as `queued` (creation: fails when the id exists). Its event
-   * goes out at once, or, with `announce: false` (an envelope held back, published later),
-   * when the caller calls `announce()` once the job is queued for certain.
+   * goes out at once, or, with `announce: false`, when the caller calls `announce()`: once the
+   * job is queued for certain (an envelope held back), or just before it publishes the envelope.
    */
   async enqueue(envelope: JobEnvelope, options: { announce?: boolean } = {}): Promise<Enqueued> {
     const record = queuedRecordOf(envelope);
