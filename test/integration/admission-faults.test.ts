@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import { Buckets } from '@svc/proto';
@@ -193,6 +193,53 @@ test('when a queued record has no message (a gateway died between the two writes
   assert.equal(ended.json.status, 'failed', ended.text);
   assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
   // The job with a message, older than the ghost, was looked at by the same sweeps: untouched.
+  const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
+  assert.equal(still.json.status, 'queued', still.text);
+});
+
+test("when the reaper's record feed loses its consumer, then it reads on from where it was and still fails a record left without its message", async (t) => {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await stack.stop();
+    await device.stop();
+    await nats.stop();
+  });
+  const auth = { basic: { username: device.username, password: device.password } };
+  const waiting = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
+  });
+  assert.equal(waiting.status, 202, waiting.text);
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  const model = await kv.get(waiting.json.job_id);
+  const ghost = async (): Promise<string> => {
+    const id = randomUUID();
+    const record = {
+      ...(JSON.parse(new TextDecoder().decode(model!.value)) as Record<string, unknown>),
+      job_id: id,
+      enqueued_at: new Date().toISOString(),
+    };
+    await kv.create(id, new TextEncoder().encode(JSON.stringify(record)));
+    return id;
+  };
+  // The feed has read through its consumer once the first ghost is failed.
+  const first = await waitForJob(stack.url, await ghost(), auth);
+  assert.equal(first.json.error_code, 'NOT_ENQUEUED', first.text);
+  // Its consumer gone (as with the node holding it lost): every consumer of the records' stream.
+  const jsm = await jetstreamManager(nc);
+  const stream = `KV_${Buckets.jobs}`;
+  let deleted = 0;
+  for await (const c of jsm.consumers.list(stream)) {
+    if (await jsm.consumers.delete(stream, c.name)) deleted++;
+  }
+  assert.ok(deleted > 0, 'the feed had a consumer to lose');
+  const second = await waitForJob(stack.url, await ghost(), auth);
+  assert.equal(second.json.status, 'failed', second.text);
+  assert.equal(second.json.error_code, 'NOT_ENQUEUED');
   const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
   assert.equal(still.json.status, 'queued', still.text);
 });
