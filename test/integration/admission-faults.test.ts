@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -160,44 +160,11 @@ test('when the jobs stream holds messages no consumer waits on, then health, met
   assert.equal((await waitForJob(stack.url, a.json.job_id, auth)).json.status, 'finished');
 });
 
-test('when a queued record has no message (a gateway died between the two writes), then the reaper fails it with NOT_ENQUEUED and leaves queued jobs that have one', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  // No actor host: a job that has its message stays queued.
-  const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
-  const nc = await connectNats(nats.url, 'test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  const auth = { basic: { username: device.username, password: device.password } };
-  const waiting = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
-    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
-  });
-  assert.equal(waiting.status, 202, waiting.text);
-  // The record a gateway writes first, without the envelope it would have published next.
-  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
-  const model = await kv.get(waiting.json.job_id);
-  const ghost = randomUUID();
-  const record = {
-    ...(JSON.parse(new TextDecoder().decode(model!.value)) as Record<string, unknown>),
-    job_id: ghost,
-    enqueued_at: new Date().toISOString(),
-  };
-  await kv.create(ghost, new TextEncoder().encode(JSON.stringify(record)));
-
-  const ended = await waitForJob(stack.url, ghost, auth);
-  assert.equal(ended.json.status, 'failed', ended.text);
-  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
-  // The job with a message, older than the ghost, was looked at by the same sweeps: untouched.
-  const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
-  assert.equal(still.json.status, 'queued', still.text);
-});
-
-test("when the reaper's record feed loses its consumer, then it reads on from where it was and still fails a record left without its message", async (t) => {
+/**
+ * A stack without actor hosts (a job that has its message stays queued), one such job, and
+ * `ghost()`: a record as a gateway writes it first, without the envelope it would publish next.
+ */
+async function recordsWithoutMessages(t: TestContext) {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
   const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
@@ -226,8 +193,26 @@ test("when the reaper's record feed loses its consumer, then it reads on from wh
     await kv.create(id, new TextEncoder().encode(JSON.stringify(record)));
     return id;
   };
+  /** The job that has its message is still queued: the sweeps that failed the others left it. */
+  const assertWaitingUntouched = async () => {
+    const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
+    assert.equal(still.json.status, 'queued', still.text);
+  };
+  return { nc, url: stack.url, auth, ghost, assertWaitingUntouched };
+}
+
+test('when a queued record has no message (a gateway died between the two writes), then the reaper fails it with NOT_ENQUEUED and leaves queued jobs that have one', async (t) => {
+  const { url, auth, ghost, assertWaitingUntouched } = await recordsWithoutMessages(t);
+  const ended = await waitForJob(url, await ghost(), auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  await assertWaitingUntouched();
+});
+
+test("when the reaper's record feed loses its consumer, then it reads on from where it was and still fails a record left without its message", async (t) => {
+  const { nc, url, auth, ghost, assertWaitingUntouched } = await recordsWithoutMessages(t);
   // The feed has read through its consumer once the first ghost is failed.
-  const first = await waitForJob(stack.url, await ghost(), auth);
+  const first = await waitForJob(url, await ghost(), auth);
   assert.equal(first.json.error_code, 'NOT_ENQUEUED', first.text);
   // Its consumer gone (as with the node holding it lost): every consumer of the records' stream.
   const jsm = await jetstreamManager(nc);
@@ -237,9 +222,8 @@ test("when the reaper's record feed loses its consumer, then it reads on from wh
     if (await jsm.consumers.delete(stream, c.name)) deleted++;
   }
   assert.ok(deleted > 0, 'the feed had a consumer to lose');
-  const second = await waitForJob(stack.url, await ghost(), auth);
+  const second = await waitForJob(url, await ghost(), auth);
   assert.equal(second.json.status, 'failed', second.text);
   assert.equal(second.json.error_code, 'NOT_ENQUEUED');
-  const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
-  assert.equal(still.json.status, 'queued', still.text);
+  await assertWaitingUntouched();
 });
