@@ -264,6 +264,11 @@ function cpuSeconds(pid: number): number | null {
 
 /** Processes whose CPU time per job the report shows. */
 const cpuWatch: { name: string; pid: number }[] = [];
+/** The benchmark's own process when it holds only the fleet and the client (`--processes`). */
+const FLEET_AND_CLIENT = 'fleet+client';
+/** CPU of svc and nats-server: every watched process but the fleet and client. */
+const svcSum = (perProcess: readonly (readonly [string, number])[]): number =>
+  perProcess.filter(([name]) => name !== FLEET_AND_CLIENT).reduce((sum, [, ms]) => sum + ms, 0);
 
 /**
  * CPU each watched process spends per second while no job runs (the fleet's sessions stay warm):
@@ -273,16 +278,17 @@ async function idlePhase(seconds: number): Promise<void> {
   const before = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
   await sleep(seconds * 1000);
   const after = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
-  const perSecond = cpuWatch.map((p, i) => ({
-    name: p.name,
-    ms: ((after[i]! - before[i]!) * 1000) / seconds,
-  }));
-  const svc = perSecond.filter((p) => !p.name.includes('fleet'));
+  const perSecond = cpuWatch.map(
+    (p, i) => [p.name, ((after[i]! - before[i]!) * 1000) / seconds] as const,
+  );
   const lines = [
     `idle CPU (${seconds} s, no jobs), ms per second:`,
-    ...perSecond.map((p) => `  ${p.name.padEnd(32)} ${p.ms.toFixed(1)}`),
-    `  ${'svc + nats-server'.padEnd(32)} ${svc.reduce((a, p) => a + p.ms, 0).toFixed(1)}`,
+    ...perSecond.map(([name, ms]) => `  ${name.padEnd(32)} ${ms.toFixed(1)}`),
   ];
+  // Only where the fleet and client have a process of their own can svc be told apart.
+  if (perSecond.some(([name]) => name === FLEET_AND_CLIENT)) {
+    lines.push(`  ${'svc + nats-server'.padEnd(32)} ${svcSum(perSecond).toFixed(1)}`);
+  }
   process.stdout.write(lines.join('\n') + '\n');
 }
 
@@ -848,10 +854,7 @@ function printReport(
         `  CPU per job: ${name.padEnd(17)} ${col((r) => r.cpuMsPerJob[name] ?? NaN, f2)} ms`,
       );
     }
-    const svcCpu = (r: PhaseResult) =>
-      Object.entries(r.cpuMsPerJob)
-        .filter(([name]) => name !== 'fleet+client')
-        .reduce((sum, [, ms]) => sum + ms, 0);
+    const svcCpu = (r: PhaseResult) => svcSum(Object.entries(r.cpuMsPerJob));
     if (opts.processes) out.push(`  CPU per job: svc + nats-server  ${col(svcCpu, f2)} ms`);
     const withNats = reps.filter((r) => r.nats !== null);
     if (withNats.length > 0) {
@@ -1119,7 +1122,7 @@ async function main(): Promise<void> {
           cleanup.push(() => proc.kill('SIGTERM'));
           if (proc.child.pid) cpuWatch.push({ name, pid: proc.child.pid });
         }
-        cpuWatch.push({ name: 'fleet+client', pid: process.pid });
+        cpuWatch.push({ name: FLEET_AND_CLIENT, pid: process.pid });
         baseUrl = `http://127.0.0.1:${httpPort}`;
       } else {
         const stack: InProcessStack = await startInProcessStack(natsUrl, {

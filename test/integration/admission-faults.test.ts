@@ -8,6 +8,7 @@ import { Buckets } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
+  deviceStackForTest,
   http,
   startInProcessStack,
   waitForJob,
@@ -165,17 +166,13 @@ test('when the jobs stream holds messages no consumer waits on, then health, met
  * `ghost()`: a record as a gateway writes it first, without the envelope it would publish next.
  */
 async function recordsWithoutMessages(t: TestContext) {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const stack = await startInProcessStack(nats.url, { actors: 0, env: { ENQUEUE_GRACE: '1' } });
+  const { nats, device, stack, auth } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    { actors: 0, env: { ENQUEUE_GRACE: '1' } },
+  );
   const nc = await connectNats(nats.url, 'test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  const auth = { basic: { username: device.username, password: device.password } };
+  t.after(() => nc.close());
   const waiting = await http('POST', `${stack.url}/v2/send-command`, {
     ...auth,
     body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },

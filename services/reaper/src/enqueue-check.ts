@@ -159,7 +159,7 @@ export class EnqueueCheck {
         this.#fetched = true;
         let delivered = 0;
         for await (const m of batch) {
-          this.#note(m, this.#bucket);
+          this.#note(m);
           delivered++;
         }
         // Fewer than asked (the first read, or entries removed meanwhile): nothing more now.
@@ -171,9 +171,9 @@ export class EnqueueCheck {
     }
   }
 
-  #note(m: JsMsg, bucket: string): void {
+  #note(m: JsMsg): void {
     this.#cursor = m.seq;
-    const key = SubjectParsers.kvKey(bucket, m.subject);
+    const key = SubjectParsers.kvKey(this.#bucket, m.subject);
     if (key === null) return;
     const created =
       !m.headers?.get('KV-Operation') &&

@@ -49,7 +49,7 @@ export class SessionPool {
   private readonly idleTtlMs: number;
   private readonly maxSize: number;
   /** Idle sessions, oldest first (a Set keeps insertion order and deletes in O(1)). */
-  private idle = new Set<Entry>();
+  private readonly idle = new Set<Entry>();
   /**
    * The same sessions by identity, oldest first: a job finds its device's among a thousand warm
    * sessions without scanning them all.
@@ -154,7 +154,7 @@ export class SessionPool {
   async close(): Promise<void> {
     this.closed = true;
     const entries = [...this.idle];
-    this.idle = new Set();
+    this.idle.clear();
     this.byIdentity.clear();
     await Promise.all(
       entries.map(async (e) => {
