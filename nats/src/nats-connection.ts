@@ -7,6 +7,7 @@ import {
   type NodeConnectionOptions,
 } from '@nats-io/transport-node';
 import type { Logger } from '@svc/telemetry';
+import { releaseAnsweredRequestsWithoutError } from './answered-requests.js';
 
 /** How often a wait for NATS is reported again (the first report comes after WAIT_FIRST_MS). */
 export const WAIT_REPEAT_SECONDS = 15;
@@ -46,6 +47,7 @@ export async function connectNats(
     report();
     repeat = setInterval(report, WAIT_REPEAT_SECONDS * 1000);
   }, WAIT_FIRST_MS);
+  releaseAnsweredRequestsWithoutError();
   let nc: NatsConnection;
   try {
     nc = await connect({
