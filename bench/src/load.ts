@@ -15,7 +15,9 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { readFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -69,6 +71,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     the per-job NATS counts; a started stack enables one of its own
   --processes       run gateway, dispatcher and reaper as separate processes too (as deployed;
                     default: in this process, with the fleet and the client)
+  --launcher        run the whole service as \`npm start\` does: one process (the launcher, every
+                    service and one actor host in it) beside the benchmark's nats-server
   --cpu-prof DIR    write a CPU profile of every service process into DIR (node --cpu-prof),
                     one <service>.cpuprofile each, at the end of the run
   --batch           instead of the load phases: per repetition ONE POST /v2/batches (kind
@@ -105,6 +109,8 @@ interface Options {
   json: boolean;
   subjects: boolean;
   processes: boolean;
+  /** The whole service in one process, as `npm start` runs it (the launcher). */
+  launcher: boolean;
   /** Directory for a CPU profile of every service process (`--cpu-prof`), written at exit. */
   cpuProf: string | undefined;
   batch: boolean;
@@ -137,6 +143,7 @@ function parseOptions(argv: string[]): Options {
       json: { type: 'boolean', default: false },
       subjects: { type: 'boolean', default: false },
       processes: { type: 'boolean', default: false },
+      launcher: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       batch: { type: 'boolean', default: false },
       idle: { type: 'string', default: '0' },
@@ -163,6 +170,14 @@ function parseOptions(argv: string[]): Options {
   }
   const url = values.url;
   if (url && !values.nats) throw new Error('--url needs --nats (job records are read from NATS)');
+  if (
+    values.launcher &&
+    (url || values.processes || values.hold !== '0' || values.actors !== '1')
+  ) {
+    throw new Error(
+      '--launcher runs the one process of `npm start`: no --url, --processes, --hold or --actors',
+    );
+  }
   for (const u of [url, values.nats, values.monitor]) {
     if (u && !/^(https?|nats):\/\/(127\.0\.0\.1|localhost|\[::1\])([:/,]|$)/.test(u)) {
       throw new Error(`${u}: the benchmark only drives loopback addresses`);
@@ -190,6 +205,7 @@ function parseOptions(argv: string[]): Options {
     json: values.json,
     subjects: values.subjects,
     processes: values.processes,
+    launcher: values.launcher,
     cpuProf: values['cpu-prof'],
     batch: values.batch,
     idleSeconds: int('idle', values.idle, 0),
@@ -1108,7 +1124,27 @@ async function main(): Promise<void> {
       // its RSS starts from an idle process (a host that just ran the load phases keeps a grown
       // heap, which would hide the sessions' memory).
       const stackEnv = opts.hold > 0 ? { ...env, SVC_CONTEXTS: `default,${HOLD_CONTEXT}` } : env;
-      if (opts.processes) {
+      if (opts.launcher) {
+        // `npm start`: the launcher runs every service and one actor host in its one process;
+        // given NATS_URL, it uses that server (the benchmark's, for the monitoring counts).
+        const httpPort = await freePort();
+        const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-launcher-'));
+        cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
+        const proc = ServiceProcess.start(
+          'launcher',
+          testEnv(natsUrl, {
+            ...env,
+            SVC_PORT: '0',
+            SVC_HTTP_PORT: String(httpPort),
+            SVC_DATA_DIR: dataDir,
+          }),
+          profileArgs('launcher'),
+        );
+        cleanup.push(() => proc.kill('SIGTERM'));
+        if (proc.child.pid) cpuWatch.push({ name: 'svc (npm start)', pid: proc.child.pid });
+        cpuWatch.push({ name: FLEET_AND_CLIENT, pid: process.pid });
+        baseUrl = `http://127.0.0.1:${httpPort}`;
+      } else if (opts.processes) {
         // Every service its own process, as deployed; this process runs only the fleet and
         // the load client.
         const httpPort = await freePort();
@@ -1134,7 +1170,7 @@ async function main(): Promise<void> {
         cpuWatch.push({ name: 'gateway+dispatcher+fleet+client', pid: process.pid });
         baseUrl = stack.url;
       }
-      for (let i = 0; i < opts.actors; i++) {
+      for (let i = 0; i < (opts.launcher ? 0 : opts.actors); i++) {
         const actor = ServiceProcess.start(
           'device-actor',
           testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }),
@@ -1159,9 +1195,11 @@ async function main(): Promise<void> {
         holdContext = HOLD_CONTEXT;
       }
       await waitHealthy(baseUrl, 30_000);
-      setup = opts.processes
-        ? `gateway, dispatcher, reaper and ${opts.actors} actor host(s) as separate processes, nats-server ${natsUrl}`
-        : `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
+      setup = opts.launcher
+        ? `the launcher (npm start): every service and one actor host in one process, nats-server ${natsUrl}`
+        : opts.processes
+          ? `gateway, dispatcher, reaper and ${opts.actors} actor host(s) as separate processes, nats-server ${natsUrl}`
+          : `in-process gateway+dispatcher+reaper, ${opts.actors} actor host process(es), nats-server ${natsUrl}`;
     }
     const nc: NatsConnection = await connectNats(natsUrl, BENCH_CONN);
     cleanup.push(() => nc.close());
