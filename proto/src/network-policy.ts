@@ -136,12 +136,28 @@ function hostAddresses(read: InterfaceReader): Set<string> {
   for (const list of Object.values(read())) {
     for (const i of list ?? []) {
       if (i.internal) continue;
-      const canonical = canonicalIp(i.address.split('%')[0]!);
+      const canonical = canonicalInterfaceAddress(i.address);
       if (canonical !== null) out.add(canonical);
     }
   }
   return out;
 }
+
+/**
+ * The canonical form of an interface's address, remembered: the same few addresses come back at
+ * every check (the interfaces are still read every time), and parsing them was a third of what a
+ * check cost. Bounded: a host whose addresses churn starts the memory again.
+ */
+function canonicalInterfaceAddress(raw: string): string | null {
+  let canonical = canonicalOfInterface.get(raw);
+  if (canonical === undefined) {
+    if (canonicalOfInterface.size >= 1024) canonicalOfInterface.clear();
+    canonical = canonicalIp(raw.split('%')[0]!);
+    canonicalOfInterface.set(raw, canonical);
+  }
+  return canonical;
+}
+const canonicalOfInterface = new Map<string, string | null>();
 
 export interface AddressPolicyOptions {
   allow: readonly string[];
