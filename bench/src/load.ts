@@ -14,7 +14,7 @@
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -278,6 +278,24 @@ function cpuSeconds(pid: number): number | null {
   }
 }
 
+/**
+ * Times the threads of a process went to sleep and were woken again (voluntary context switches
+ * of every thread, from each thread's status under /proc/<pid>/task): on a quiet box, what a
+ * process costs follows these wake-ups more than the bytes it moves (docs/performance.md).
+ */
+function wakeUps(pid: number): number | null {
+  try {
+    let sum = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      sum += Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)?.[1] ?? 0);
+    }
+    return sum;
+  } catch {
+    return null;
+  }
+}
+
 /** Processes whose CPU time per job the report shows. */
 const cpuWatch: { name: string; pid: number }[] = [];
 /** The benchmark's own process when it holds only the fleet and the client (`--processes`). */
@@ -455,6 +473,8 @@ interface PhaseResult {
   errorCodes: Record<string, number>;
   /** CPU ms per completed job, by process. */
   cpuMsPerJob: Record<string, number>;
+  /** Wake-ups (voluntary context switches of all threads) per completed job, by process. */
+  wakeUpsPerJob: Record<string, number>;
   /** Most messages waiting in each work-queue stream during the phase (where jobs queue). */
   peakBacklog: { jobs: number; actor: number };
   /** nats-server's own counts per job (without the benchmark's traffic); null without `--monitor`. */
@@ -565,6 +585,7 @@ async function runPhase(
   const natsBefore = await snapshot();
   subjectTap?.clear();
   const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const wakeUpsBefore = cpuWatch.map((p) => wakeUps(p.pid) ?? NaN);
   const tracked = new Map<string, Tracked>();
   const rejected: Record<string, number> = {};
   const submitHttp: number[] = [];
@@ -627,6 +648,7 @@ async function runPhase(
   );
   const wallSeconds = (lastTerminal - start) / 1000;
   const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const wakeUpsAfter = cpuWatch.map((p) => wakeUps(p.pid) ?? NaN);
   const peakBacklog = sampler.stop();
   // Before the record reads below: they are the benchmark's, not the jobs'.
   const natsAfter = await snapshot();
@@ -714,6 +736,9 @@ async function runPhase(
       : null,
     cpuMsPerJob: Object.fromEntries(
       cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
+    ),
+    wakeUpsPerJob: Object.fromEntries(
+      cpuWatch.map((p, i) => [p.name, (wakeUpsAfter[i]! - wakeUpsBefore[i]!) / Math.max(1, done)]),
     ),
   };
 }
@@ -871,7 +896,16 @@ function printReport(
       );
     }
     const svcCpu = (r: PhaseResult) => svcSum(Object.entries(r.cpuMsPerJob));
-    if (opts.processes) out.push(`  CPU per job: svc + nats-server  ${col(svcCpu, f2)} ms`);
+    if (opts.processes || opts.launcher)
+      out.push(`  CPU per job: svc + nats-server  ${col(svcCpu, f2)} ms`);
+    for (const { name } of cpuWatch) {
+      out.push(
+        `  wake-ups per job: ${name.padEnd(12)} ${col((r) => r.wakeUpsPerJob[name] ?? NaN, f2)}  (voluntary context switches, all threads)`,
+      );
+    }
+    const svcWakeUps = (r: PhaseResult) => svcSum(Object.entries(r.wakeUpsPerJob));
+    if (opts.processes || opts.launcher)
+      out.push(`  wake-ups per job: svc + nats-server  ${col(svcWakeUps, f2)}`);
     const withNats = reps.filter((r) => r.nats !== null);
     if (withNats.length > 0) {
       const nc = (pick: (n: NatsPerJob) => number) =>
