@@ -170,20 +170,12 @@ function parseOptions(argv: string[]): Options {
   }
   const url = values.url;
   if (url && !values.nats) throw new Error('--url needs --nats (job records are read from NATS)');
-  if (
-    values.launcher &&
-    (url || values.processes || values.hold !== '0' || values.actors !== '1')
-  ) {
-    throw new Error(
-      '--launcher runs the one process of `npm start`: no --url, --processes, --hold or --actors',
-    );
-  }
   for (const u of [url, values.nats, values.monitor]) {
     if (u && !/^(https?|nats):\/\/(127\.0\.0\.1|localhost|\[::1\])([:/,]|$)/.test(u)) {
       throw new Error(`${u}: the benchmark only drives loopback addresses`);
     }
   }
-  return {
+  const options: Options = {
     jobs: int('jobs', values.jobs, 1),
     devices: int('devices', values.devices, 1),
     rate: Number(values.rate),
@@ -210,6 +202,12 @@ function parseOptions(argv: string[]): Options {
     batch: values.batch,
     idleSeconds: int('idle', values.idle, 0),
   };
+  if (options.launcher && (url || options.processes || options.hold > 0 || options.actors !== 1)) {
+    throw new Error(
+      '--launcher runs the one process of `npm start`: no --url, --processes, --hold or --actors',
+    );
+  }
+  return options;
 }
 
 // ---- small tools -----------------------------------------------------------------------------
@@ -298,9 +296,30 @@ function wakeUps(pid: number): number | null {
 
 /** Processes whose CPU time per job the report shows. */
 const cpuWatch: { name: string; pid: number }[] = [];
+
+/** What each watched process has used so far: CPU ms and wake-ups. */
+interface Usage {
+  cpuMs: number;
+  wakeUps: number;
+}
+const usageNow = (): Usage[] =>
+  cpuWatch.map((p) => ({
+    cpuMs: (cpuSeconds(p.pid) ?? NaN) * 1000,
+    wakeUps: wakeUps(p.pid) ?? NaN,
+  }));
+/** `what` used between two readings of `usageNow`, per unit (job, second), by process. */
+const usedPer = (
+  before: readonly Usage[],
+  after: readonly Usage[],
+  units: number,
+  what: keyof Usage,
+): Record<string, number> =>
+  Object.fromEntries(
+    cpuWatch.map((p, i) => [p.name, (after[i]![what] - before[i]![what]) / Math.max(1, units)]),
+  );
 /** The benchmark's own process when it holds only the fleet and the client (`--processes`). */
 const FLEET_AND_CLIENT = 'fleet+client';
-/** CPU of svc and nats-server: every watched process but the fleet and client. */
+/** A sum over svc and nats-server: every watched process but the fleet and client. */
 const svcSum = (perProcess: readonly (readonly [string, number])[]): number =>
   perProcess.filter(([name]) => name !== FLEET_AND_CLIENT).reduce((sum, [, ms]) => sum + ms, 0);
 
@@ -309,12 +328,9 @@ const svcSum = (perProcess: readonly (readonly [string, number])[]): number =>
  * the part of the per-job cost that does not depend on the load, printed at once.
  */
 async function idlePhase(seconds: number): Promise<void> {
-  const before = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const before = usageNow();
   await sleep(seconds * 1000);
-  const after = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
-  const perSecond = cpuWatch.map(
-    (p, i) => [p.name, ((after[i]! - before[i]!) * 1000) / seconds] as const,
-  );
+  const perSecond = Object.entries(usedPer(before, usageNow(), seconds, 'cpuMs'));
   const lines = [
     `idle CPU (${seconds} s, no jobs), ms per second:`,
     ...perSecond.map(([name, ms]) => `  ${name.padEnd(32)} ${ms.toFixed(1)}`),
@@ -584,8 +600,7 @@ async function runPhase(
   for (const d of spec.devices) d.resetStats();
   const natsBefore = await snapshot();
   subjectTap?.clear();
-  const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
-  const wakeUpsBefore = cpuWatch.map((p) => wakeUps(p.pid) ?? NaN);
+  const usageBefore = usageNow();
   const tracked = new Map<string, Tracked>();
   const rejected: Record<string, number> = {};
   const submitHttp: number[] = [];
@@ -647,8 +662,7 @@ async function runPhase(
     ...ids.map((id) => watcher.terminal.get(id)?.at ?? 0),
   );
   const wallSeconds = (lastTerminal - start) / 1000;
-  const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
-  const wakeUpsAfter = cpuWatch.map((p) => wakeUps(p.pid) ?? NaN);
+  const usageAfter = usageNow();
   const peakBacklog = sampler.stop();
   // Before the record reads below: they are the benchmark's, not the jobs'.
   const natsAfter = await snapshot();
@@ -734,12 +748,8 @@ async function runPhase(
     subjectsPerJob: tapped
       ? Object.fromEntries([...tapped].map(([k, n]) => [k, n / Math.max(1, done)]))
       : null,
-    cpuMsPerJob: Object.fromEntries(
-      cpuWatch.map((p, i) => [p.name, ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, done)]),
-    ),
-    wakeUpsPerJob: Object.fromEntries(
-      cpuWatch.map((p, i) => [p.name, (wakeUpsAfter[i]! - wakeUpsBefore[i]!) / Math.max(1, done)]),
-    ),
+    cpuMsPerJob: usedPer(usageBefore, usageAfter, done, 'cpuMs'),
+    wakeUpsPerJob: usedPer(usageBefore, usageAfter, done, 'wakeUps'),
   };
 }
 
@@ -999,7 +1009,7 @@ async function batchPhase(
   for (const d of devices) d.resetStats();
   const first = devices[0]!;
   const auth = 'Basic ' + Buffer.from(`${first.username}:${first.password}`).toString('base64');
-  const cpuBefore = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const usageBefore = usageNow();
   const start = Date.now();
   const created = await client.post(
     '/v2/batches',
@@ -1028,7 +1038,7 @@ async function batchPhase(
     await sleep(100);
   }
   const clientSeesEndMs = Date.now() - start;
-  const cpuAfter = cpuWatch.map((p) => cpuSeconds(p.pid) ?? NaN);
+  const usageAfter = usageNow();
 
   const counts = { finished: 0, failed: 0, cancelled: 0 };
   const errorCodes: Record<string, number> = {};
@@ -1065,12 +1075,7 @@ async function batchPhase(
     clientSeesEndMs,
     slowestOwnMs,
     slowestSpanMs,
-    cpuMsPerJob: Object.fromEntries(
-      cpuWatch.map((p, i) => [
-        p.name,
-        ((cpuAfter[i]! - cpuBefore[i]!) * 1000) / Math.max(1, ids.length),
-      ]),
-    ),
+    cpuMsPerJob: usedPer(usageBefore, usageAfter, ids.length, 'cpuMs'),
   };
 }
 

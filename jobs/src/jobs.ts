@@ -189,9 +189,10 @@ export class Jobs {
     );
     if (!finished) return null;
     await retryTransient(() => this.releaseDedup(finished.record)).catch(() => undefined);
-    const published = this.store.publishEvent(finished.record);
+    // Its failure handled before `withEvent` runs: a throw there must not leave it unhandled.
+    const published = this.store.publishEvent(finished.record).catch(() => undefined);
     options.withEvent?.();
-    await published.catch(() => undefined);
+    await published;
     return finished.record;
   }
 

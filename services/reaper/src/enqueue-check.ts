@@ -190,7 +190,9 @@ export class EnqueueCheck {
 
   /** Probes the records queued longer than the grace; returns the jobs failed. */
   async sweep(now = Date.now()): Promise<string[]> {
-    // Every write stored before the sweep is known to it.
+    // Every write stored before the sweep is known to it: a read already under way began earlier
+    // and may have stopped short of the latest, so one more follows it.
+    await this.#reading;
     await this.#read();
     const failed: string[] = [];
     const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + JOBS_DUPLICATE_WINDOW_MARGIN_MS;

@@ -88,18 +88,15 @@ export class SessionPool {
     // Same device and user, other secrets: the password changed, so those sessions are stale.
     // Awaited: the caller opens a new session next, and a device sees one at a time.
     await Promise.all(mine.filter((x) => x.secretHash !== secretHash).map((e) => this.drop(e)));
-    // The newest first (re-read: drops and other jobs changed the list meanwhile).
-    const same = this.byIdentity.get(identity) ?? [];
-    for (let i = same.length - 1; i >= 0; i--) {
-      const e = same[i];
-      if (e === undefined || e.secretHash !== secretHash) continue;
+    // The newest (looked up again: the drops and other jobs changed the list meanwhile).
+    const e = this.byIdentity.get(identity)?.findLast((x) => x.secretHash === secretHash);
+    if (e !== undefined) {
       this.forget(e);
       if (e.platform === platform && (await check(e.session))) {
         this.hits++;
         return e.session;
       }
       await e.session.close().catch(() => undefined);
-      break;
     }
     this.misses++;
     return null;
