@@ -45,7 +45,13 @@ test('when a browser opens /docs, then it gets the API explorer of the generated
 
 test('when npm start logs with LOG_FORMAT=pretty, then lines are human-readable; piped without it they are JSON', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-logs-'));
-  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const launchers: ServiceProcess[] = [];
+  // One hook, in this order: hooks run as registered, and a data dir removed first was removed
+  // under a running launcher's nats-server (ENOTEMPTY when it wrote meanwhile).
+  t.after(async () => {
+    for (const launcher of launchers) await launcher.kill('SIGTERM');
+    await rm(dataDir, { recursive: true, force: true });
+  });
   const env = (format: string) => ({
     // Its own nats-server (the shared one holds the in-process stack's streams).
     NATS_URL: '',
@@ -60,14 +66,14 @@ test('when npm start logs with LOG_FORMAT=pretty, then lines are human-readable;
     LOG_FORMAT: format,
   });
   const pretty = ServiceProcess.start('launcher', env('pretty'));
-  t.after(() => pretty.kill('SIGTERM'));
+  launchers.push(pretty);
   const prettyLine = await pretty.waitFor(/gateway listening/);
   assert.throws(() => JSON.parse(prettyLine) as unknown, 'not JSON');
   assert.match(prettyLine, /INFO/);
   await pretty.kill('SIGTERM');
 
   const piped = ServiceProcess.start('launcher', env(''));
-  t.after(() => piped.kill('SIGTERM'));
+  launchers.push(piped);
   const jsonLine = await piped.waitFor(/gateway listening/);
   assert.equal((JSON.parse(jsonLine) as { level: string }).level, 'INFO');
 });
