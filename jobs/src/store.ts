@@ -232,8 +232,9 @@ export class JobStore {
       ended_at: record.ended_at,
     };
     // Published without waiting for JetStream's acknowledgement: the stream de-duplicates on
-    // the message id all the same, events are for followers (a failed publish was never more
-    // than logged), and an acknowledged publish costs a round trip and a reply per event.
+    // the message id all the same, events are for followers (the record holds the state; a
+    // publish fails only on a closed or draining connection, and `Jobs` goes on without it),
+    // and an acknowledged publish costs a round trip and a reply per event.
     const publish = (subject: string, data: unknown, msgId: string) => {
       const h = natsHeaders();
       injectTraceContext(h);
