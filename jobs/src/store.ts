@@ -1,6 +1,8 @@
 import type { KV } from '@nats-io/kv';
+import { jetstream, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
 import {
+  Buckets,
   FailedJob,
   Headers,
   JobRecord,
@@ -10,6 +12,7 @@ import {
   decodeMessage,
   encodeJson,
   isWrongRevision,
+  recordSummaryOf,
   type JobEnvelope,
   type JobEvent,
   type JobStatus,
@@ -17,6 +20,35 @@ import {
 import { injectTraceContext } from '@svc/telemetry';
 import { IllegalTransition, mayMove, type FromOf } from './states.js';
 import type { JobResults } from './results.js';
+
+/**
+ * Writes a record's bytes under the job's key if the key is still at `revision` (0: it has none)
+ * and returns the new revision; `summary` is its `RecordSummary` as JSON, for the header.
+ */
+export type RecordWrite = (
+  jobId: string,
+  data: Uint8Array,
+  summary: string,
+  revision: number,
+) => Promise<number>;
+
+/**
+ * The KV client's put (a publish to the key's subject expecting its last sequence) with the
+ * record's summary in `Headers.recordSummary`, which the KV client cannot add.
+ */
+function publishedRecordWrite(nc: NatsConnection): RecordWrite {
+  let js: JetStreamClient | null = null;
+  return async (jobId, data, summary, revision) => {
+    js ??= jetstream(nc);
+    const h = natsHeaders();
+    h.set(Headers.recordSummary, summary);
+    const ack = await js.publish(Subjects.kvEntry(Buckets.jobs, jobId), data, {
+      headers: h,
+      expect: { lastSubjectSequence: revision },
+    });
+    return ack.seq;
+  };
+}
 
 /** What the KV client accepts as a key (it throws on anything else). */
 const VALID_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
@@ -55,11 +87,26 @@ export class JobStore {
     private readonly transientRetryMs = 60_000,
     private readonly failed?: KV,
     readonly results?: JobResults,
+    private readonly write: RecordWrite = publishedRecordWrite(nc),
   ) {}
 
-  /** Creates a job's record; returns its revision (carried in the envelope: `record_revision`). */
+  /**
+   * Creates a job's record; returns its revision (carried in the envelope: `record_revision`).
+   * Fails when the id exists; a deleted record's id is written over, as the KV client's `create`.
+   */
   async create(record: JobRecord): Promise<number> {
-    return await this.kv.create(record.job_id, encodeJson(record));
+    const data = encodeJson(record);
+    const summary = JSON.stringify(recordSummaryOf(record));
+    try {
+      return await this.write(record.job_id, data, summary, 0);
+    } catch (err) {
+      if (!isWrongRevision(err) && err instanceof JetStreamApiError) throw err;
+      const entry = await this.kv.get(record.job_id);
+      if (entry && entry.operation !== 'PUT') {
+        return await this.write(record.job_id, data, summary, entry.revision);
+      }
+      throw err;
+    }
   }
 
   async get(jobId: string): Promise<StoredRecord | null> {
@@ -127,7 +174,12 @@ export class JobStore {
         if (next.status !== from && !mayMove(from, next.status)) {
           throw new IllegalTransition(jobId, from, next.status);
         }
-        const revision = await this.kv.update(jobId, encodeJson(next), stored.revision);
+        const revision = await this.write(
+          jobId,
+          encodeJson(next),
+          JSON.stringify(recordSummaryOf(next)),
+          stored.revision,
+        );
         return { record: next, revision };
       } catch (err) {
         // A record that is not one stays so, and an illegal move stays illegal: no retry.

@@ -5,34 +5,37 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SvcError, isTerminal, type JobRecord, type JobStatus } from '@svc/proto';
 import { commandSpec } from '@svc/proto/test-fixtures';
-import { JobStore } from '../src/store.js';
+import { JobStore, type RecordWrite } from '../src/store.js';
 import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src/states.js';
 import type { Jobs } from '../src/jobs.js';
 
 const STATUSES = Object.keys(JOB_TRANSITIONS) as JobStatus[];
 
-/** Just what `JobStore` reads and writes of a bucket: get and compare-and-set. */
-function memoryKv(): KV {
+/** Just what `JobStore` reads and writes of a bucket: get, and writes that compare-and-set. */
+function memoryBucket(): { kv: KV; write: RecordWrite } {
   const entries = new Map<string, { value: Uint8Array; revision: number }>();
   let seq = 0;
   return {
-    get: (key: string) => {
-      const e = entries.get(key);
-      return Promise.resolve(e ? { ...e, operation: 'PUT', key } : null);
-    },
-    create: (key: string, value: Uint8Array) => {
-      if (entries.has(key)) return Promise.reject(new Error('wrong last sequence: key exists'));
-      entries.set(key, { value, revision: ++seq });
-      return Promise.resolve(seq);
-    },
-    update: (key: string, value: Uint8Array, revision: number) => {
-      if (entries.get(key)?.revision !== revision) {
+    kv: {
+      get: (key: string) => {
+        const e = entries.get(key);
+        return Promise.resolve(e ? { ...e, operation: 'PUT', key } : null);
+      },
+    } as unknown as KV,
+    write: (key, value, _summary, revision) => {
+      if ((entries.get(key)?.revision ?? 0) !== revision) {
         return Promise.reject(new Error('wrong last sequence'));
       }
       entries.set(key, { value, revision: ++seq });
       return Promise.resolve(seq);
     },
-  } as unknown as KV;
+  };
+}
+
+/** A store on a bucket in memory. */
+function memoryStore(): JobStore {
+  const { kv, write } = memoryBucket();
+  return new JobStore(kv, {} as NatsConnection, undefined, undefined, undefined, write);
 }
 
 function queued(jobId: string): JobRecord {
@@ -71,7 +74,7 @@ test('over random sequences of changes, the store writes exactly the moves of th
   let n = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(fc.constantFrom(...STATUSES), { maxLength: 12 }), async (wanted) => {
-      const store = new JobStore(memoryKv(), {} as NatsConnection);
+      const store = memoryStore();
       const jobId = `job-${n++}`;
       await store.create(queued(jobId));
       let model: JobStatus = 'queued';
@@ -96,7 +99,7 @@ test('over random sequences of changes, the store writes exactly the moves of th
 });
 
 test('move changes a job only from the statuses it names', async () => {
-  const store = new JobStore(memoryKv(), {} as NatsConnection);
+  const store = memoryStore();
   await store.create(queued('m1'));
   assert.equal(await store.move('m1', ['started'], 'finished'), null, 'not started: unchanged');
   const started = await store.move('m1', ['queued'], 'started', () => ({ actor_host: 'h1' }));

@@ -56,6 +56,8 @@ export {
   toJobResult,
   EnqueueResponse,
   JobEvent,
+  RecordSummary,
+  recordSummaryOf,
   WorkerHeartbeat,
   PrePostCheck,
 } from './messages/job.js';

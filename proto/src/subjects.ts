@@ -68,6 +68,8 @@ export const Subjects = {
     `svc.events.batch.${subjectToken(batchId)}.${subjectToken(name)}`,
   cancelAll: 'svc.control.cancel.>',
   cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
+  /** `$KV.<bucket>.<key>`: where a KV bucket stores a key (what the KV client's put publishes to). */
+  kvEntry: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
 } as const;
 
 /**
@@ -210,4 +212,10 @@ export const Headers = {
    * handed-back copy keeps its first placement's value.
    */
   after: 'Svc-After',
+  /**
+   * On every write of a job's record in `svc-jobs`: the record's `RecordSummary` (status,
+   * platform, times) as JSON, so a reader of the bucket's writes (the gateways' job counts)
+   * reads headers only and never receives results.
+   */
+  recordSummary: 'Svc-Record-Summary',
 } as const;

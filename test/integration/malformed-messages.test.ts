@@ -40,7 +40,8 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // The actor host's intake.
   await js.publish(Subjects.actor(hostId), NOT_JSON);
   await js.publish(Subjects.actor(hostId), encodeJson({ v: 1, job_id: 'x', spec: {} }));
-  // Events (the gateway's metrics feed, a core subscription: job events are not stored).
+  // Events: no service consumes job events (they are for outside subscribers; the gateway's
+  // counts read the record writes, below), so these reach no consumer of ours.
   nc.publish(Subjects.jobEvent('bad-event', 'finished'), NOT_JSON);
   nc.publish(
     Subjects.jobEvent('bad-event', 'finished'),
@@ -50,7 +51,8 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // Heartbeats (dispatcher placement, reaper, cluster status).
   await workers.put('bogus', NOT_JSON);
   await workers.put('bogus-shape', encodeJson({ host_id: 'bogus-shape', contexts: 'default' }));
-  // Job records (the gateway's job index).
+  // Job records (the gateway's job index, and its job counts: written without a summary
+  // header, as by an earlier release, the counts read each record and drop these two).
   await records.put('bad-record', NOT_JSON);
   await records.put('bad-shape', encodeJson({ job_id: 'bad-shape', status: 'nonsense' }));
   // A silent host with a wrong-shaped job on its subject: the reaper drains it.
@@ -94,13 +96,13 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
       `${stream} to be empty`,
     );
   }
-  // The metrics feed saw the good job's end after the bad events.
+  // The job counts saw the good job's end after the bad records.
   await waitUntil(
     async () =>
       /^svc_jobs_total\{platform="cisco_ios",status="finished"\} 1$/m.test(
         (await http('GET', `${stack.url}/metrics`)).text,
       ),
-    'the metrics feed to count the good job',
+    'the job counts to count the good job',
   );
   // The job index went past the bad records: the good job is listed.
   const listed = await http('GET', `${stack.url}/v2/jobs`, auth);

@@ -105,7 +105,7 @@ test('when jobs have run, then /metrics (no auth) has every SPEC metric with its
   await waitForJob(stack.url, f.json.job_id as string, wrong);
   await http('GET', `${stack.url}/v2/send-command/${ids[0]!}`, auth);
 
-  // Heartbeats (0.5 s) carry the pool counters; the event feed is asynchronous.
+  // Heartbeats (0.5 s) carry the pool counters; the job counts catch up at each scrape.
   let parsed = parse('');
   let text = '';
   await waitUntil(

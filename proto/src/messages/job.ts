@@ -393,6 +393,40 @@ export const JobEvent = Type.Object(
 );
 export type JobEvent = Static<typeof JobEvent>;
 
+/**
+ * What every write of a job's record says of it in its `Svc-Record-Summary` header: the states
+ * it went through (a `started_at` set, a terminal status) and what the job counts are labelled
+ * and timed by. The record itself stays the truth; this is a copy of five of its fields.
+ */
+export const RecordSummary = Type.Object(
+  {
+    status: Type.Enum(Object.values(JobStatus)),
+    platform: Type.String(),
+    enqueued_at: Type.String(),
+    started_at: NullableString,
+    ended_at: NullableString,
+  },
+  { $id: 'RecordSummary' },
+);
+export type RecordSummary = Static<typeof RecordSummary>;
+
+/** The summary of `record` (`RecordSummary`). */
+export function recordSummaryOf(record: {
+  status: JobStatus;
+  spec: { platform: string };
+  enqueued_at: string;
+  started_at: string | null;
+  ended_at: string | null;
+}): RecordSummary {
+  return {
+    status: record.status,
+    platform: record.spec.platform,
+    enqueued_at: record.enqueued_at,
+    started_at: record.started_at,
+    ended_at: record.ended_at,
+  };
+}
+
 /** An entry of the failed-job registry (`svc-failed`, key: job id). Never holds credentials. */
 export const FailedJob = Type.Object(
   {

@@ -1,16 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import {
-  Subjects,
-  TERMINAL_STATUSES,
-  decodeOrDrop,
-  JobEvent,
-  type WorkerHeartbeat,
-} from '@svc/proto';
+import type { WorkerHeartbeat } from '@svc/proto';
 import { type MetricsRegistry } from '@svc/telemetry';
 import type { GatewayContext } from './gateway-context.js';
 import { endpointOf, registerHttpTracing } from './http-tracing.js';
 import { routeSchema } from './routes/route-schemas.js';
+import { JobCounts } from './job-counts.js';
 
 /** Prometheus metrics of the cluster, served at /metrics. */
 export interface GatewayMetrics {
@@ -18,6 +13,9 @@ export interface GatewayMetrics {
   register(app: FastifyInstance): void;
   stop(): Promise<void>;
 }
+
+/** The longest a scrape waits for the job counts to catch up with the record writes. */
+const CATCH_UP_MS = 2000;
 
 /** Cluster reads (heartbeats, stream info, bucket status) are cached this long between scrapes. */
 const CLUSTER_READ_TTL_MS = 1000;
@@ -32,10 +30,10 @@ interface ClusterSnapshot {
 
 /**
  * Creates the registry and collectors once per gateway process (both HTTP servers share them)
- * and subscribes to the jobs' events. Per-process metrics: the HTTP ones. Cluster metrics: queue,
+ * and starts the job counts. Per-process metrics: the HTTP ones. Cluster metrics: queue,
  * workers, pool and failed jobs are read from NATS at scrape time; job counts and durations are
- * counted from every job event of the cluster, so each gateway reports the same cluster-wide
- * values (aggregate them with `max`, not `sum`). See docs/observability.md.
+ * counted from every job record write of the cluster (`JobCounts`), so each gateway reports the
+ * same cluster-wide values (aggregate them with `max`, not `sum`). See docs/observability.md.
  */
 export async function startGatewayMetrics(
   ctx: GatewayContext,
@@ -153,7 +151,7 @@ export async function startGatewayMetrics(
 
   const queueJobs = new Counter({
     name: 'svc_queue_jobs_total',
-    help: 'Job status changes seen on svc.events.job.>, by new status.',
+    help: 'Job status changes, by new status (from the job records, since this gateway started).',
     labelNames: ['status'] as const,
     registers: [registry],
   });
@@ -177,39 +175,18 @@ export async function startGatewayMetrics(
     registers: [registry],
   });
 
-  const onEvent = (event: JobEvent) => {
-    queueJobs.inc({ status: event.status });
-    const seconds = (from: string | null | undefined, to: string | null | undefined) =>
-      from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : null;
-    if (event.status === 'started') {
-      const waited = seconds(event.enqueued_at, event.started_at);
-      if (waited !== null) queueTime.observe(waited);
-    }
-    if (TERMINAL_STATUSES.includes(event.status)) {
-      // Platform ids are validated against a fixed list at intake: bounded label values.
-      jobsTotal.inc({ platform: event.platform, status: event.status });
-      const ran = seconds(event.started_at, event.ended_at);
-      if (ran !== null) jobDuration.observe({ platform: event.platform }, ran);
-    }
-  };
-
-  // Live events only (core NATS): counters start at zero with the process, as Prometheus
-  // expects; an event published while this gateway was disconnected is not counted.
-  const subscription = ctx.nc.subscribe(Subjects.eventsAll, {
-    callback: (err, m) => {
-      // A permission the server refused: the job counters stand still, say why.
-      if (err) return void ctx.log.error({ err }, 'metrics: job event subscription failed');
-      const event = decodeOrDrop(JobEvent, m.data, {
-        consumer: 'gateway_metrics',
-        log: ctx.log,
-        where: { subject: m.subject },
-      });
-      if (event) onEvent(event);
+  const counts = await JobCounts.start(
+    { nc: ctx.nc, jobs: ctx.jobs, stores: ctx.stores, log: ctx.log },
+    {
+      status: (status) => queueJobs.inc({ status }),
+      queueTime: (seconds) => queueTime.observe(seconds),
+      ended: (platform, status, ranSeconds) => {
+        // Platform ids are validated against a fixed list at intake: bounded label values.
+        jobsTotal.inc({ platform, status });
+        if (ranSeconds !== null) jobDuration.observe({ platform }, ranSeconds);
+      },
     },
-  });
-  // The server has the subscription before the gateway serves: no event of an accepted job is
-  // missed for want of it.
-  await ctx.nc.flush();
+  );
 
   return {
     register(app) {
@@ -225,13 +202,14 @@ export async function startGatewayMetrics(
         });
         done();
       });
-      registerMetricsRoute(app, async () => ({
-        text: await registry.metrics(),
-        contentType: registry.contentType,
-      }));
+      registerMetricsRoute(app, async () => {
+        // Every job state stored before the scrape is in its counts (bounded: NATS may be away).
+        await withinMs(counts.catchUp(), CATCH_UP_MS);
+        return { text: await registry.metrics(), contentType: registry.contentType };
+      });
     },
     stop() {
-      subscription.unsubscribe();
+      counts.stop();
       return Promise.resolve();
     },
   };
@@ -300,4 +278,17 @@ export function registerMetricsRoute(
       return reply.code(200).header('content-type', contentType).send(text);
     },
   );
+}
+
+/** Resolves when `work` does or after `ms`, whichever comes first. */
+async function withinMs(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -1,4 +1,4 @@
-import type { Consumer, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   Headers,
@@ -10,18 +10,12 @@ import {
   Streams,
   type JobRecord,
 } from '@svc/proto';
-import { retryTransient } from '@svc/nats';
+import { BurstFeed, retryTransient } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 
 /** How often every reaper reads its record feed (the sweep also reads it first). */
 const FEED_READ_MS = 2000;
-/** The most records fetched at once. */
-const FETCH_BATCH = 1000;
-/** The first read's wait for what there is (the least a fetch may wait). */
-const FIRST_FETCH_MS = 1000;
-/** A fetch of what is known pending ends once delivered; this only bounds a lost answer. */
-const FETCH_EXPIRES_MS = 10_000;
 
 /** A record never written again since its creation: the job is still `queued`. */
 interface Fresh {
@@ -49,18 +43,8 @@ interface Fresh {
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
-  #stopped = false;
-  #stream = '';
   #bucket = '';
-  /** The ordered consumer the feed is read through; null until made, or after it failed. */
-  #feed: Consumer | null = null;
-  /** Whether `#feed` has fetched yet (its server-side consumer exists only from then). */
-  #fetched = false;
-  /** Stream sequence of the last entry read: a feed made again starts after it. */
-  #cursor: number | null = null;
-  /** The read under way: a sweep waits for it instead of starting another. */
-  #reading: Promise<void> | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  #feed: BurstFeed | null = null;
 
   private constructor(
     private readonly js: JetStreamClient,
@@ -81,98 +65,26 @@ export class EnqueueCheck {
     },
   ): Promise<EnqueueCheck> {
     const check = new EnqueueCheck(js, jobs, options.graceMs, options.log, options.onFailed);
-    await check.#follow();
+    const { stream, bucket } = await jobs.recordStream();
+    check.#bucket = bucket;
+    // Every reaper reads, not only the one whose cycle sweeps: the next to lead is current. At
+    // first the keys written within the duplicate window (each key's last entry, then every new one).
+    check.#feed = new BurstFeed(js, {
+      stream,
+      from: new Date(Date.now() - JOBS_DUPLICATE_WINDOW_SECONDS * 1000),
+      everyMs: FEED_READ_MS,
+      onMessage: (m) => check.#note(m),
+      log: options.log,
+      label: 'enqueue check: record',
+    });
     return check;
   }
 
   stop(): void {
-    this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
-  }
-
-  async #follow(): Promise<void> {
-    const { stream, bucket } = await this.jobs.recordStream();
-    this.#stream = stream;
-    this.#bucket = bucket;
-    // Not awaited: a first read waits up to FIRST_FETCH_MS (a sweep waits for it instead).
-    void this.#read();
-    // Every reaper reads, not only the one whose cycle sweeps: the next to lead is current.
-    this.#timer = setInterval(() => void this.#read(), FEED_READ_MS);
-    this.#timer.unref();
-  }
-
-  /** Reads what the feed holds now (at most one read at a time; a failed one is logged). */
-  #read(): Promise<void> {
-    this.#reading ??= this.#readPending()
-      .catch((err: unknown) => {
-        if (!this.#stopped) this.log.warn({ err }, 'enqueue check: record feed not read');
-      })
-      .finally(() => {
-        this.#reading = null;
-      });
-    return this.#reading;
-  }
-
-  /**
-   * The feed's consumer: at first the keys written within the window (each key's last entry,
-   * then every new one); made again after a failure, from the entry after the last one read.
-   */
-  async #openFeed(): Promise<Consumer> {
-    if (this.#feed) return this.#feed;
-    const start =
-      this.#cursor !== null
-        ? { opt_start_seq: this.#cursor + 1 }
-        : {
-            opt_start_time: new Date(
-              Date.now() - JOBS_DUPLICATE_WINDOW_SECONDS * 1000,
-            ).toISOString(),
-          };
-    this.#feed = await this.js.consumers.get(this.#stream, { headers_only: true, ...start });
-    this.#fetched = false;
-    return this.#feed;
-  }
-
-  /**
-   * Fetches exactly what is pending, in batches: a fetch of no more than the stream holds past
-   * the feed's position ends once they are delivered, without waiting for new writes. A feed
-   * that never fetched has no server-side consumer to ask yet: its first fetch waits at most
-   * FIRST_FETCH_MS for what there is. A failure drops the feed; the next read makes it again.
-   */
-  async #readPending(): Promise<void> {
-    const feed = await this.#openFeed();
-    try {
-      let pending: number | null = null;
-      try {
-        pending = (await feed.info()).num_pending;
-      } catch (err) {
-        // Fetched before: its consumer is gone (the node holding it was lost).
-        if (this.#fetched) throw err;
-      }
-      // What was pending when the read began, and no more: writes stored meanwhile wait for the
-      // next read (chasing them would fetch a few at a time, a request each).
-      while (!this.#stopped && pending !== 0) {
-        const max = pending === null ? FETCH_BATCH : Math.min(pending, FETCH_BATCH);
-        const batch = await feed.fetch({
-          max_messages: max,
-          expires: pending === null ? FIRST_FETCH_MS : FETCH_EXPIRES_MS,
-        });
-        this.#fetched = true;
-        let delivered = 0;
-        for await (const m of batch) {
-          this.#note(m);
-          delivered++;
-        }
-        // Fewer than asked (the first read, or entries removed meanwhile): nothing more now.
-        pending = pending === null || delivered < max ? 0 : pending - delivered;
-      }
-    } catch (err) {
-      this.#feed = null;
-      throw err;
-    }
+    this.#feed?.stop();
   }
 
   #note(m: JsMsg): void {
-    this.#cursor = m.seq;
     const key = SubjectParsers.kvKey(this.#bucket, m.subject);
     if (key === null) return;
     const created =
@@ -190,10 +102,8 @@ export class EnqueueCheck {
 
   /** Probes the records queued longer than the grace; returns the jobs failed. */
   async sweep(now = Date.now()): Promise<string[]> {
-    // Every write stored before the sweep is known to it: a read already under way began earlier
-    // and may have stopped short of the latest, so one more follows it.
-    await this.#reading;
-    await this.#read();
+    // Every write stored before the sweep is known to it.
+    await this.#feed?.catchUp();
     const failed: string[] = [];
     const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + JOBS_DUPLICATE_WINDOW_MARGIN_MS;
     for (const [jobId, fresh] of [...this.#fresh]) {
