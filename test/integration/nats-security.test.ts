@@ -130,6 +130,13 @@ test(
       { timeoutMs: 5000 },
     );
     sub.unsubscribe();
+    // The gateway's job counts read the record writes with its own user (a scrape catches up).
+    const metrics = await http('GET', `${stack.url}/metrics`);
+    assert.match(
+      metrics.text,
+      /^svc_jobs_total\{platform="cisco_ios",status="finished"\} [1-9]/m,
+      'the gateway counted the job',
+    );
   },
 );
 
