@@ -29,11 +29,17 @@ export interface JobCountSink {
 const QUEUED = 1;
 const STARTED = 2;
 
-/** How long an ended job is remembered: a write after its end (outputs kept) is not a new end. */
-const ENDED_MEMORY_MS = 15 * 60_000;
-/** Bounds of what is remembered (a job whose record vanished unseen is forgotten at last). */
-const MAX_RUNNING = 500_000;
-const MAX_ENDED = 500_000;
+/**
+ * How long an ended job is remembered: a write after its end (the outputs a cancelled job's
+ * actor adds once its session stopped, seconds later) is not a new end.
+ */
+const ENDED_MEMORY_MS = 2 * 60_000;
+/**
+ * Bounds of what is remembered (≈ 100 bytes a job): jobs waiting or running, and ended jobs
+ * (at 500 jobs/s two minutes are 60 000). A job forgotten early is at worst counted twice.
+ */
+const MAX_RUNNING = 200_000;
+const MAX_ENDED = 100_000;
 
 /**
  * Turns record summaries into counts, each state of a job once. The bucket keeps one entry per
