@@ -3,6 +3,7 @@ import { jetstream } from '@nats-io/jetstream';
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  Streams,
   ErrorCode,
   SvcError,
   FUNC_NAMES,
@@ -112,9 +113,8 @@ export class Jobs {
   }
 
   /** The stream and bucket names of the records' KV (for a follower of record writes). */
-  async recordStream(): Promise<{ stream: string; bucket: string }> {
-    const bucket = (await this.store.kv.status()).bucket;
-    return { stream: `KV_${bucket}`, bucket };
+  recordStream(): { stream: string; bucket: string } {
+    return { stream: Streams.kv(Buckets.jobs), bucket: Buckets.jobs };
   }
 
   /**

@@ -39,6 +39,10 @@ export type RecordWrite = (
 function publishedRecordWrite(nc: NatsConnection): RecordWrite {
   let js: JetStreamClient | null = null;
   return async (jobId, data, summary, revision) => {
+    // What the KV client checked before its put: a key with wildcards or empty tokens would
+    // write some other subject.
+    if (!VALID_KEY.test(jobId))
+      throw new Error(`not a valid job record key: ${JSON.stringify(jobId)}`);
     js ??= jetstream(nc);
     const h = natsHeaders();
     h.set(Headers.recordSummary, summary);

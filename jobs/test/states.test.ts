@@ -140,3 +140,11 @@ export function illegalMovesDoNotCompile(store: JobStore, jobs: Jobs): void {
   void jobs.fail('j', 'queued', new SvcError('INTERNAL', 'x'));
   void jobs.cancel('j', 'x', ['queued']);
 }
+
+test('when a record key is not a valid KV key, then the store writes nothing and says why', async () => {
+  // No connection behind it: the key is refused before anything is published.
+  const store = new JobStore(memoryBucket().kv, {} as NatsConnection);
+  for (const key of ['a.>', 'a..b', 'a b', '*']) {
+    await assert.rejects(store.create(queued(key)), /not a valid job record key/, key);
+  }
+});

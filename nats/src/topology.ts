@@ -115,7 +115,7 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     storage: StorageType.File,
   });
   // A KV bucket has no entry cap of its own; its stream's max_msgs keeps the newest entries.
-  const failedStream = `KV_${Buckets.failed}`;
+  const failedStream = Streams.kv(Buckets.failed);
   const info = await jsm.streams.info(failedStream);
   if (info.config.max_msgs !== opts.failedMaxRetain) {
     await jsm.streams.update(failedStream, { ...info.config, max_msgs: opts.failedMaxRetain });

@@ -55,10 +55,10 @@ function kindOf(schema: TSchema): string {
  * Decodes JSON bytes read from NATS against `schema` (fields of a later release kept, see
  * `readerFor`); throws `MalformedMessage` otherwise.
  */
-export function decodeMessage<S extends TSchema>(schema: S, data: Uint8Array): Static<S> {
+export function decodeMessage<S extends TSchema>(schema: S, data: Uint8Array | string): Static<S> {
   let value: unknown;
   try {
-    value = JSON.parse(decoder.decode(data));
+    value = JSON.parse(typeof data === 'string' ? data : decoder.decode(data));
   } catch {
     throw new MalformedMessage(kindOf(schema), [
       { loc: ['message'], msg: 'not JSON', type: 'json_invalid' },
@@ -93,18 +93,26 @@ export interface DropContext {
  */
 export function decodeOrDrop<S extends TSchema>(
   schema: S,
-  data: Uint8Array,
+  data: Uint8Array | string,
   ctx: DropContext,
 ): Static<S> | null {
   try {
     return decodeMessage(schema, data);
   } catch (err) {
     if (!(err instanceof MalformedMessage)) throw err;
-    dropped.set(ctx.consumer, (dropped.get(ctx.consumer) ?? 0) + 1);
-    ctx.log.warn(
-      { ...ctx.where, consumer: ctx.consumer, kind: err.kind, issues: err.issues.slice(0, 5) },
-      `dropping a malformed ${err.kind}`,
-    );
+    noteDropped(err, ctx);
     return null;
   }
+}
+
+/**
+ * Logs and counts a malformed message a consumer drops: for one read through an API that
+ * decodes it (`Jobs.get` throws `MalformedMessage`) instead of through `decodeOrDrop`.
+ */
+export function noteDropped(err: MalformedMessage, ctx: DropContext): void {
+  dropped.set(ctx.consumer, (dropped.get(ctx.consumer) ?? 0) + 1);
+  ctx.log.warn(
+    { ...ctx.where, consumer: ctx.consumer, kind: err.kind, issues: err.issues.slice(0, 5) },
+    `dropping a malformed ${err.kind}`,
+  );
 }

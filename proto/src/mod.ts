@@ -102,6 +102,7 @@ export {
   isWrongRevision,
   decodeMessage,
   decodeOrDrop,
+  noteDropped,
   malformedMessagesDropped,
 } from './codec.js';
 export type { DropContext } from './codec.js';

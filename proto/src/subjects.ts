@@ -43,6 +43,8 @@ export const Streams = {
   actor: 'SVC_ACTOR',
   /** Job status and result events for SSE, webhooks and outside subscribers. */
   events: 'SVC_EVENTS',
+  /** The stream that holds a KV bucket's entries. */
+  kv: (bucket: string) => `KV_${bucket}`,
 } as const;
 
 export const Subjects = {
@@ -218,4 +220,6 @@ export const Headers = {
    * reads headers only and never receives results.
    */
   recordSummary: 'Svc-Record-Summary',
+  /** The KV client's mark of a delete or purge entry (`DEL`, `PURGE`); absent on a put. */
+  kvOperation: 'KV-Operation',
 } as const;

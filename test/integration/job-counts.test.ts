@@ -6,7 +6,7 @@ import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Buckets, Headers, Subjects, encodeJson } from '@svc/proto';
 import { connectNats } from '@svc/nats';
-import { deviceStackForFile, http, waitForJob } from '../harness/mod.js';
+import { deviceStackForFile, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 const lab = deviceStackForFile(
   { platform: 'cisco_ios', hostname: 'R1', enable: 'svc-demo' },
@@ -97,17 +97,17 @@ test('when a running job is cancelled and its outputs are written to its record 
     read_timeout: 60,
   });
   assert.equal(submitted.status, 202, submitted.text);
-  while (!lab.device.stats.commands.some((c) => c.command === 'show ip interface brief')) {
-    await new Promise((r) => setImmediate(r));
-  }
+  await waitUntil(
+    () => lab.device.stats.commands.some((c) => c.command === 'show ip interface brief'),
+    'the device to read the command that hangs',
+  );
   const url = `${lab.stack.url}/v2/send-command/${submitted.json.job_id}`;
   assert.equal((await http('DELETE', url, lab.auth)).status, 204);
   // The actor adds the outputs after the gateway wrote `cancelled`: a second write of the end.
-  let record = await waitForJob(lab.stack.url, submitted.json.job_id, lab.auth);
-  while (record.json.command_status == null) {
-    await new Promise((r) => setImmediate(r));
-    record = await http('GET', url, lab.auth);
-  }
+  const record = await waitUntil(async () => {
+    const read = await http('GET', url, lab.auth);
+    return read.json.command_status != null && read;
+  }, 'the outputs of the cancelled job in its record');
   assert.equal(record.json.status, 'cancelled');
   assert.deepEqual(changes(first, await scrape()), {
     'svc_queue_jobs_total{status="queued"}': 1,

@@ -402,9 +402,9 @@ export const RecordSummary = Type.Object(
   {
     status: Type.Enum(Object.values(JobStatus)),
     platform: Type.String(),
-    enqueued_at: Type.String(),
-    started_at: NullableString,
-    ended_at: NullableString,
+    enqueued_at: DateTime(),
+    started_at: NullableDateTime,
+    ended_at: NullableDateTime,
   },
   { $id: 'RecordSummary' },
 );

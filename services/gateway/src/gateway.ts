@@ -289,7 +289,7 @@ export async function startGateway(
   });
   batches.start();
 
-  const metrics = await startGatewayMetrics(ctx, registry);
+  const metrics = startGatewayMetrics(ctx, registry);
   const register = async (app: FastifyInstance) => {
     const { onRoute } = deps;
     if (onRoute)

@@ -1,18 +1,17 @@
 import { jetstream, type JsMsg } from '@nats-io/jetstream';
-import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
-  Buckets,
   Headers,
-  JobRecord,
+  MalformedMessage,
   RecordSummary,
   SubjectParsers,
   decodeOrDrop,
   isTerminal,
+  noteDropped,
   recordSummaryOf,
   type JobStatus,
 } from '@svc/proto';
-import { BurstFeed, type Stores } from '@svc/nats';
+import { BurstFeed } from '@svc/nats';
 import type { Jobs } from '@svc/jobs';
 import type { Logger } from '@svc/telemetry';
 
@@ -71,7 +70,8 @@ export class JobCountLedger {
       counted |= STARTED;
       if (at(summary.started_at)) {
         this.sink.status('started');
-        this.sink.queueTime(secondsBetween(summary.enqueued_at, summary.started_at));
+        const waited = secondsBetween(summary.enqueued_at, summary.started_at);
+        if (waited !== null) this.sink.queueTime(waited);
       }
     }
     if (isTerminal(summary.status)) {
@@ -105,14 +105,14 @@ export class JobCountLedger {
   }
 }
 
-function secondsBetween(from: string, to: string): number {
-  return Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000);
+/** Seconds from one time to the other; null when either is not a time (a record's are text). */
+function secondsBetween(from: string, to: string): number | null {
+  const seconds = (Date.parse(to) - Date.parse(from)) / 1000;
+  return Number.isFinite(seconds) ? Math.max(0, seconds) : null;
 }
 
 /** How often each gateway reads the record writes by itself (a scrape reads them first). */
 const COUNTS_READ_MS = 2000;
-
-const encoder = new TextEncoder();
 
 /**
  * The gateway's job counts, from the job records' writes: each write carries its record's
@@ -129,19 +129,19 @@ export class JobCounts {
   private constructor(
     since: number,
     sink: JobCountSink,
-    private readonly records: KV,
+    private readonly jobs: Jobs,
     private readonly log: Logger,
   ) {
     this.#ledger = new JobCountLedger(since, sink);
   }
 
-  static async start(
-    ctx: { nc: NatsConnection; jobs: Jobs; stores: Stores; log: Logger },
+  static start(
+    ctx: { nc: NatsConnection; jobs: Jobs; log: Logger },
     sink: JobCountSink,
-  ): Promise<JobCounts> {
+  ): JobCounts {
     const since = Date.now();
-    const counts = new JobCounts(since, sink, ctx.stores[Buckets.jobs], ctx.log);
-    const { stream, bucket } = await ctx.jobs.recordStream();
+    const counts = new JobCounts(since, sink, ctx.jobs, ctx.log);
+    const { stream, bucket } = ctx.jobs.recordStream();
     counts.#feed = new BurstFeed(jetstream(ctx.nc), {
       stream,
       from: new Date(since),
@@ -166,7 +166,7 @@ export class JobCounts {
   #note(bucket: string, m: JsMsg): void {
     const jobId = SubjectParsers.kvKey(bucket, m.subject);
     if (jobId === null) return;
-    if (m.headers?.get('KV-Operation')) {
+    if (m.headers?.get(Headers.kvOperation)) {
       this.#ledger.forget(jobId);
       return;
     }
@@ -177,7 +177,7 @@ export class JobCounts {
       this.#lookups.add(lookup);
       return;
     }
-    const summary = decodeOrDrop(RecordSummary, encoder.encode(raw), {
+    const summary = decodeOrDrop(RecordSummary, raw, {
       consumer: 'gateway_metrics',
       log: this.log,
       where,
@@ -186,16 +186,16 @@ export class JobCounts {
   }
 
   async #lookUp(jobId: string, where: Record<string, unknown>): Promise<void> {
-    const entry = await this.records.get(jobId).catch((err: unknown) => {
-      this.log.warn({ err, ...where }, 'metrics: job record not read');
-      return null;
-    });
-    if (entry?.operation !== 'PUT') return;
-    const record = decodeOrDrop(JobRecord, entry.value, {
-      consumer: 'gateway_metrics',
-      log: this.log,
-      where,
-    });
-    if (record) this.#ledger.note(jobId, recordSummaryOf(record));
+    try {
+      const stored = await this.jobs.get(jobId);
+      // Gone since (deleted, or expired into the failed registry): nothing left to count from.
+      if (stored && !stored.archived) this.#ledger.note(jobId, recordSummaryOf(stored.record));
+    } catch (err) {
+      if (err instanceof MalformedMessage) {
+        noteDropped(err, { consumer: 'gateway_metrics', log: this.log, where });
+      } else {
+        this.log.warn({ err, ...where }, 'metrics: job record not read');
+      }
+    }
   }
 }

@@ -35,10 +35,10 @@ interface ClusterSnapshot {
  * counted from every job record write of the cluster (`JobCounts`), so each gateway reports the
  * same cluster-wide values (aggregate them with `max`, not `sum`). See docs/observability.md.
  */
-export async function startGatewayMetrics(
+export function startGatewayMetrics(
   ctx: GatewayContext,
   registry: MetricsRegistry,
-): Promise<GatewayMetrics> {
+): GatewayMetrics {
   const httpRequests = new Counter({
     name: 'svc_http_requests_total',
     help: 'HTTP requests answered by this gateway process.',
@@ -175,8 +175,8 @@ export async function startGatewayMetrics(
     registers: [registry],
   });
 
-  const counts = await JobCounts.start(
-    { nc: ctx.nc, jobs: ctx.jobs, stores: ctx.stores, log: ctx.log },
+  const counts = JobCounts.start(
+    { nc: ctx.nc, jobs: ctx.jobs, log: ctx.log },
     {
       status: (status) => queueJobs.inc({ status }),
       queueTime: (seconds) => queueTime.observe(seconds),

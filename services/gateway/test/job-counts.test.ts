@@ -101,3 +101,12 @@ test('when a job record is deleted before its end, then a later record of that i
   ledger.note('h', summary('queued', { q: 2 }));
   assert.deepEqual(said, ['queued', 'queued']);
 });
+
+test('when a record carries times that are not times, then its states are counted and nothing is timed', () => {
+  const { sink, said } = recorder();
+  new JobCountLedger(SINCE, sink).note('i', {
+    ...summary('finished', { q: 1, s: 2, e: 3 }),
+    enqueued_at: 'yesterday',
+  });
+  assert.deepEqual(said, ['started', 'finished', 'ended cisco_ios finished ran 1']);
+});

@@ -54,7 +54,7 @@ export class EnqueueCheck {
     private readonly onFailed: (record: JobRecord) => Promise<void>,
   ) {}
 
-  static async start(
+  static start(
     js: JetStreamClient,
     jobs: Jobs,
     options: {
@@ -63,9 +63,9 @@ export class EnqueueCheck {
       /** Told of each job failed here (its event is out already). */
       onFailed: (record: JobRecord) => Promise<void>;
     },
-  ): Promise<EnqueueCheck> {
+  ): EnqueueCheck {
     const check = new EnqueueCheck(js, jobs, options.graceMs, options.log, options.onFailed);
-    const { stream, bucket } = await jobs.recordStream();
+    const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
     // Every reaper reads, not only the one whose cycle sweeps: the next to lead is current. At
     // first the keys written within the duplicate window (each key's last entry, then every new one).
@@ -88,7 +88,7 @@ export class EnqueueCheck {
     const key = SubjectParsers.kvKey(this.#bucket, m.subject);
     if (key === null) return;
     const created =
-      !m.headers?.get('KV-Operation') &&
+      !m.headers?.get(Headers.kvOperation) &&
       m.headers?.get('Nats-Expected-Last-Subject-Sequence') === '0';
     if (created) {
       this.#fresh.set(key, {

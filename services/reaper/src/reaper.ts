@@ -77,7 +77,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     registers: [registry],
   });
   const enqueueCheck = config.JOB_REAPER_ENABLED
-    ? await EnqueueCheck.start(jetstream(nc), jobs, {
+    ? EnqueueCheck.start(jetstream(nc), jobs, {
         graceMs: config.ENQUEUE_GRACE * 1000,
         log,
         onFailed: () => {

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import {
   Buckets,
+  Streams,
   DateTime,
   JobStatus,
   TAG_PATTERN,
@@ -284,7 +285,7 @@ export class JobIndex {
 
   /** Waits (at most `timeoutMs`) until every write made before this call has been applied. */
   async catchUp(timeoutMs = 2000): Promise<void> {
-    const info = await this.ctx.jsm.streams.info(`KV_${Buckets.jobs}`);
+    const info = await this.ctx.jsm.streams.info(Streams.kv(Buckets.jobs));
     const last = info.state.last_seq;
     if (info.state.messages === 0 || this.#seen >= last) return;
     await new Promise<void>((resolve) => {
