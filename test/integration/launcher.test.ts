@@ -9,7 +9,14 @@ import { join } from 'node:path';
 import { connect as netConnect } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { startDevice } from '@svc/test/support';
-import { NatsServerProcess, ServiceProcess, http, waitForJob, waitUntil } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  freePort,
+  http,
+  waitForJob,
+  waitUntil,
+} from '../harness/mod.js';
 
 /** The environment of a person's shell: no NATS_URL, no keys; ports picked by the system. */
 function userEnv(dataDir: string, extra: Record<string, string> = {}): Record<string, string> {
@@ -204,4 +211,27 @@ test('when npm start runs with loopback targets allowed, then it listens on 127.
   const toldReady = await told.waitFor(/^svc ready: /);
   const toldPort = Number(new URL(/^svc ready: (\S+)/.exec(toldReady)![1]!).port);
   assert.equal(await accepts('127.0.0.2', toldPort), true);
+});
+
+test('when the project starts a nats-server beside its services, then the server runs goroutines on one thread unless GOMAXPROCS says otherwise', async () => {
+  // What the server's Go runtime reports of itself (its monitoring endpoint), not the env given.
+  const inherited = process.env['GOMAXPROCS'];
+  for (const [env, expected] of [
+    [{}, inherited === undefined ? 1 : Number(inherited)],
+    [{ GOMAXPROCS: '2' }, 2],
+  ] as const) {
+    const monitorPort = await freePort();
+    const server = await NatsServerProcess.start({
+      extraConfig: `http: "127.0.0.1:${monitorPort}"`,
+      env,
+    });
+    try {
+      const varz = (await (await fetch(`http://127.0.0.1:${monitorPort}/varz`)).json()) as {
+        gomaxprocs: number;
+      };
+      assert.equal(varz.gomaxprocs, expected, JSON.stringify(env));
+    } finally {
+      await server.stop();
+    }
+  }
 });

@@ -74,6 +74,14 @@ export interface NatsServerOptions {
   env?: Record<string, string>;
 }
 
+/**
+ * Go threads running the local server's goroutines, unless GOMAXPROCS is set. This server shares
+ * its box with the services (`npm start`, tests, benchmarks): with one thread per core it hands
+ * each message between threads, which on 2 cores cost it 15-25 % more CPU per job and a third
+ * more wake-ups, for no throughput (docs/performance.md, "nats-server on one thread").
+ */
+const LOCAL_SERVER_GOMAXPROCS = '1';
+
 /** A running nats-server child process. */
 export class NatsServerProcess {
   #child: ChildProcess;
@@ -137,7 +145,7 @@ export class NatsServerProcess {
     await writeFile(configFile, lines.join('\n') + '\n');
     const child = spawn(bin, ['-c', configFile], {
       stdio: ['ignore', 'ignore', 'pipe'],
-      env: { ...process.env, ...options.env },
+      env: { GOMAXPROCS: LOCAL_SERVER_GOMAXPROCS, ...process.env, ...options.env },
     });
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => {
