@@ -41,6 +41,7 @@ import {
   type NatsPerJob,
   type NatsSnapshot,
 } from './nats-monitor.js';
+import { FLEET_AND_CLIENT, svcSum } from './process-sums.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -317,11 +318,6 @@ const usedPer = (
   Object.fromEntries(
     cpuWatch.map((p, i) => [p.name, (after[i]![what] - before[i]![what]) / Math.max(1, units)]),
   );
-/** The benchmark's own process when it holds only the fleet and the client (`--processes`). */
-const FLEET_AND_CLIENT = 'fleet+client';
-/** A sum over svc and nats-server: every watched process but the fleet and client. */
-const svcSum = (perProcess: readonly (readonly [string, number])[]): number =>
-  perProcess.filter(([name]) => name !== FLEET_AND_CLIENT).reduce((sum, [, ms]) => sum + ms, 0);
 
 /**
  * CPU each watched process spends per second while no job runs (the fleet's sessions stay warm):
