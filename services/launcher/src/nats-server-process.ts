@@ -77,7 +77,7 @@ export interface NatsServerOptions {
 /**
  * Go threads running the local server's goroutines, unless GOMAXPROCS is set. This server shares
  * its box with the services (`npm start`, tests, benchmarks): with one thread per core it hands
- * each message between threads, which on 2 cores cost it 15-25 % more CPU per job and a third
+ * each message between threads, which on 2 cores cost it about a fifth more CPU per job and half
  * more wake-ups, for no throughput (docs/performance.md, "nats-server on one thread").
  */
 const LOCAL_SERVER_GOMAXPROCS = '1';
