@@ -59,28 +59,21 @@ function envPairs(list: string[] | undefined): Record<string, string> {
 
 /** The figures of one run: each one the median over its repetitions. */
 function figuresOf(reps: Rep[]): Map<string, number> {
-  const names = new Set<string>();
-  for (const r of reps) {
-    for (const k of Object.keys(r.cpuMsPerJob)) names.add(`CPU ms per job: ${k}`);
-    for (const k of Object.keys(r.wakeUpsPerJob)) names.add(`wake-ups per job: ${k}`);
-  }
   const out = new Map<string, number>();
   out.set('jobs/s', median(reps.map((r) => r.jobsPerSecond)));
-  for (const name of [...names].sort()) {
-    const [kind, process] = name.split(': ') as [string, string];
-    const pick = kind.startsWith('CPU') ? 'cpuMsPerJob' : 'wakeUpsPerJob';
-    out.set(name, median(reps.map((r) => r[pick][process] ?? NaN)));
-  }
-  // The whole job's cost, as load.js prints it, where the fleet and client have their own process.
-  if (reps.some((r) => FLEET_AND_CLIENT in r.cpuMsPerJob)) {
-    out.set(
-      'CPU ms per job: svc + nats-server',
-      median(reps.map((r) => svcSum(Object.entries(r.cpuMsPerJob)))),
-    );
-    out.set(
-      'wake-ups per job: svc + nats-server',
-      median(reps.map((r) => svcSum(Object.entries(r.wakeUpsPerJob)))),
-    );
+  for (const [label, pick] of [
+    ['CPU ms per job', (r: Rep) => r.cpuMsPerJob],
+    ['wake-ups per job', (r: Rep) => r.wakeUpsPerJob],
+  ] as const) {
+    const processes = new Set(reps.flatMap((r) => Object.keys(pick(r))));
+    for (const name of [...processes].sort()) {
+      out.set(`${label}: ${name}`, median(reps.map((r) => pick(r)[name] ?? NaN)));
+    }
+    // The whole job's, as load.js prints it where the fleet and client have their own process.
+    if (processes.has(FLEET_AND_CLIENT)) {
+      const whole = reps.map((r) => svcSum(Object.entries(pick(r))));
+      out.set(`${label}: svc + nats-server`, median(whole));
+    }
   }
   if (reps.some((r) => r.nats)) {
     out.set('messages per job', median(reps.map((r) => r.nats?.total ?? NaN)));

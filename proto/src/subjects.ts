@@ -222,4 +222,9 @@ export const Headers = {
   recordSummary: 'Svc-Record-Summary',
   /** The KV client's mark of a delete or purge entry (`DEL`, `PURGE`); absent on a put. */
   kvOperation: 'KV-Operation',
+  /**
+   * The compare-and-set a write was made with (the KV client's `create`/`update`, the job store's
+   * record writes): `0` on an entry that created its key.
+   */
+  expectedLastSubjectSequence: 'Nats-Expected-Last-Subject-Sequence',
 } as const;

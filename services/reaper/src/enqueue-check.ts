@@ -89,7 +89,7 @@ export class EnqueueCheck {
     if (key === null) return;
     const created =
       !m.headers?.get(Headers.kvOperation) &&
-      m.headers?.get('Nats-Expected-Last-Subject-Sequence') === '0';
+      m.headers?.get(Headers.expectedLastSubjectSequence) === '0';
     if (created) {
       this.#fresh.set(key, {
         revision: m.seq,
