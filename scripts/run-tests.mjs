@@ -3,7 +3,8 @@
 // so the files are listed here explicitly: unit tests beside each package, then the
 // cross-service tests in test/integration.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -79,13 +80,20 @@ const runs = [
   [paired, 2],
   [solo, 1],
 ].filter(([list]) => list.length > 0);
+// The tests' temporary files go to one folder of this run, removed at the end: a test that
+// leaves something behind (or is killed before its cleanup) does not litter the user's /tmp,
+// and what was left is named so that the test can be mended.
+const scratch = mkdtempSync(join(tmpdir(), 'svc-test-run-'));
 let status = 0;
 for (const [list, concurrency] of runs) {
   const result = spawnSync(
     process.execPath,
     ['--test', `--test-concurrency=${concurrency}`, '--test-timeout=240000', ...list],
-    { cwd: root, stdio: 'inherit' },
+    { cwd: root, stdio: 'inherit', env: { ...process.env, TMPDIR: scratch } },
   );
   status ||= result.status ?? 1;
 }
+const left = readdirSync(scratch);
+if (left.length > 0) console.error(`tests left in their temporary folder: ${left.join(' ')}`);
+rmSync(scratch, { recursive: true, force: true });
 process.exit(status);

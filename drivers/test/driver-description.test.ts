@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PLATFORMS, compilePattern, driverDescriptionProblems, loadDriverDir } from '@svc/proto';
@@ -18,8 +18,9 @@ test('when a pattern starts with (?i), then it ignores case', () => {
   assert.ok(!compilePattern('^error:').test('ERROR: x'));
 });
 
-test('when the driver folder holds good and bad files, then the good load and every problem is listed', () => {
+test('when the driver folder holds good and bad files, then the good load and every problem is listed', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-drivers-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   const good = { ...BUILTIN_DRIVERS.cisco_ios, platform: 'lab_ios', name: 'Lab IOS' };
   writeFileSync(join(dir, 'a-good.json'), JSON.stringify(good));
   writeFileSync(join(dir, 'b-not-json.json'), '{ nope');

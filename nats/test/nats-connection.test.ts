@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { natsAuthOptions } from '../src/nats-connection.js';
@@ -25,8 +25,9 @@ test('when two methods are set, then the error names both settings and no value'
   assert.throws(() => natsAuthOptions({ NATS_TLS_CERT: '/a' }), /go together/);
 });
 
-test('when a seed file or TLS files are set, then an authenticator and TLS files are used', async () => {
+test('when a seed file or TLS files are set, then an authenticator and TLS files are used', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-nkey-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
   const seed = join(dir, 'seed');
   await writeFile(seed, 'SUAM6RBWNBT3FMFDOAGN5YEKXFTWMEE4DUM6HSVZDJZT6ZBBTGAOGKVZ5E\n');
   const o = natsAuthOptions({

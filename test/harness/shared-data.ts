@@ -1,6 +1,6 @@
 // Where the community test data is: SVC_SHARED_DIR, else `shared/` beside the checkout (read,
 // never copied). A user's clone has none: tests of that data skip with `ntcSkip` as the reason.
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,8 @@ export const ntcSkip: string | false = existsSync(join(ntcTemplatesDir, 'index')
  */
 export function writeTextfsmFixture(): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-textfsm-'));
+  // Test files call this at load and hand the folder to services for the whole file's run.
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(
     join(dir, 'index'),
     'Template, Hostname, Platform, Command\n\n' +

@@ -43,8 +43,11 @@ test('when npm start runs without an admin secret, then it generates one into SV
     LOG_LEVEL: 'ERROR',
     PATH: `${process.env['PATH'] ?? ''}:/usr/sbin`,
   });
+  // One hook, in this order: the data dir is removed only once the running launcher (the
+  // first or the second start) and its nats-server have stopped writing into it.
+  let running = launcher;
   t.after(async () => {
-    await launcher.kill('SIGTERM');
+    await running.kill('SIGTERM');
     await device.stop();
     await rm(dataDir, { recursive: true, force: true });
   });
@@ -91,7 +94,7 @@ test('when npm start runs without an admin secret, then it generates one into SV
   // A second start keeps the secret.
   await launcher.kill('SIGTERM');
   const again = ServiceProcess.start('launcher', { ...launcherEnv(dataDir) });
-  t.after(() => again.kill('SIGTERM'));
+  running = again;
   await again.waitFor(/admin secret/);
   assert.equal(/^SVC_ADMIN_SECRET=(\S+)$/m.exec(await readFile(adminFile, 'utf8'))?.[1], secret);
 });

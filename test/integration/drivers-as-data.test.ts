@@ -1,6 +1,6 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, PLATFORMS } from '@svc/proto';
@@ -40,6 +40,7 @@ before(async () => {
 after(async () => {
   await stack?.stop();
   await nats?.stop();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 test('when a driver file is in SVC_DRIVERS_DIR, then GET /v2/platforms lists it after the built-in ones', async () => {
@@ -94,8 +95,9 @@ test('when a job names a platform nobody describes, then 422 lists the user plat
   assert.match(r.text, /lab_ios/);
 });
 
-test('when driver files are wrong, then both services refuse to start and name every problem', () => {
+test('when driver files are wrong, then both services refuse to start and name every problem', (t) => {
   const bad = mkdtempSync(join(tmpdir(), 'svc-bad-drivers-'));
+  t.after(() => rmSync(bad, { recursive: true, force: true }));
   writeFileSync(join(bad, 'one.json'), '{');
   writeFileSync(join(bad, 'two.json'), JSON.stringify({ ...labIos, errors: ['('] }));
   for (const load of [loadDeviceActorConfig, loadGatewayConfig]) {

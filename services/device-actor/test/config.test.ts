@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, Sealer } from '@svc/proto';
@@ -40,8 +40,9 @@ test('when several settings are wrong, then one start reports every one of them'
   }
 });
 
-test('when SVC_TEXTFSM_DIR is not a template folder, then the start fails naming the setting', () => {
+test('when SVC_TEXTFSM_DIR is not a template folder, then the start fails naming the setting', (t) => {
   const empty = mkdtempSync(join(tmpdir(), 'svc-textfsm-'));
+  t.after(() => rmSync(empty, { recursive: true, force: true }));
   const [problem] = problemsOf(() => loadDeviceActorConfig({ SVC_TEXTFSM_DIR: empty }));
   assert.match(problem ?? '', /^SVC_TEXTFSM_DIR: .*index/);
   const file = join(empty, 'a-file');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCode, SvcError, type JobRecord } from '@svc/proto';
@@ -12,8 +12,9 @@ const record = (spec: Partial<JobRecord['spec']>) =>
     spec: { textfsm_template: null, ttp_template: null, ...spec },
   }) as unknown as JobRecord;
 
-test('when a community template file is missing, then TEMPLATE_ERROR names the setting, never the server path', async () => {
+test('when a community template file is missing, then TEMPLATE_ERROR names the setting, never the server path', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-secret-layout-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(
     join(dir, 'index'),
     'Template, Hostname, Platform, Command\n\ncisco_ios_show_clock.textfsm, .*, cisco_ios, sh[[ow]] clo[[ck]]\n',
