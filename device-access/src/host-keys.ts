@@ -12,7 +12,7 @@ import {
   encodeToken,
 } from '@svc/proto';
 import { deviceKeyOf } from './device-guards.js';
-import { KvMirror } from '@svc/nats';
+import { KvMirror, bucketKeys } from '@svc/nats';
 
 /**
  * Host-key trust: which SSH host key the service accepts for a device (context + canonical
@@ -245,7 +245,7 @@ export class HostKeyStore {
 
   async list(): Promise<PinnedHostKey[]> {
     const out: PinnedHostKey[] = [];
-    for await (const key of await this.kv.keys()) {
+    for (const key of await bucketKeys(this.kv)) {
       const entry = await this.kv.get(key);
       if (entry && entry.operation === 'PUT')
         out.push(decodeMessage(PinnedHostKeyRecord, entry.value));

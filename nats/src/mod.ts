@@ -15,3 +15,4 @@ export type { MirroredEntry } from './kv-mirror.js';
 export { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from './consumer-watchdog.js';
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
+export { bucketKeys } from './bucket-keys.js';

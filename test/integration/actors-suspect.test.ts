@@ -17,7 +17,7 @@ import {
   type JobRecord,
   type WorkerHeartbeat,
 } from '@svc/proto';
-import { connectNats } from '@svc/nats';
+import { bucketKeys, connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   ServiceProcess,
@@ -260,8 +260,9 @@ test('when a silent actor host does not list the placement fence in its heartbea
 
   const workers = await new Kvm(jetstream(nc)).open(Buckets.workers);
   const modelRecord = await recordOf(nc, model.json.job_id);
-  let liveKey = '';
-  for await (const k of await workers.keys()) liveKey = k;
+  // The live host's key: the only one in the bucket so far (its heartbeats keep writing it, so
+  // the listing must not be the KV client's keys(), which a write can keep from ending).
+  const [liveKey = ''] = await bucketKeys(workers);
   const liveBeat = JSON.parse(
     new TextDecoder().decode((await workers.get(liveKey))!.value),
   ) as WorkerHeartbeat;

@@ -11,7 +11,7 @@ import {
   type Sealer,
 } from '@svc/proto';
 import { type Logger } from '@svc/telemetry';
-import { type Stores } from '@svc/nats';
+import { bucketKeys, type Stores } from '@svc/nats';
 import { Role, type BearerResolver, type Caller } from './caller.js';
 import type { GatewayConfig } from './config.js';
 
@@ -239,7 +239,7 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
   const list = async (): Promise<ApiKeyMeta[]> => {
     const out: ApiKeyMeta[] = [];
     const ids: string[] = [];
-    for await (const k of await keysKv.keys()) if (KEY_ID.test(k)) ids.push(k);
+    for (const k of await bucketKeys(keysKv)) if (KEY_ID.test(k)) ids.push(k);
     for (const id of ids.sort()) {
       const current = await readMeta(id);
       if (current) out.push(current.meta);

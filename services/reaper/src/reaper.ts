@@ -21,7 +21,7 @@ import {
   jobFailureCounter,
   type Logger,
 } from '@svc/telemetry';
-import { KvMirror, Lease, ensureTopology, retryTransient } from '@svc/nats';
+import { KvMirror, Lease, bucketKeys, ensureTopology, retryTransient } from '@svc/nats';
 import { Jobs, type DrainOptions, type DrainOutcome } from '@svc/jobs';
 import type { ReaperConfig } from './config.js';
 import { EnqueueCheck } from './enqueue-check.js';
@@ -166,7 +166,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     const reaped: string[] = [];
     const candidates = beats.ready
       ? [...beats.entries()].filter(([k, e]) => isStale(beatOf(k, e.value), cutoff)).map(([k]) => k)
-      : await collectKeys(await workers.keys());
+      : await bucketKeys(workers);
     for (const key of candidates) {
       const entry = await workers.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
@@ -342,9 +342,3 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
 
 /** How long the record of a finished drain is kept (every copy it handed back placed by then). */
 const DRAIN_RECORD_KEEP_MS = 10 * 60_000;
-
-async function collectKeys(keys: AsyncIterable<string>): Promise<string[]> {
-  const all: string[] = [];
-  for await (const key of keys) all.push(key);
-  return all;
-}

@@ -1,6 +1,7 @@
 import type { KvWatchEntry } from '@nats-io/kv';
 import type { QueuedIterator } from '@nats-io/transport-node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { bucketKeys } from '@svc/nats';
 import { Type, type Static } from 'typebox';
 import {
   Buckets,
@@ -407,8 +408,7 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
       const caller = await ctx.authenticate(req);
       const kv = ctx.stores[Buckets.failed];
       // The registry is capped at FAILED_JOB_MAX_RETAIN entries, so a key scan is bounded.
-      const keys: string[] = [];
-      for await (const k of await kv.keys()) keys.push(k);
+      const keys = await bucketKeys(kv);
       const jobs: FailedJobItem[] = [];
       for (let i = 0; i < keys.length; i += 50) {
         const batch = await Promise.all(keys.slice(i, i + 50).map((k) => kv.get(k)));
