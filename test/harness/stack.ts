@@ -169,6 +169,9 @@ const ENTRY: Record<string, string> = {
   launcher: '../../../services/launcher/dist/src/main.js',
 };
 
+/** The module that makes a service exit when the process that started it is gone. */
+const EXIT_WITH_PARENT = new URL('./exit-with-parent.js', import.meta.url).href;
+
 /** A service as a separate OS process (for tests that kill processes). */
 export class ServiceProcess {
   readonly output: string[] = [];
@@ -184,9 +187,10 @@ export class ServiceProcess {
     nodeArgs: readonly string[] = [],
   ): ServiceProcess {
     const entry = fileURLToPath(new URL(ENTRY[name]!, import.meta.url));
-    const child = spawn(process.execPath, [...nodeArgs, entry], {
+    // Standard input is a pipe from this process: the service exits when it ends.
+    const child = spawn(process.execPath, ['--import', EXIT_WITH_PARENT, ...nodeArgs, entry], {
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     const proc = new ServiceProcess(name, child);
     const keep = (d: Buffer) => {

@@ -183,3 +183,40 @@ test('when npm run start:gateway gets SIGTERM, then the gateway process gets it 
     `the gateway saw the signal:\n${output.join('\n')}`,
   );
 });
+
+test('when the process that started a service dies without stopping it, then the service exits too', async (t) => {
+  const nats = await NatsServerProcess.start();
+  t.after(() => nats.stop());
+  // A test process of its own that starts a reaper as the tests do, and is then killed before
+  // any cleanup of its runs (as the test runner kills a test file at its timeout).
+  const harness = new URL('../harness/mod.js', import.meta.url).href;
+  const script = [
+    `import { ServiceProcess } from ${JSON.stringify(harness)};`,
+    `const reaper = ServiceProcess.start('reaper', JSON.parse(process.env.SVC_TEST_SERVICE_ENV));`,
+    `await reaper.waitFor(/reaper started/);`,
+    `console.log('reaper pid', reaper.child.pid);`,
+    `setInterval(() => undefined, 60_000);`,
+  ].join('\n');
+  const starter = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    env: {
+      ...process.env,
+      SVC_TEST_SERVICE_ENV: JSON.stringify(testEnv(nats.url, { LOG_LEVEL: 'INFO' })),
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let out = '';
+  starter.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const pid = await waitUntil(
+    () => Number(/reaper pid (\d+)/.exec(out)?.[1]) || null,
+    'the starter to print its reaper pid',
+  );
+  t.after(() => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone, as it should be
+    }
+  });
+  starter.kill('SIGKILL');
+  await gone(pid);
+});
