@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { FLEET_AND_CLIENT, svcSum } from './process-sums.js';
+import { FLEET_AND_CLIENT, median, svcSum } from './figures.js';
 
 const USAGE = `usage: node bench/dist/src/alternate.js --other DIR [--pairs N] -- <load.js options>
   --other DIR   the other checkout (built: npx tsc -b), run with its bench/dist/src/load.js
@@ -38,13 +38,6 @@ interface Side {
   env: Record<string, string>;
   /** Each run's figures (its repetitions' median), in the order run. */
   runs: Map<string, number>[];
-}
-
-function median(xs: number[]): number {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function envPairs(list: string[] | undefined): Record<string, string> {

@@ -41,7 +41,7 @@ import {
   type NatsPerJob,
   type NatsSnapshot,
 } from './nats-monitor.js';
-import { FLEET_AND_CLIENT, svcSum } from './process-sums.js';
+import { FLEET_AND_CLIENT, median, svcSum } from './figures.js';
 
 // ---- options ---------------------------------------------------------------------------------
 
@@ -246,13 +246,6 @@ function summary(values: number[]): {
     max: s.at(-1) ?? NaN,
     n: s.length,
   };
-}
-
-function median(values: number[]): number {
-  return percentile(
-    [...values].sort((a, b) => a - b),
-    50,
-  );
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

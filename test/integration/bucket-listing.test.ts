@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Buckets, DefaultTopology } from '@svc/proto';
 import { bucketKeys, connectNats, ensureTopology, type Stores } from '@svc/nats';
 import { HostKeyStore } from '@svc/device-access';
-import { NatsServerProcess } from '../harness/mod.js';
+import { NatsServerProcess, waitUntil } from '../harness/mod.js';
 
 // Heartbeats, pins and failed jobs are written while someone lists them: a listing of a bucket
 // must end however the bucket is written meanwhile (the KV client's `keys()` could wait forever).
@@ -36,17 +36,19 @@ function ed25519Blob(seed: number): Buffer {
   return Buffer.concat([len(type.length), type, len(32), Buffer.alloc(32, seed % 256)]);
 }
 
-/** The promise's value, or a failure naming `what` when it has not settled within `ms`. */
-async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not end within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * The listing's result once it has ended; the polling helper fails the test naming `what` when
+ * it has not ended by its deadline (a hung listing never settles).
+ */
+async function ended<T>(what: string, listing: Promise<T>): Promise<T> {
+  let outcome: { value: T } | { error: unknown } | null = null;
+  listing.then(
+    (value) => (outcome = { value }),
+    (error: unknown) => (outcome = { error }),
+  );
+  const done = await waitUntil(() => outcome, `${what} to end`, { timeoutMs: 10_000 });
+  if ('error' in done) throw done.error;
+  return done.value;
 }
 
 test('when pinned host keys are written while they are listed, then every listing ends and names every pinned device', async () => {
@@ -64,7 +66,7 @@ test('when pinned host keys are written while they are listed, then every listin
   })();
   try {
     for (let i = 0; i < 150; i++) {
-      const pins = await within(10_000, `listing ${i + 1}`, listing.list());
+      const pins = await ended(`listing ${i + 1}`, listing.list());
       assert.deepEqual(
         pins.map((p) => p.host),
         ['192.0.2.1', '192.0.2.2'],
