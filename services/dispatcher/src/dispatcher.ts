@@ -258,6 +258,9 @@ export async function startDispatcher(
         await sleep(500);
         continue;
       }
+      // A stop that came while this consume was being opened closed only the ones it knew of.
+      // Closed here, it ends where the loop below reads it (close() resolves only there).
+      if (stopping) void messages.close();
       const renewal = setInterval(() => {
         lease.acquire().then(
           (still) => {
@@ -278,8 +281,8 @@ export async function startDispatcher(
         clearInterval(renewal);
       }
       leadingGauge.set({ context }, 0);
-      if (stopping) await lease.release().catch(() => undefined);
     }
+    await lease.release().catch(() => undefined);
   }
 
   /** Whether the context's consumer has jobs delivered and not acknowledged (to another leader). */

@@ -72,6 +72,9 @@ export class PlacementIntake {
         await jsm.consumers.add(Streams.actor, consumerConfig);
         const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
         this.#messages = await consumer.consume(workConsumeOptions(512));
+        // A close that came while this consume was being opened closed only the one before it.
+        // Closed here, it ends where the loop below reads it (close() resolves only there).
+        if (this.draining()) void this.#messages.close();
         closeWhenStalled(this.#messages, log, 'placement', () => {
           this.#stalled = true;
         });
