@@ -18,6 +18,7 @@ import {
   type JobStatus,
 } from '@svc/proto';
 import { injectTraceContext } from '@svc/telemetry';
+import { watchBucket } from '@svc/nats';
 import { IllegalTransition, mayMove, type FromOf } from './states.js';
 import type { JobResults } from './results.js';
 
@@ -238,7 +239,7 @@ export class JobStore {
     jobId: string,
     onMalformed: (err: unknown, revision: number) => void,
   ): Promise<RecordFollower> {
-    const watch = await this.kv.watch({ key: jobId, ignoreDeletes: true });
+    const watch = await watchBucket(this.kv, { key: jobId });
     async function* records(): AsyncGenerator<StoredRecord> {
       for await (const entry of watch) {
         if (entry.operation !== 'PUT') continue;

@@ -29,7 +29,7 @@ export function workConsumeOptions(maxMessages: number): ConsumeOptions {
  */
 export function closeWhenStalled(
   messages: ConsumerMessages,
-  log: Logger,
+  log: Pick<Logger, 'warn'>,
   what: string,
   onStall: () => void = () => undefined,
 ): void {

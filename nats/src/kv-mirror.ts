@@ -1,4 +1,6 @@
 import type { KV } from '@nats-io/kv';
+import type { Logger } from '@svc/telemetry';
+import { watchBucket } from './bucket-watch.js';
 
 export interface MirroredEntry {
   value: Uint8Array;
@@ -20,10 +22,13 @@ export class KvMirror {
 
   private constructor() {}
 
-  /** `key` filters the copy (a subject-like pattern, e.g. `authfail.>`); all keys by default. */
-  static async start(kv: KV, key = '>'): Promise<KvMirror> {
+  /**
+   * `key` filters the copy (a subject-like pattern, e.g. `authfail.>`); all keys by default.
+   * `log` is told when the watch is opened again (its node lost).
+   */
+  static async start(kv: KV, key = '>', log?: Pick<Logger, 'warn'>): Promise<KvMirror> {
     const mirror = new KvMirror();
-    const watch = await kv.watch({ key });
+    const watch = await watchBucket(kv, { key, ...(log ? { log } : {}) });
     mirror.#watch = watch;
     if ((await kv.status()).values === 0) mirror.#ready = true;
     void (async () => {

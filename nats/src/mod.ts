@@ -16,3 +16,5 @@ export { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from './cons
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
 export { bucketKeys } from './bucket-keys.js';
+export { watchBucket } from './bucket-watch.js';
+export type { BucketWatch, BucketWatchEntry } from './bucket-watch.js';

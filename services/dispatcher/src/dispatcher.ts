@@ -34,6 +34,7 @@ import {
   Lease,
   retryTransient,
   ensureTopology,
+  watchBucket,
 } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
 import {
@@ -119,7 +120,7 @@ export async function startDispatcher(
   // Where each device's jobs were last placed, by whichever dispatcher led: a new leader keeps
   // devices there (their queued jobs first). Written only when a device's host changes.
   const locks = stores[Buckets.locks];
-  const placements = await KvMirror.start(locks, LockKeys.placementAll);
+  const placements = await KvMirror.start(locks, LockKeys.placementAll, log);
   // Decoded once per stored value (it is read for every job placed), not at every read.
   const hostOfValue = new WeakMap<Uint8Array, string | null>();
   placement.knownHost = (deviceKey) => {
@@ -148,7 +149,7 @@ export async function startDispatcher(
   };
 
   // Live view of actor hosts from their heartbeats.
-  const watch = await stores[Buckets.workers].watch();
+  const watch = await watchBucket(stores[Buckets.workers], { log });
   void (async () => {
     for await (const e of watch) {
       // A heartbeat that is not one counts as none: nothing is placed on what it claims.
@@ -166,7 +167,7 @@ export async function startDispatcher(
 
   // The reaper's drains of hosts: a device whose jobs a drain is handing back waits for them
   // even when the host beats again (Placement).
-  const drainWatch = await locks.watch({ key: LockKeys.drainAll });
+  const drainWatch = await watchBucket(locks, { key: LockKeys.drainAll, log });
   void (async () => {
     const hostOfKey = new Map<string, string>();
     for await (const e of drainWatch) {

@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { KV, KvEntry } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import { SignJWT, jwtVerify } from 'jose';
 import {
   Buckets,
@@ -11,7 +11,7 @@ import {
   type Sealer,
 } from '@svc/proto';
 import { type Logger } from '@svc/telemetry';
-import { bucketKeys, type Stores } from '@svc/nats';
+import { bucketKeys, watchBucket, type BucketWatchEntry, type Stores } from '@svc/nats';
 import { Role, type BearerResolver, type Caller } from './caller.js';
 import type { GatewayConfig } from './config.js';
 
@@ -125,11 +125,14 @@ export async function startApiKeys(deps: ApiKeyDeps): Promise<ApiKeys> {
 
   const cache = new Map<string, ApiKeyMeta>();
   const revokedIds = new Set<string>();
-  const watchers = await Promise.all([keysKv.watch(), revokedKv.watch()]);
+  const watchers = await Promise.all([
+    watchBucket(keysKv, { log }),
+    watchBucket(revokedKv, { log }),
+  ]);
   const [keysWatch, revokedWatch] = watchers;
   const follow = async (
-    iter: AsyncIterable<KvEntry>,
-    apply: (e: KvEntry) => void,
+    iter: AsyncIterable<BucketWatchEntry>,
+    apply: (e: BucketWatchEntry) => void,
     name: string,
   ): Promise<void> => {
     try {

@@ -188,7 +188,7 @@ export async function startGateway(
   });
   // Hosts come from the cluster status below (called only once requests are served).
   const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers(), config.SVC_CONTEXTS);
-  const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
+  const lockoutMirror = await KvMirror.start(stores[Buckets.lockout], '>', log);
   // Checked by the config loader already: here only the drivers are needed.
   const userDrivers = loadDriverDir(config.SVC_DRIVERS_DIR).drivers;
   const intake = new JobIntake(
@@ -276,7 +276,7 @@ export async function startGateway(
     userDrivers,
   };
 
-  const batchMirror = await KvMirror.start(stores[Buckets.batches]);
+  const batchMirror = await KvMirror.start(stores[Buckets.batches], '>', log);
   const batches = new Batches(nc, js, stores[Buckets.batches], batchMirror, jobs, intake, log, {
     maxDevices: config.BATCH_MAX_DEVICES,
     sweepIntervalMs: config.BATCH_SWEEP_INTERVAL * 1000,

@@ -70,7 +70,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // created a consumer per second through the cluster's metadata leader. A candidate is read
   // again from the bucket before anything is reaped, so a copy that fell behind (a watch
   // re-created after a node loss) can never make a live host look dead.
-  const beats = await KvMirror.start(workers);
+  const beats = await KvMirror.start(workers, '>', log);
   const notEnqueued = new Counter({
     name: 'svc_reaper_jobs_not_enqueued_total',
     help: 'Queued job records whose message never reached the queue, failed with NOT_ENQUEUED.',
@@ -97,7 +97,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // then done with what it handed back. Dispatchers hold the devices whose last job is on the
   // host until then, even if the host beats again meanwhile, and no longer.
   const locks = stores[Buckets.locks];
-  const drainRecords = await KvMirror.start(locks, LockKeys.drainAll);
+  const drainRecords = await KvMirror.start(locks, LockKeys.drainAll, log);
   async function announcedDrain(
     hostId: string,
     mark: () => Promise<boolean>,

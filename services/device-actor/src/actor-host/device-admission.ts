@@ -77,8 +77,8 @@ export class DeviceAdmission {
     stores: Stores,
     log: Logger,
   ): Promise<DeviceAdmission> {
-    const breakerMirror = await KvMirror.start(stores[Buckets.breakers]);
-    const lockoutMirror = await KvMirror.start(stores[Buckets.lockout]);
+    const breakerMirror = await KvMirror.start(stores[Buckets.breakers], '>', log);
+    const lockoutMirror = await KvMirror.start(stores[Buckets.lockout], '>', log);
     const hostKeyMode = hostKeyModes(config.HOST_KEY_POLICY);
     for (const context of config.WORKER_CONTEXTS) {
       if (hostKeyMode(context) === 'off')

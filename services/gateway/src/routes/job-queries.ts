@@ -1,7 +1,5 @@
-import type { KvWatchEntry } from '@nats-io/kv';
-import type { QueuedIterator } from '@nats-io/transport-node';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { bucketKeys } from '@svc/nats';
+import { bucketKeys, watchBucket, type BucketWatch, type BucketWatchEntry } from '@svc/nats';
 import { Type, type Static } from 'typebox';
 import {
   Buckets,
@@ -226,7 +224,7 @@ export class JobIndex {
   readonly #entries = new Map<string, IndexedJob>();
   #seen = 0;
   #waiters: { seq: number; resolve: () => void }[] = [];
-  #watch: QueuedIterator<KvWatchEntry> | null = null;
+  #watch: BucketWatch | null = null;
 
   constructor(
     private readonly ctx: GatewayContext,
@@ -235,7 +233,7 @@ export class JobIndex {
   ) {}
 
   async start(): Promise<void> {
-    const watch = await this.ctx.stores[Buckets.jobs].watch({ key: '>' });
+    const watch = await watchBucket(this.ctx.stores[Buckets.jobs], { log: this.ctx.log });
     this.#watch = watch;
     void (async () => {
       for await (const e of watch) this.#apply(e);
@@ -248,7 +246,7 @@ export class JobIndex {
     this.#waiters = [];
   }
 
-  #apply(e: KvWatchEntry): void {
+  #apply(e: BucketWatchEntry): void {
     if (e.operation === 'PUT') {
       const r = decodeOrDrop(JobRecord, e.value, {
         consumer: 'job_index',
