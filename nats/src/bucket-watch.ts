@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   DeliverPolicy,
   type Consumer,
@@ -151,7 +152,3 @@ export async function watchBucket(
 /** Pulls that end after 10 s, with a heartbeat every 2 s (`workConsumeOptions`). */
 const WATCH_CONSUME = workConsumeOptions(256);
 const QUIET_MS = (WATCH_CONSUME.expires ?? 0) + 2 * (WATCH_CONSUME.idle_heartbeat ?? 0);
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}

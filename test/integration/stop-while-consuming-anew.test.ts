@@ -13,7 +13,7 @@ import { Buckets, Consumers, DefaultTopology, LockKeys } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { PlacementIntake } from '@svc/device-actor';
-import { NatsServerProcess, silentLogger, testEnv } from '../harness/mod.js';
+import { NatsServerProcess, silentLogger, testEnv, waitUntil } from '../harness/mod.js';
 
 /** Requests held until released; `reached` resolves when the first one is held. */
 class Hold {
@@ -30,17 +30,11 @@ class Hold {
   }
 }
 
-/** What the stop promised, or a failure naming it once it is clearly not coming. */
+/** Waits (polling helper, with its deadline) for the stop to end; a failure names it. */
 async function ends(stopping: Promise<unknown>, what: string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not end within 20 s`)), 20_000);
-  });
-  try {
-    await Promise.race([stopping, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+  let ended = false;
+  void stopping.then(() => (ended = true));
+  await waitUntil(() => ended, what, { timeoutMs: 20_000 });
 }
 
 test('when an actor host drains while its placement consumer is being opened, then its intake closes', async (t) => {
