@@ -9,7 +9,16 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NatsServerProcess, ServiceProcess, testEnv, waitUntil } from '../harness/mod.js';
+import { startFleet } from '@svc/test/support';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  http,
+  testEnv,
+  waitForJob,
+  waitUntil,
+  waitWorkers,
+} from '../harness/mod.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -219,4 +228,46 @@ test('when the process that started a service dies without stopping it, then the
   });
   starter.kill('SIGKILL');
   await gone(pid);
+});
+
+test('when a service the harness started runs a worker thread (a structured job parsed), then it keeps running', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const fleet = await startFleet({ count: 1, platform: 'cisco_ios' });
+  // INFO: the gateway's start line gives its URL.
+  const env = testEnv(nats.url, { LOG_LEVEL: 'INFO' });
+  const procs = [
+    ServiceProcess.start('reaper', env),
+    ServiceProcess.start('dispatcher', env),
+    ServiceProcess.start('device-actor', env),
+    ServiceProcess.start('gateway', env),
+  ];
+  const actor = procs[2]!;
+  t.after(async () => {
+    for (const p of procs.slice().reverse()) await p.kill('SIGTERM');
+    await fleet.stop();
+    await nats.stop();
+  });
+  const url = await procs[3]!.httpUrl();
+  await waitWorkers(url, 1);
+  const device = fleet.devices[0]!;
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = async (path: string, body: Record<string, unknown>) => {
+    const a = await http('POST', `${url}${path}`, {
+      ...auth,
+      body: { host: device.host, port: device.port, enable: device.enable, ...body },
+    });
+    assert.equal(a.status, 202, a.text);
+    return waitForJob(url, a.json.job_id as string, auth);
+  };
+  // A structured job's outputs are parsed in a worker thread of the actor host.
+  const parsed = await submit('/v2/send-command-structured', {
+    commands: ['show ip interface brief'],
+    textfsm_template: 'Value Name (\\S+)\n\nStart\n  ^${Name}\\s+\\d+\\.\\d+\\.\\d+\\.\\d+\\s+YES -> Record\n',
+  });
+  assert.equal(parsed.json.status, 'finished', parsed.text);
+  // The host still takes jobs after the worker ran: the next one finishes.
+  const next = await submit('/v2/send-command', { commands: ['show version'] });
+  assert.equal(next.json.status, 'finished', next.text);
+  assert.equal(actor.child.exitCode, null, 'the actor host is still running');
+  assert.equal(actor.child.signalCode, null, 'the actor host is still running');
 });
