@@ -1105,8 +1105,32 @@ async function main(): Promise<void> {
       ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProf}`, `--cpu-prof-name=${name}.cpuprofile`]
       : [];
   const cleanup: (() => Promise<unknown>)[] = [];
+  let tearingDown = false;
   const teardown = async () => {
+    tearingDown = true;
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  };
+  /**
+   * A service process of the stack, stopped at teardown. One that exits before is named at once
+   * with its last lines, and the run exits 1: its figures would read as the stack's (an actor
+   * host gone makes every later job "incomplete", with no other sign).
+   */
+  const startService = (
+    name: string,
+    env: Record<string, string>,
+    nodeArgs: readonly string[] = [],
+  ): ServiceProcess => {
+    const proc = ServiceProcess.start(name, env, nodeArgs);
+    proc.child.once('exit', (code, signal) => {
+      if (tearingDown) return;
+      process.exitCode = 1;
+      process.stderr.write(
+        `bench: ${name} (pid ${proc.child.pid}) exited during the run (${signal ?? `code ${code}`}); its last lines:\n` +
+          `${proc.output.slice(-10).join('\n')}\n`,
+      );
+    });
+    cleanup.push(() => proc.kill('SIGTERM'));
+    return proc;
   };
   process.once('SIGINT', () => void teardown().then(() => process.exit(130)));
   try {
@@ -1158,7 +1182,7 @@ async function main(): Promise<void> {
         const httpPort = await freePort();
         const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-launcher-'));
         cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
-        const proc = ServiceProcess.start(
+        const proc = startService(
           'launcher',
           testEnv(natsUrl, {
             ...env,
@@ -1168,7 +1192,6 @@ async function main(): Promise<void> {
           }),
           profileArgs('launcher'),
         );
-        cleanup.push(() => proc.kill('SIGTERM'));
         if (proc.child.pid) cpuWatch.push({ name: 'svc (npm start)', pid: proc.child.pid });
         cpuWatch.push({ name: FLEET_AND_CLIENT, pid: process.pid });
         baseUrl = `http://127.0.0.1:${httpPort}`;
@@ -1182,8 +1205,7 @@ async function main(): Promise<void> {
           ['reaper', stackEnv],
         ];
         for (const [name, e] of procs) {
-          const proc = ServiceProcess.start(name, testEnv(natsUrl, e), profileArgs(name));
-          cleanup.push(() => proc.kill('SIGTERM'));
+          const proc = startService(name, testEnv(natsUrl, e), profileArgs(name));
           if (proc.child.pid) cpuWatch.push({ name, pid: proc.child.pid });
         }
         cpuWatch.push({ name: FLEET_AND_CLIENT, pid: process.pid });
@@ -1199,16 +1221,15 @@ async function main(): Promise<void> {
         baseUrl = stack.url;
       }
       for (let i = 0; i < (opts.launcher ? 0 : opts.actors); i++) {
-        const actor = ServiceProcess.start(
+        const actor = startService(
           'device-actor',
           testEnv(natsUrl, { ...env, ACTOR_HOST_ID: `bench-actor-${i + 1}` }),
           profileArgs(`device-actor-${i + 1}`),
         );
-        cleanup.push(() => actor.kill('SIGTERM'));
         if (actor.child.pid) cpuWatch.push({ name: `actor host ${i + 1}`, pid: actor.child.pid });
       }
       if (opts.hold > 0) {
-        const holder = ServiceProcess.start(
+        const holder = startService(
           'device-actor',
           testEnv(natsUrl, {
             ...env,
@@ -1218,7 +1239,6 @@ async function main(): Promise<void> {
             CONNECTION_POOL_MAX_SIZE: String(Math.max(100, opts.hold)),
           }),
         );
-        cleanup.push(() => holder.kill('SIGTERM'));
         holdPid = holder.child.pid;
         holdContext = HOLD_CONTEXT;
       }
@@ -1318,7 +1338,8 @@ async function main(): Promise<void> {
 }
 
 main().then(
-  () => process.exit(0),
+  // 1 when a service of the stack exited during the run (startService).
+  () => process.exit(process.exitCode ?? 0),
   (err: unknown) => {
     process.stderr.write(
       `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,

@@ -262,7 +262,8 @@ test('when a service the harness started runs a worker thread (a structured job 
   // A structured job's outputs are parsed in a worker thread of the actor host.
   const parsed = await submit('/v2/send-command-structured', {
     commands: ['show ip interface brief'],
-    textfsm_template: 'Value Name (\\S+)\n\nStart\n  ^${Name}\\s+\\d+\\.\\d+\\.\\d+\\.\\d+\\s+YES -> Record\n',
+    textfsm_template:
+      'Value Name (\\S+)\n\nStart\n  ^${Name}\\s+\\d+\\.\\d+\\.\\d+\\.\\d+\\s+YES -> Record\n',
   });
   assert.equal(parsed.json.status, 'finished', parsed.text);
   // The host still takes jobs after the worker ran: the next one finishes.
