@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
@@ -262,6 +263,58 @@ test('when SSE_MAX_CONNECTIONS streams are open, then one more gets 429 and a cl
     { timeoutMs: 5000, everyMs: 50 },
   );
   for (const s of [...open.slice(1), again]) s.close();
+});
+
+/** Sends a stream request and resets the connection at once, before any answer can come. */
+function requestAndLeave(url: URL): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => {
+      socket.write(
+        `GET ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\n` +
+          `Authorization: ${basicHeader(auth.basic)}\r\nAccept: text/event-stream\r\n\r\n`,
+        () => {
+          socket.resetAndDestroy();
+          resolve();
+        },
+      );
+    });
+    socket.on('error', reject);
+  });
+}
+
+test('when clients leave before their job or batch streams answer, then their slots are freed at once (not after SSE_TIMEOUT)', async () => {
+  const jobId = await submit({ context: 'idle' });
+  const batch = await http('POST', `${stack.url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'command',
+      context: 'idle',
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      devices: [{ host: '127.0.0.1', port: device.port }],
+    },
+  });
+  assert.equal(batch.status, 202, batch.text);
+  for (const path of [
+    `/v2/jobs/${jobId}/stream`,
+    `/v2/batches/${batch.json.batch_id as string}/stream`,
+  ]) {
+    const url = new URL(`${stack.url}${path}`);
+    // As many as SSE_MAX_CONNECTIONS, each gone while the gateway prepares its answer.
+    for (let i = 0; i < 3; i++) await requestAndLeave(url);
+    // A stream opens well within SSE_TIMEOUT (30 s): the slots the others took are free again.
+    const s = await waitUntil(
+      async () => {
+        const opened = await openStream(url.href, auth.basic);
+        if (opened.status === 200) return opened;
+        opened.close();
+        return null;
+      },
+      `a slot to be free (${path})`,
+      { timeoutMs: 5000, everyMs: 50 },
+    );
+    s.close();
+  }
 });
 
 test('when one caller holds its share of the streams (a quarter of SSE_MAX_CONNECTIONS by default), then it gets 429 and another caller still streams', async () => {

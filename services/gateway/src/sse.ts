@@ -22,7 +22,7 @@ export interface SseStream {
    * when it reconnects; an event without one leaves the client's last id as it was.
    */
   send(event: string, data: unknown, id?: string): void;
-  /** Runs `fn` once when the stream ends, whoever ends it. */
+  /** Runs `fn` once when the stream ends, whoever ends it (at once when it has ended). */
   onEnd(fn: () => void): void;
   /** Ends the response; safe to call more than once. */
   end(): void;
@@ -143,7 +143,10 @@ export class SseStreams {
           `${id === undefined ? '' : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`,
         );
       },
-      onEnd: (fn) => cleanups.push(fn),
+      onEnd: (fn) => {
+        if (ended) fn();
+        else cleanups.push(fn);
+      },
       end,
       get ended() {
         return ended;
@@ -152,6 +155,9 @@ export class SseStreams {
     this.#live.add(end);
     // The client went away (or the server closed): free the slot, timers and the feed at once.
     res.once('close', end);
+    // It went away while the route prepared its answer (a batch stream opens its consumer
+    // first): that close has been and gone, and would not free the slot until SSE_TIMEOUT.
+    if (res.destroyed || res.socket === null || res.socket.destroyed) end();
     return stream;
   }
 }
