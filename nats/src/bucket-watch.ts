@@ -26,6 +26,13 @@ export interface BucketWatchEntry {
 
 /** Entries until `stop()`; the iteration then ends. */
 export interface BucketWatch extends AsyncIterable<BucketWatchEntry> {
+  /**
+   * When (this process's clock) the copy was last known to hold every write: the server sent
+   * its last entry with nothing pending behind it, or an idle heartbeat (every 2 s when nothing
+   * comes). It stops moving while the watch is cut off (its consumer lost with a node, a new one
+   * not made yet): what the copy says is as of then, not now. Its opening until the first.
+   */
+  currentAt(): number;
   stop(): void;
 }
 
@@ -54,6 +61,7 @@ export async function watchBucket(
   let current: ConsumerMessages | null = null;
   let currentConsumer: Consumer | null = null;
   let alive = () => undefined as void;
+  let currentAt = Date.now();
 
   const open = async (): Promise<ConsumerMessages> => {
     const consumer = await kv.js.consumers.get(
@@ -79,7 +87,10 @@ export async function watchBucket(
     quiet.unref();
     alive = () => quiet.refresh();
     void (async () => {
-      for await (const s of messages.status()) if (s.type === 'next') quiet.refresh();
+      for await (const s of messages.status()) {
+        if (s.type === 'next') quiet.refresh();
+        else if (s.type === 'heartbeat') currentAt = Date.now();
+      }
     })();
     void messages.closed().then(() => clearTimeout(quiet));
     // A stop while this one was opened: closed here, it ends where it is read.
@@ -96,7 +107,10 @@ export async function watchBucket(
     revision = m.seq;
     const pending = m.info.pending;
     const isUpdate = caughtUp;
-    if (pending === 0) caughtUp = true;
+    if (pending === 0) {
+      caughtUp = true;
+      currentAt = Date.now();
+    }
     const op = m.headers?.get('KV-Operation');
     return {
       key: kv.decodeKey(m.subject.slice(prefix.length)),
@@ -140,6 +154,7 @@ export async function watchBucket(
   const iterable = entries();
   return {
     [Symbol.asyncIterator]: () => iterable,
+    currentAt: () => currentAt,
     stop() {
       stopped = true;
       void current?.close();

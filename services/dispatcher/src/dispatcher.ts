@@ -148,8 +148,9 @@ export async function startDispatcher(
     ).catch((err: unknown) => log.warn({ err }, 'device placement not stored'));
   };
 
-  // Live view of actor hosts from their heartbeats.
+  // Live view of actor hosts from their heartbeats, judged as of when it was last whole.
   const watch = await watchBucket(stores[Buckets.workers], { log });
+  placement.heartbeatsCurrentAt = () => watch.currentAt();
   void (async () => {
     for await (const e of watch) {
       // A heartbeat that is not one counts as none: nothing is placed on what it claims.

@@ -92,6 +92,14 @@ export class Placement {
   knownHost: (deviceKey: string) => string | null = () => null;
 
   /**
+   * When the copy of the heartbeats fed to `update` was last known to hold every beat (its
+   * watch's `currentAt`). A host is judged by its beats as of then: while the copy is cut off
+   * (its watch waiting for a new consumer after a NATS node died) the hosts go on beating
+   * unseen, and judged by the clock every one of them would look silent and nothing new placed.
+   */
+  heartbeatsCurrentAt: () => number = () => Infinity;
+
+  /**
    * Forgets what this dispatcher knew of devices (it took the lead: another leader may have
    * placed them since); `knownHost` tells where they are.
    */
@@ -131,7 +139,8 @@ export class Placement {
     // Under a drain, whatever its own beat says: a job placed there now would be handed back
     // by it (a copy placed back on it again, and again, while the drain runs).
     if (!beat || beat.draining || this.#drainUnderWay(hostId, now)) return 'gone';
-    return now - Date.parse(beat.last_beat) <= this.livenessMs ? 'live' : 'suspect';
+    const asOf = Math.min(now, this.heartbeatsCurrentAt());
+    return asOf - Date.parse(beat.last_beat) <= this.livenessMs ? 'live' : 'suspect';
   }
 
   liveHosts(context: string, now = Date.now(), requires?: readonly string[]): string[] {

@@ -348,3 +348,18 @@ test("when a device's jobs are placed, then each names the job placed before it,
   assert.equal(p.jobBefore(device, 'j3'), 'j2');
   assert.equal(p.jobBefore(device, 'j2'), undefined, 'only the last job is answered');
 });
+
+test('when the copy of the heartbeats is behind (its watch lost its node), then hosts are judged as of the moment it was last whole, not as silent', async () => {
+  const { p, place } = twoHosts();
+  const device = deviceOn('a');
+  // Whole until T0 (+ a beat's wait): then nothing more reached the copy, for 10 s.
+  p.heartbeatsCurrentAt = () => T0 + 200;
+  const later = T0 + 10_000;
+  assert.equal(p.hostState('a', later), 'live');
+  assert.deepEqual(p.liveHosts('default', later).sort(), ['a', 'b']);
+  assert.equal(await place(device, 'j1', later), 'a');
+  // Whole again up to now: the hosts' beats it holds are old, so they are silent.
+  p.heartbeatsCurrentAt = () => later;
+  assert.equal(p.hostState('a', later), 'suspect');
+  assert.deepEqual(p.liveHosts('default', later), []);
+});
