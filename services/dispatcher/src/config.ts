@@ -15,7 +15,7 @@ export const DispatcherConfig = Type.Object({
     default: 15,
     minimum: 0.1,
     description:
-      'Seconds since its last heartbeat within which an actor host may receive new devices.',
+      "Seconds since its last heartbeat within which an actor host may receive new devices, counted to when the dispatcher's copy of the heartbeats was last known whole (a copy cut off from NATS does not age the hosts).",
   }),
   DISPATCH_REBALANCE_IDLE: Type.Number({
     default: 330,
