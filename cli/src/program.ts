@@ -671,6 +671,8 @@ export function buildProgram(cli: CliEnv): { program: Command; exitCode: () => E
         });
         out(cmd, body, () => {
           const p = body.pagination ?? {};
+          // The API counts 0 pages when nothing matches: "page 1/0" read as a fault.
+          if (p.total === 0) return 'no jobs\n';
           return (
             table(['job_id', 'status', 'created_at', 'ended_at', 'tags'], body.jobs as Json[]) +
             `page ${p.page}/${p.pages}, ${p.total} jobs\n`

@@ -188,6 +188,17 @@ test('when the job fails, the caller is wrong, the id is unknown, the flags are 
   assert.equal(none.code, 2);
 });
 
+test('when svc jobs list finds no jobs, then it says so (not "page 1/0")', async () => {
+  // Basic credentials nobody submitted with: a caller with no jobs.
+  const empty = await svc(['jobs', 'list'], {
+    SVC_USERNAME: 'nobody-yet',
+    SVC_PASSWORD: 'Pw-never-used-0451',
+  });
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.match(empty.stdout, /^no jobs$/m);
+  assert.doesNotMatch(empty.stdout, /page 1\/0/);
+});
+
 test('when svc config reads a file and a CSV inventory with a canary, then every device is configured and the JSON summary counts them', async () => {
   const devices = fleet.devices.slice(0, 4);
   const changes = file('changes.txt', 'interface Gi0/1\n description by svc\n\n');
