@@ -46,3 +46,5 @@ export type {
   ScenarioDevice,
   ScenarioLoad,
 } from './fault-scenario.js';
+export { holdRequests } from './held-requests.js';
+export type { HeldRequests } from './held-requests.js';

@@ -9,13 +9,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import type { RequestOptions } from '@nats-io/transport-node';
 import { Buckets, Streams, WorkerHeartbeat, decodeMessage } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { startDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
+  holdRequests,
   http,
   silentLogger,
   startInProcessStack,
@@ -31,12 +31,13 @@ test("when the dispatcher's copy of the heartbeats stops while the hosts beat on
   const second = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
   const stack = await startInProcessStack(nats.url);
   const nc = await connectNats(nats.url, 'dispatcher-stalled-copy');
-  let release = () => undefined as void;
-  const released = new Promise<void>((r) => (release = r));
-  let holding = false;
-  let held = 0;
+  // The dispatcher's requests to create a consumer of the heartbeats, held once armed.
+  const heartbeats = Streams.kv(Buckets.workers);
+  const hold = holdRequests(nc, (subject) =>
+    subject.startsWith(`$JS.API.CONSUMER.CREATE.${heartbeats}`),
+  );
   t.after(async () => {
-    release();
+    hold.release();
     await dispatcher?.stop();
     await stack.stop();
     await nc.close();
@@ -46,28 +47,11 @@ test("when the dispatcher's copy of the heartbeats stops while the hosts beat on
   });
   await waitHealthy(stack.url);
 
-  // This test's dispatcher leads instead of the stack's, on a connection whose requests to
-  // create a consumer of the heartbeats wait for the test once armed.
+  // This test's dispatcher leads instead of the stack's, on the held connection.
   await stack.dispatcher.stop();
-  const heartbeats = Streams.kv(Buckets.workers);
-  const proxied = new Proxy(nc, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target) as unknown;
-      if (prop === 'request') {
-        return async (subject: string, payload?: Uint8Array | string, opts?: RequestOptions) => {
-          if (holding && subject.startsWith(`$JS.API.CONSUMER.CREATE.${heartbeats}`)) {
-            held++;
-            await released;
-          }
-          return target.request(subject, payload, opts);
-        };
-      }
-      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-    },
-  });
   const config = loadDispatcherConfig(testEnv(nats.url));
   const dispatcher = await startDispatcher(config, {
-    nc: proxied,
+    nc: hold.nc,
     log: silentLogger('dispatcher'),
   });
 
@@ -85,13 +69,13 @@ test("when the dispatcher's copy of the heartbeats stops while the hosts beat on
 
   // The copy stops: every consumer of the heartbeats is deleted (the other services' copies
   // open theirs again at once), and the dispatcher's new one waits for the test.
-  holding = true;
+  hold.arm();
   const stoppedAt = Date.now();
   const jsm = await jetstreamManager(nc);
   for await (const c of jsm.consumers.list(heartbeats)) {
     await jsm.consumers.delete(heartbeats, c.name).catch(() => false);
   }
-  await waitUntil(() => held > 0, "the dispatcher's watch to open a new consumer");
+  await hold.reached; // the dispatcher's watch is opening a new consumer
 
   // The host beats on, past the liveness and the watch's two heartbeats since the copy stopped:
   // judged by the clock, it would be silent by now.
@@ -111,5 +95,5 @@ test("when the dispatcher's copy of the heartbeats stops while the hosts beat on
   // A device the dispatcher never placed needs a live host.
   const after = await submit(second);
   assert.equal(after.json.status, 'finished', after.text);
-  assert.ok(held > 0, "the dispatcher's copy was still stopped");
+  assert.ok(hold.count > 0, "the dispatcher's copy was still stopped");
 });

@@ -8,12 +8,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import type { RequestOptions } from '@nats-io/transport-node';
 import { Buckets, Consumers, DefaultTopology, LockKeys } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
 import { PlacementIntake } from '@svc/device-actor';
-import { NatsServerProcess, silentLogger, testEnv, waitUntil } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  holdRequests,
+  silentLogger,
+  testEnv,
+  waitUntil,
+} from '../harness/mod.js';
 
 /** Requests held until released; `reached` resolves when the first one is held. */
 class Hold {
@@ -85,36 +90,24 @@ test('when an actor host drains while its placement consumer is being opened, th
 test('when a dispatcher stops while its job consumer is being opened, then it stops', async (t) => {
   const nats = await NatsServerProcess.start();
   const nc = await connectNats(nats.url, 'dispatcher-stop-test');
-  const hold = new Hold();
-  let holding = false;
   // The dispatcher's connection, its requests to the dispatch consumer's API held once armed.
-  const held = new Proxy(nc, {
-    get(target, prop) {
-      const value = Reflect.get(target, prop, target) as unknown;
-      if (prop === 'request') {
-        return async (subject: string, payload?: Uint8Array | string, opts?: RequestOptions) => {
-          const toConsumer =
-            subject.startsWith('$JS.API.CONSUMER.') &&
-            subject.includes(Consumers.dispatch('default'));
-          if (holding && toConsumer) await hold.pass();
-          return target.request(subject, payload, opts);
-        };
-      }
-      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-    },
-  });
+  const hold = holdRequests(
+    nc,
+    (subject) =>
+      subject.startsWith('$JS.API.CONSUMER.') && subject.includes(Consumers.dispatch('default')),
+  );
   t.after(async () => {
     hold.release();
     await nc.close();
     await nats.stop();
   });
   const dispatcher = await startDispatcher(loadDispatcherConfig(testEnv(nats.url)), {
-    nc: held,
+    nc: hold.nc,
     log: silentLogger('dispatcher'),
   });
   // Its context loop is taking the lease (a round trip away): what it asks of its consumer
   // next waits for the test.
-  holding = true;
+  hold.arm();
   await hold.reached;
 
   const stopping = dispatcher.stop();
