@@ -7,6 +7,8 @@ const FETCH_BATCH = 1000;
 const FIRST_FETCH_MS = 1000;
 /** A fetch of what is known pending ends once delivered; this only bounds a lost answer. */
 const FETCH_EXPIRES_MS = 10_000;
+/** How late past its expiry a fetch may end before it is taken for lost (a busy server's 408). */
+const FETCH_END_MARGIN_MS = 5_000;
 
 export interface BurstFeedOptions {
   /** The stream read (a KV bucket's is `KV_<bucket>`). */
@@ -115,16 +117,31 @@ export class BurstFeed {
       // next read (chasing them would fetch a few at a time, a request each).
       while (!this.#stopped && pending !== 0) {
         const max = pending === null ? FETCH_BATCH : Math.min(pending, FETCH_BATCH);
-        const batch = await feed.fetch({
-          max_messages: max,
-          expires: pending === null ? FIRST_FETCH_MS : FETCH_EXPIRES_MS,
-        });
+        const expires = pending === null ? FIRST_FETCH_MS : FETCH_EXPIRES_MS;
+        const batch = await feed.fetch({ max_messages: max, expires });
         this.#fetched = true;
+        // The server ends a fetch by its expiry. When the node serving the consumer dies, that
+        // end never comes, and the client asks the lost consumer for its state for ever instead
+        // of ending the fetch (@nats-io/jetstream 3.3.1): ended here, and the feed made again.
+        let lost = false;
+        const deadline = setTimeout(() => {
+          lost = true;
+          void batch.close();
+        }, expires + FETCH_END_MARGIN_MS);
         let delivered = 0;
-        for await (const m of batch) {
-          this.#cursor = m.seq;
-          this.options.onMessage(m);
-          delivered++;
+        try {
+          for await (const m of batch) {
+            this.#cursor = m.seq;
+            this.options.onMessage(m);
+            delivered++;
+          }
+        } finally {
+          clearTimeout(deadline);
+        }
+        if (lost) {
+          throw new Error(
+            `${this.options.stream}: a fetch not ended by the server after its ${expires} ms; its consumer is lost`,
+          );
         }
         // Fewer than asked (the first read, or messages removed meanwhile): nothing more now.
         pending = pending === null || delivered < max ? 0 : pending - delivered;

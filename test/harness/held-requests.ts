@@ -1,4 +1,9 @@
-import type { NatsConnection, RequestOptions } from '@nats-io/transport-node';
+import type {
+  NatsConnection,
+  Payload,
+  PublishOptions,
+  RequestOptions,
+} from '@nats-io/transport-node';
 
 /** A connection whose requests the test holds, and what it saw of them. */
 export interface HeldRequests {
@@ -16,11 +21,14 @@ export interface HeldRequests {
 
 /**
  * Holds a service's NATS requests whose subject matches (e.g. the consumer API of one stream)
- * once armed: a real nats-server behind, only their timing in the test's hands.
+ * once armed: a real nats-server behind, only their timing in the test's hands. With
+ * `publishes`, a publish with a reply subject is held too (a JetStream pull: its messages come
+ * to that subject), and sent on release.
  */
 export function holdRequests(
   nc: NatsConnection,
   matches: (subject: string) => boolean,
+  options: { publishes?: boolean } = {},
 ): HeldRequests {
   let armed = false;
   let count = 0;
@@ -39,6 +47,17 @@ export function holdRequests(
             await released;
           }
           return target.request(subject, payload, opts);
+        };
+      }
+      if (prop === 'publish' && options.publishes) {
+        return (subject: string, payload?: Payload, opts?: PublishOptions) => {
+          if (armed && opts?.reply && matches(subject)) {
+            count++;
+            reach();
+            void released.then(() => target.publish(subject, payload, opts));
+            return;
+          }
+          target.publish(subject, payload, opts);
         };
       }
       return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
