@@ -42,6 +42,24 @@ export const DEVICE_ORDER_WAIT_MS = 60_000;
 /** Starts of one copy refused by a record that allows it, before the message is tried later. */
 const START_ATTEMPTS = 3;
 
+/** One started job on its device: what its end needs, whichever way it ends. */
+interface JobRun {
+  started: StoredRecord;
+  /** What the device layer runs. */
+  job: DeviceJob;
+  secrets: DeviceSecrets;
+  /** Aborted by JOB_TIMEOUT or a cancel; its reason is the failure's code. */
+  signal: AbortSignal;
+  jlog: Logger;
+  t0: number;
+  /** The device guards' admission; null while (or when) they have not admitted it. */
+  admitted: Admitted | null;
+  /** How far the session got, reset when it runs again: what a failure is charged by. */
+  progress: { reached: boolean; jumpsPassed: number };
+  /** Stores the transcript when it is kept (asked for, or the job failed). */
+  keepTranscript(failed: boolean, platform?: string): Promise<void>;
+}
+
 /** A placed job and the message to settle once it has ended. */
 export interface Delivery {
   envelope: JobEnvelope;
@@ -291,8 +309,8 @@ export class DeviceActor {
   ): Promise<JobRecord | null> {
     const { ctx } = this;
     const { config } = ctx;
-    const started = startedStored.record;
-    const jobId = started.job_id;
+    const spec = startedStored.record.spec;
+    const jobId = startedStored.record.job_id;
     const controller = new AbortController();
     ctx.running.set(jobId, controller);
     const timer = setTimeout(
@@ -302,44 +320,23 @@ export class DeviceActor {
         ),
       config.JOB_TIMEOUT * 1000,
     );
-    const spec = started.spec;
     // Resolved once for the job (at submission when it could be): the guards and the session
     // all use this one address.
     const address = envelope.address ?? (await resolveHost(spec.host));
-    let reached = false;
-    let jumpsPassed = 0;
-    let admitted: Admitted | null = null;
-    // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
-    const recorder = new TranscriptRecorder(config.TRANSCRIPT_MAX_BYTES, [
-      secrets.password,
-      secrets.enable,
-      secrets.webhook_secret,
-    ]);
-    const wantsTranscript = spec.transcript === true || ctx.transcriptWanted(spec.context);
-    /**
-     * Stored before the job's end is written, so a reader told "failed" finds it. Redacted by
-     * the syntax of `platform` (the detected one once known; autodetect: every family's).
-     */
-    const keepTranscript = async (failed: boolean, platform = spec.platform): Promise<void> => {
-      if (recorder.isEmpty || !(failed || wantsTranscript)) return;
-      await ctx.transcripts
-        .put(jobId, encodeJson(recorder.toTranscript(jobId, transportSecretsOf(job), platform)))
-        .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
-    };
-    const job = deviceJobOf(jobId, spec, address, secrets, controller.signal, recorder, {
-      onReached: () => {
-        reached = true;
-      },
-      onJumpPassed: (index) => {
-        jumpsPassed = index + 1;
-      },
-    });
+    const run = this.#runOf(startedStored, address, secrets, controller.signal, jlog, t0);
     // The job's claim on its device's key (taken before it started when the address is pinned).
-    job.claim = claim;
-    if (address !== null) job.verifyHostKey = this.#hostKeyCheck(spec, address, claim, jlog);
+    run.job.claim = claim;
+    if (address !== null) run.job.verifyHostKey = this.#hostKeyCheck(spec, address, claim, jlog);
     // The guards key the device by its pinned host key, else by the address the job resolved.
     try {
-      admitted = await ctx.admission.admit(job, started, secrets, address, jlog);
+      const admitted = await ctx.admission.admit(
+        run.job,
+        run.started.record,
+        secrets,
+        address,
+        jlog,
+      );
+      run.admitted = admitted;
       const outcome = await withSpan(
         'device session',
         {
@@ -350,84 +347,157 @@ export class DeviceActor {
           },
         },
         () =>
-          this.#runOnDevice(job, claim, () => {
-            reached = false;
-            jumpsPassed = 0;
+          this.#runOnDevice(run.job, claim, () => {
+            run.progress = { reached: false, jumpsPassed: 0 };
           }),
       );
       // The session is closed or warm in the pool by now: other addresses may have the device.
       claim.release();
-      await ctx.admission.succeeded(admitted, jlog);
-      const platform = outcome.detectedPlatform ?? spec.platform;
-      const parsed =
-        spec.kind === 'structured' && ctx.parseOutputs
-          ? await withSpan('parse output', {}, () =>
-              ctx.parseOutputs!(started, outcome.results, platform),
-            )
-          : null;
-      // Inline, or in the object store with a pointer (a record is one NATS message).
-      const stored = await ctx.jobs.keepResults(jobId, parsed ? parsed.results : outcome.results);
-      await keepTranscript(false, platform);
-      // Written on the revision this actor started it with: no read unless a cancel came between.
-      // The message is acknowledged once the end is stored, in the event's socket write.
-      return await ctx.jobs.finish(
-        startedStored,
-        {
-          ...stored,
-          command_status: withParseNotes(outcome.commandStatus, parsed),
-          detected_platform: outcome.detectedPlatform,
-          ...outcome.workflow,
-        },
-        { withEvent: () => msg.ack() },
-      );
+      return await this.#endFinished(run, admitted, outcome, msg);
     } catch (err) {
-      // A failure that kept outputs already carries the abort's code.
-      const failure = SvcError.from(
-        controller.signal.aborted && !(err instanceof DeviceJobFailure)
-          ? (controller.signal.reason ?? err)
-          : err,
-      );
-      const safe = new SvcError(
-        failure.code,
-        redactSecrets(failure.message, secrets, shownWholeOf(job)),
-      );
-      // A job refused by the guards themselves connected to nothing: nothing to charge.
-      if (admitted !== null)
-        await ctx.admission.failed(safe.code, { reached, jumpsPassed }, admitted, jlog);
-      if (safe.code === ErrorCode.CANCELLED) {
-        await keepTranscript(false);
-        // The gateway already wrote `cancelled`; the outputs the device gave before are added.
-        if (failure instanceof DeviceJobFailure && failure.commandStatus !== null) {
-          const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.jobs);
-          await ctx.jobs
-            .keepCancelledOutputs(jobId, kept)
-            .catch((err: unknown) =>
-              jlog.warn({ err }, `${jobId} outputs of a cancelled job not kept`),
-            );
-        }
-        return null;
-      }
-      await keepTranscript(true);
-      const ended = await ctx.jobs.fail(
-        jobId,
-        'started',
-        safe,
-        failure instanceof DeviceJobFailure
-          ? await keptResults(failure, started, ctx.parseOutputs, ctx.jobs)
-          : {},
-      );
-      if (ended && isDeviceFailure(safe.code)) {
-        ctx.audit.emit(
-          AuditEvent.deviceFailure,
-          auditFields(ended, 'failed', performance.now() - t0),
-        );
-      }
-      return ended;
+      return await this.#endFailed(run, err);
     } finally {
       claim.release(); // idempotent: released early after a session, or here after a failure
       clearTimeout(timer);
       ctx.running.delete(jobId);
     }
+  }
+
+  /** A started job about to meet its device: the device layer's job and what its end needs. */
+  #runOf(
+    started: StoredRecord,
+    address: string | null,
+    secrets: DeviceSecrets,
+    signal: AbortSignal,
+    jlog: Logger,
+    t0: number,
+  ): JobRun {
+    const { ctx } = this;
+    const { job_id: jobId, spec } = started.record;
+    // Every session is recorded (bounded): a failed job keeps its transcript even unasked.
+    const recorder = new TranscriptRecorder(ctx.config.TRANSCRIPT_MAX_BYTES, [
+      secrets.password,
+      secrets.enable,
+      secrets.webhook_secret,
+    ]);
+    const wantsTranscript = spec.transcript === true || ctx.transcriptWanted(spec.context);
+    const run: JobRun = {
+      started,
+      secrets,
+      signal,
+      jlog,
+      t0,
+      admitted: null,
+      progress: { reached: false, jumpsPassed: 0 },
+      job: deviceJobOf(jobId, spec, address, secrets, signal, recorder, {
+        onReached: () => {
+          run.progress.reached = true;
+        },
+        onJumpPassed: (index) => {
+          run.progress.jumpsPassed = index + 1;
+        },
+      }),
+      // Stored before the job's end is written, so a reader told "failed" finds it. Redacted by
+      // the syntax of `platform` (the detected one once known; autodetect: every family's).
+      keepTranscript: async (failed, platform = spec.platform) => {
+        if (recorder.isEmpty || !(failed || wantsTranscript)) return;
+        await ctx.transcripts
+          .put(
+            jobId,
+            encodeJson(recorder.toTranscript(jobId, transportSecretsOf(run.job), platform)),
+          )
+          .catch((err: unknown) => jlog.warn({ err }, `${jobId} transcript not stored`));
+      },
+    };
+    return run;
+  }
+
+  /** The device answered: its outputs (parsed for a structured job) kept, `finished` written. */
+  async #endFinished(
+    run: JobRun,
+    admitted: Admitted,
+    outcome: DeviceOutcome,
+    msg: JsMsg,
+  ): Promise<JobRecord | null> {
+    const { ctx } = this;
+    const started = run.started.record;
+    await ctx.admission.succeeded(admitted, run.jlog);
+    const platform = outcome.detectedPlatform ?? started.spec.platform;
+    const parsed =
+      started.spec.kind === 'structured' && ctx.parseOutputs
+        ? await withSpan('parse output', {}, () =>
+            ctx.parseOutputs!(started, outcome.results, platform),
+          )
+        : null;
+    // Inline, or in the object store with a pointer (a record is one NATS message).
+    const stored = await ctx.jobs.keepResults(
+      started.job_id,
+      parsed ? parsed.results : outcome.results,
+    );
+    await run.keepTranscript(false, platform);
+    // Written on the revision this actor started it with: no read unless a cancel came between.
+    // The message is acknowledged once the end is stored, in the event's socket write.
+    return await ctx.jobs.finish(
+      run.started,
+      {
+        ...stored,
+        command_status: withParseNotes(outcome.commandStatus, parsed),
+        detected_platform: outcome.detectedPlatform,
+        ...outcome.workflow,
+      },
+      { withEvent: () => msg.ack() },
+    );
+  }
+
+  /**
+   * The job failed (refused by its guards, on its device, by its timeout, or cancelled): the
+   * failure charged to the device's guards, the outputs it gave kept, `failed` written (a
+   * cancel's `cancelled` was written by the gateway).
+   */
+  async #endFailed(run: JobRun, err: unknown): Promise<JobRecord | null> {
+    const { ctx } = this;
+    const started = run.started.record;
+    const jobId = started.job_id;
+    // A failure that kept outputs already carries the abort's code.
+    const failure = SvcError.from(
+      run.signal.aborted && !(err instanceof DeviceJobFailure) ? (run.signal.reason ?? err) : err,
+    );
+    const safe = new SvcError(
+      failure.code,
+      redactSecrets(failure.message, run.secrets, shownWholeOf(run.job)),
+    );
+    // A job refused by the guards themselves connected to nothing: nothing to charge.
+    if (run.admitted !== null)
+      await ctx.admission.failed(safe.code, run.progress, run.admitted, run.jlog);
+    if (safe.code === ErrorCode.CANCELLED) {
+      await run.keepTranscript(false);
+      // The gateway already wrote `cancelled`; the outputs the device gave before are added.
+      if (failure instanceof DeviceJobFailure && failure.commandStatus !== null) {
+        const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.jobs);
+        await ctx.jobs
+          .keepCancelledOutputs(jobId, kept)
+          .catch((err: unknown) =>
+            run.jlog.warn({ err }, `${jobId} outputs of a cancelled job not kept`),
+          );
+      }
+      return null;
+    }
+    await run.keepTranscript(true);
+    const ended = await ctx.jobs.fail(
+      jobId,
+      'started',
+      safe,
+      failure instanceof DeviceJobFailure
+        ? await keptResults(failure, started, ctx.parseOutputs, ctx.jobs)
+        : {},
+    );
+    if (ended && isDeviceFailure(safe.code)) {
+      ctx.audit.emit(
+        AuditEvent.deviceFailure,
+        auditFields(ended, 'failed', performance.now() - run.t0),
+      );
+    }
+    return ended;
   }
 
   /**
