@@ -8,7 +8,7 @@ import {
 import { Bucket, type KV } from '@nats-io/kv';
 import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/transport-node';
 import type { Logger } from '@svc/telemetry';
-import { closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
+import { closeWhenQuiet, closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
 
 /** One entry of a watched bucket, as the KV client's watch gives it. */
 export interface BucketWatchEntry {
@@ -76,23 +76,10 @@ export async function watchBucket(
     );
     const messages = await consumer.consume(WATCH_CONSUME);
     closeWhenStalled(messages, log, what);
-    // When this connection lost the node of the consumer and reconnected elsewhere, the client
-    // asks the consumer for its state until it answers (never, for one replica on a dead node),
-    // and counts no missed heartbeats meanwhile. A consume quiet for longer than a pull lasts
-    // plus two heartbeats (it pulls again at least that often) is opened again.
-    const quiet = setTimeout(() => {
-      log.warn({ watch: what }, 'bucket watch quiet; opening it again');
-      void messages.close();
-    }, QUIET_MS);
-    quiet.unref();
-    alive = () => quiet.refresh();
+    alive = closeWhenQuiet(messages, WATCH_CONSUME, log, what);
     void (async () => {
-      for await (const s of messages.status()) {
-        if (s.type === 'next') quiet.refresh();
-        else if (s.type === 'heartbeat') currentAt = Date.now();
-      }
+      for await (const s of messages.status()) if (s.type === 'heartbeat') currentAt = Date.now();
     })();
-    void messages.closed().then(() => clearTimeout(quiet));
     // A stop while this one was opened: closed here, it ends where it is read.
     if (stopped) void messages.close();
     current = messages;
@@ -166,4 +153,3 @@ export async function watchBucket(
 
 /** Pulls that end after 10 s, with a heartbeat every 2 s (`workConsumeOptions`). */
 const WATCH_CONSUME = workConsumeOptions(256);
-const QUIET_MS = (WATCH_CONSUME.expires ?? 0) + 2 * (WATCH_CONSUME.idle_heartbeat ?? 0);

@@ -49,3 +49,30 @@ export function closeWhenStalled(
     }
   })();
 }
+
+/**
+ * Ends a `consume()` that neither pulls nor is delivered anything for longer than a pull lasts
+ * plus two heartbeats (a live one pulls again at least that often). When its connection lost the
+ * consumer's node and reconnected elsewhere, the client asks the consumer for its state until it
+ * answers (never, for an ordered consumer's one replica on a dead node) and counts no missed
+ * heartbeats meanwhile, so `closeWhenStalled` never hears of it. Returns the call that tells it
+ * a message came.
+ */
+export function closeWhenQuiet(
+  messages: ConsumerMessages,
+  options: ConsumeOptions,
+  log: Pick<Logger, 'warn'>,
+  what: string,
+): () => void {
+  const quietMs = (options.expires ?? 30_000) + 2 * (options.idle_heartbeat ?? 0);
+  const quiet = setTimeout(() => {
+    log.warn({ consumer: what }, 'consumer quiet; consuming again');
+    void messages.close();
+  }, quietMs);
+  quiet.unref();
+  void (async () => {
+    for await (const s of messages.status()) if (s.type === 'next') quiet.refresh();
+  })();
+  void messages.closed().then(() => clearTimeout(quiet));
+  return () => void quiet.refresh();
+}

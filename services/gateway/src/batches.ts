@@ -33,7 +33,7 @@ import {
 } from '@svc/proto';
 import { deviceKeyOf } from '@svc/device-access';
 import { webhookSender, type WebhookAttempt, type WebhookSenderOptions } from '@svc/webhooks';
-import { type KvMirror } from '@svc/nats';
+import { retryTransient, type KvMirror } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 import { hasRole, mayAccessJob, type Caller } from './caller.js';
@@ -618,9 +618,13 @@ export class Batches {
     // Only the gateway whose compare-and-set ended the batch gets here: one delivery. It is not
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
     void this.deliverWebhook(done, summary);
-    await this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
-      msgID: MessageIds.batchEnd(batchId),
-    });
+    // Retried through an election (a node lost): no other gateway sends it, and the batch's
+    // streams and subscribers wait for it. The stream drops a repeat by its message id.
+    await retryTransient(() =>
+      this.js.publish(Subjects.batchEvent(batchId, done.status), encodeJson(summary), {
+        msgID: MessageIds.batchEnd(batchId),
+      }),
+    );
   }
 
   /**

@@ -1,5 +1,12 @@
-import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  DeliverPolicy,
+  type Consumer,
+  type ConsumerMessages,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { closeWhenQuiet, closeWhenStalled, workConsumeOptions } from '@svc/nats';
 import {
   BatchCreated,
   BatchRequest,
@@ -270,70 +277,72 @@ export function registerBatchRoutes(
     }
     // `0`: before the first event (a client that counts from the stream's start).
     const after = seen !== null && /^(0|[1-9][0-9]{0,15})$/.test(seen) ? Number(seen) : null;
-    let messages: ConsumerMessages | null = null;
     // Events of the batch still to send when it already ended (the rest, then the summary).
     let pending = Infinity;
-    if (running || after !== null) {
-      const consumer = await ctx.js.consumers.get(Streams.events, {
+    /** The events after `afterSeq` (all when null), as they are stored. */
+    const openFeed = async (afterSeq: number | null) =>
+      ctx.js.consumers.get(Streams.events, {
         filter_subjects: Subjects.batchEvents(batchId),
-        ...(after === null
+        ...(afterSeq === null
           ? { deliver_policy: DeliverPolicy.All }
-          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 }),
+          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 }),
       });
+    /**
+     * Its consumer has one replica: lost with its NATS node, the feed is closed within seconds
+     * (missed heartbeats, or no pull for longer than a pull lasts) and opened again.
+     */
+    const consumeFeed = async (consumer: Consumer) => {
+      const messages = await consumer.consume(BATCH_STREAM_CONSUME);
+      const what = `batch stream ${batchId}`;
+      closeWhenStalled(messages, ctx.log, what);
+      return { messages, alive: closeWhenQuiet(messages, BATCH_STREAM_CONSUME, ctx.log, what) };
+    };
+    let feed: { messages: ConsumerMessages; alive: () => void } | null = null;
+    if (running || after !== null) {
+      const consumer = await openFeed(after);
       if (!running) pending = (await consumer.info()).num_pending;
-      if (pending > 0) messages = await consumer.consume();
+      if (pending > 0) feed = await consumeFeed(consumer);
     }
     const sse = slot.start(reply, () => ({
       event: 'timeout',
       data: { batch_id: batchId, message: 'stream closed after SSE_TIMEOUT; reconnect' },
     }));
-    sse.onEnd(() => void messages?.close().catch(() => undefined));
-    if (!messages) {
+    sse.onEnd(() => void feed?.messages.close().catch(() => undefined));
+    if (!feed) {
       sse.send('summary', first, SUMMARY_ID);
       sse.end();
       return;
     }
-    const feed = messages;
+    // The sequence of the last event sent (or that the client had): a feed opened again
+    // starts after it, so the client sees no gap and nothing twice.
+    let last = after;
     void (async () => {
       try {
-        for await (const m of feed) {
-          if (sse.ended) break;
-          pending--;
-          const ofJob = SubjectParsers.batchEvent(m.subject)?.job === true;
-          const where = { subject: m.subject, seq: m.seq };
-          if (ofJob) {
-            const e = decodeOrDrop(JobEvent, m.data, {
-              consumer: 'batch_stream',
-              log: ctx.log,
-              where,
-            });
-            // A malformed one is not sent, but it was one of the events before the live ones.
-            if (e) {
-              sse.send(
-                'job',
-                {
-                  job_id: e.job_id,
-                  host: e.host,
-                  port: e.port ?? null,
-                  name: e.name ?? null,
-                  status: e.status,
-                  error_code: e.error_code ?? null,
-                },
-                String(m.seq),
-              );
-            }
-            // An ended batch whose end event is gone from the stream: its record has the summary.
-            if (pending === 0) sse.send('summary', first, SUMMARY_ID);
-          } else {
-            const summary = decodeOrDrop(BatchSummary, m.data, {
-              consumer: 'batch_stream',
-              log: ctx.log,
-              where,
-            });
-            if (!summary) continue;
-            sse.send('summary', summary, SUMMARY_ID);
+        while (feed && !sse.ended) {
+          let done = false;
+          for await (const m of feed.messages) {
+            if (sse.ended) break;
+            feed.alive();
+            last = m.seq;
+            pending--;
+            done = sendEvent(m);
+            if (done) break;
           }
-          if (pending === 0 || !ofJob) break;
+          if (done || sse.ended) break;
+          // Lost with its node: the client keeps its connection while a node that lives
+          // serves the feed (an EventSource that reconnected during the election would be
+          // answered 503, and a 503 ends it for good).
+          feed = null;
+          while (!feed && !sse.ended) {
+            feed = await openFeed(last)
+              .then(consumeFeed)
+              .catch(async (err: unknown) => {
+                ctx.log.warn({ err, batch_id: batchId }, 'batch stream feed not open yet');
+                await sleep(FEED_RETRY_MS);
+                return null;
+              });
+          }
+          if (sse.ended) void feed?.messages.close();
         }
       } catch (err) {
         ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');
@@ -341,5 +350,52 @@ export function registerBatchRoutes(
         sse.end();
       }
     })();
+
+    /** Sends one event of the feed; true once the stream has said everything (the summary). */
+    function sendEvent(m: JsMsg): boolean {
+      const ofJob = SubjectParsers.batchEvent(m.subject)?.job === true;
+      const where = { subject: m.subject, seq: m.seq };
+      if (ofJob) {
+        const e = decodeOrDrop(JobEvent, m.data, {
+          consumer: 'batch_stream',
+          log: ctx.log,
+          where,
+        });
+        // A malformed one is not sent, but it was one of the events before the live ones.
+        if (e) {
+          sse.send(
+            'job',
+            {
+              job_id: e.job_id,
+              host: e.host,
+              port: e.port ?? null,
+              name: e.name ?? null,
+              status: e.status,
+              error_code: e.error_code ?? null,
+            },
+            String(m.seq),
+          );
+        }
+        // An ended batch whose end event is gone from the stream: its record has the summary.
+        if (pending === 0) sse.send('summary', first, SUMMARY_ID);
+      } else {
+        const summary = decodeOrDrop(BatchSummary, m.data, {
+          consumer: 'batch_stream',
+          log: ctx.log,
+          where,
+        });
+        // A malformed one is not the end: the feed goes on.
+        if (!summary) return false;
+        sse.send('summary', summary, SUMMARY_ID);
+        return true;
+      }
+      return pending === 0;
+    }
   }
 }
+
+/** How soon a lost feed is tried again while no node serves it yet. */
+const FEED_RETRY_MS = 500;
+
+/** Pulls of a batch stream's feed: a lost one is found within seconds (`closeWhenStalled`). */
+const BATCH_STREAM_CONSUME = workConsumeOptions(256);
