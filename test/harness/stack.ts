@@ -110,9 +110,22 @@ export async function startInProcessStack(
   };
   const sealer = Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!);
   // Stopped newest first, also when a later service fails to start (no hanging test file).
-  const running: { stop(): Promise<void> }[] = [];
+  const running: { name: string; stop(): Promise<void> }[] = [];
   const stopAll = async () => {
-    for (const r of running.reverse()) await r.stop().catch(() => undefined);
+    for (const r of running.reverse()) {
+      // Not bounded (a stop that never ends is a defect to see), but named while it lasts: a
+      // test file that times out in its teardown says which service did not stop.
+      const since = Date.now();
+      const told = setInterval(
+        () =>
+          process.stderr.write(
+            `stack.stop: ${r.name} still stopping after ${Date.now() - since} ms\n`,
+          ),
+        STOP_NOTICE_MS,
+      );
+      await r.stop().catch(() => undefined);
+      clearInterval(told);
+    }
     await Promise.all(connections.map((c) => c.close().catch(() => undefined)));
   };
   try {
@@ -120,12 +133,12 @@ export async function startInProcessStack(
       loadReaperConfig({ ...env, JOB_REAPER_ENABLED: options.reaper === false ? 'false' : 'true' }),
       { nc: await nc('reaper'), log: logger('reaper'), audit: auditor('reaper') },
     );
-    running.push(reaper);
+    running.push({ name: 'reaper', stop: () => reaper.stop() });
     const dispatcher = await startDispatcher(loadDispatcherConfig(env), {
       nc: await nc('dispatcher'),
       log: logger('dispatcher'),
     });
-    running.push(dispatcher);
+    running.push({ name: 'dispatcher', stop: () => dispatcher.stop() });
     const actors: RunningDeviceActorService[] = [];
     for (let i = 0; i < (options.actors ?? 1); i++) {
       const actor = await startDeviceActorService(loadDeviceActorConfig(env), {
@@ -135,7 +148,7 @@ export async function startInProcessStack(
         sealer,
       });
       actors.push(actor);
-      running.push(actor);
+      running.push({ name: `actor-${i}`, stop: () => actor.stop() });
     }
     const gateway = await startGateway(loadGatewayConfig(env), {
       nc: await nc('gateway'),
@@ -144,7 +157,7 @@ export async function startInProcessStack(
       audit: auditor('gateway'),
       ...(options.onGatewayRoute ? { onRoute: options.onGatewayRoute } : {}),
     });
-    running.push(gateway);
+    running.push({ name: 'gateway', stop: () => gateway.stop() });
     return {
       url: gateway.httpUrl!,
       gateway,
@@ -159,6 +172,9 @@ export async function startInProcessStack(
     throw err;
   }
 }
+
+/** How often a service still stopping is named (a test file's timeout is 240 s). */
+const STOP_NOTICE_MS = 30_000;
 
 const ENTRY: Record<string, string> = {
   gateway: '../../../services/gateway/dist/src/main.js',
