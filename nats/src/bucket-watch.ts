@@ -8,7 +8,7 @@ import {
 import { Bucket, type KV } from '@nats-io/kv';
 import { ClosedConnectionError, DrainingConnectionError } from '@nats-io/transport-node';
 import type { Logger } from '@svc/telemetry';
-import { closeWhenQuiet, closeWhenStalled, workConsumeOptions } from './consumer-watchdog.js';
+import { closeWhenLost, workConsumeOptions } from './consumer-watchdog.js';
 
 /** One entry of a watched bucket, as the KV client's watch gives it. */
 export interface BucketWatchEntry {
@@ -75,8 +75,7 @@ export async function watchBucket(
           },
     );
     const messages = await consumer.consume(WATCH_CONSUME);
-    closeWhenStalled(messages, log, what);
-    alive = closeWhenQuiet(messages, WATCH_CONSUME, log, what);
+    alive = closeWhenLost(messages, WATCH_CONSUME, log, what);
     void (async () => {
       for await (const s of messages.status()) if (s.type === 'heartbeat') currentAt = Date.now();
     })();

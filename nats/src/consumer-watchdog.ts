@@ -58,7 +58,7 @@ export function closeWhenStalled(
  * heartbeats meanwhile, so `closeWhenStalled` never hears of it. Returns the call that tells it
  * a message came.
  */
-export function closeWhenQuiet(
+function closeWhenQuiet(
   messages: ConsumerMessages,
   options: ConsumeOptions,
   log: Pick<Logger, 'warn'>,
@@ -75,4 +75,19 @@ export function closeWhenQuiet(
   })();
   void messages.closed().then(() => clearTimeout(quiet));
   return () => void quiet.refresh();
+}
+
+/**
+ * Both watchdogs on a `consume()` whose consumer may be lost with its node (an ordered
+ * consumer: one replica): ended when heartbeats are missed or it goes quiet, for the caller to
+ * consume again. Returns the call that tells it a message came.
+ */
+export function closeWhenLost(
+  messages: ConsumerMessages,
+  options: ConsumeOptions,
+  log: Pick<Logger, 'warn'>,
+  what: string,
+): () => void {
+  closeWhenStalled(messages, log, what);
+  return closeWhenQuiet(messages, options, log, what);
 }

@@ -13,7 +13,7 @@ export { Lease } from './lease.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
 export {
-  closeWhenQuiet,
+  closeWhenLost,
   closeWhenStalled,
   isConsumerNotFound,
   workConsumeOptions,

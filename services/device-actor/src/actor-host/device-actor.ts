@@ -52,8 +52,6 @@ interface JobRun {
   signal: AbortSignal;
   jlog: Logger;
   t0: number;
-  /** The device guards' admission; null while (or when) they have not admitted it. */
-  admitted: Admitted | null;
   /** How far the session got, reset when it runs again: what a failure is charged by. */
   progress: { reached: boolean; jumpsPassed: number };
   /** Stores the transcript when it is kept (asked for, or the job failed). */
@@ -328,15 +326,10 @@ export class DeviceActor {
     run.job.claim = claim;
     if (address !== null) run.job.verifyHostKey = this.#hostKeyCheck(spec, address, claim, jlog);
     // The guards key the device by its pinned host key, else by the address the job resolved.
+    // Null while (or when) they have not admitted it: a failure then has nothing to charge.
+    let admitted: Admitted | null = null;
     try {
-      const admitted = await ctx.admission.admit(
-        run.job,
-        run.started.record,
-        secrets,
-        address,
-        jlog,
-      );
-      run.admitted = admitted;
+      admitted = await ctx.admission.admit(run.job, run.started.record, secrets, address, jlog);
       const outcome = await withSpan(
         'device session',
         {
@@ -355,7 +348,7 @@ export class DeviceActor {
       claim.release();
       return await this.#endFinished(run, admitted, outcome, msg);
     } catch (err) {
-      return await this.#endFailed(run, err);
+      return await this.#endFailed(run, admitted, err);
     } finally {
       claim.release(); // idempotent: released early after a session, or here after a failure
       clearTimeout(timer);
@@ -387,7 +380,6 @@ export class DeviceActor {
       signal,
       jlog,
       t0,
-      admitted: null,
       progress: { reached: false, jumpsPassed: 0 },
       job: deviceJobOf(jobId, spec, address, secrets, signal, recorder, {
         onReached: () => {
@@ -454,7 +446,11 @@ export class DeviceActor {
    * failure charged to the device's guards, the outputs it gave kept, `failed` written (a
    * cancel's `cancelled` was written by the gateway).
    */
-  async #endFailed(run: JobRun, err: unknown): Promise<JobRecord | null> {
+  async #endFailed(
+    run: JobRun,
+    admitted: Admitted | null,
+    err: unknown,
+  ): Promise<JobRecord | null> {
     const { ctx } = this;
     const started = run.started.record;
     const jobId = started.job_id;
@@ -467,8 +463,7 @@ export class DeviceActor {
       redactSecrets(failure.message, run.secrets, shownWholeOf(run.job)),
     );
     // A job refused by the guards themselves connected to nothing: nothing to charge.
-    if (run.admitted !== null)
-      await ctx.admission.failed(safe.code, run.progress, run.admitted, run.jlog);
+    if (admitted !== null) await ctx.admission.failed(safe.code, run.progress, admitted, run.jlog);
     if (safe.code === ErrorCode.CANCELLED) {
       await run.keepTranscript(false);
       // The gateway already wrote `cancelled`; the outputs the device gave before are added.

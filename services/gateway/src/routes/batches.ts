@@ -6,7 +6,7 @@ import {
   type JsMsg,
 } from '@nats-io/jetstream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { closeWhenQuiet, closeWhenStalled, workConsumeOptions } from '@svc/nats';
+import { closeWhenLost, workConsumeOptions } from '@svc/nats';
 import {
   BatchCreated,
   BatchRequest,
@@ -294,8 +294,7 @@ export function registerBatchRoutes(
     const consumeFeed = async (consumer: Consumer) => {
       const messages = await consumer.consume(BATCH_STREAM_CONSUME);
       const what = `batch stream ${batchId}`;
-      closeWhenStalled(messages, ctx.log, what);
-      return { messages, alive: closeWhenQuiet(messages, BATCH_STREAM_CONSUME, ctx.log, what) };
+      return { messages, alive: closeWhenLost(messages, BATCH_STREAM_CONSUME, ctx.log, what) };
     };
     let feed: { messages: ConsumerMessages; alive: () => void } | null = null;
     if (running || after !== null) {
@@ -397,5 +396,5 @@ export function registerBatchRoutes(
 /** How soon a lost feed is tried again while no node serves it yet. */
 const FEED_RETRY_MS = 500;
 
-/** Pulls of a batch stream's feed: a lost one is found within seconds (`closeWhenStalled`). */
+/** Pulls of a batch stream's feed: a lost one is found within seconds (`closeWhenLost`). */
 const BATCH_STREAM_CONSUME = workConsumeOptions(256);
