@@ -316,6 +316,15 @@ export class Jobs {
   }
 
   /**
+   * Settles once the batch events of this process's lifecycle operations are stored in
+   * SVC_EVENTS (or given up after an outage of 30 s): of one batch, whose end comes after them,
+   * or of all (a service stopping, before its connection closes).
+   */
+  batchEventsStored(batchId?: string): Promise<void> {
+    return this.store.batchEventsStored(batchId);
+  }
+
+  /**
    * Empties an actor host's placement subject (`drain.ts`): its unstarted jobs handed back,
    * fenced; its started ones failed with WORKER_LOST (`failStarted`) or left for later.
    */

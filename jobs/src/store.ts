@@ -1,6 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { jetstream, JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { headers as natsHeaders, type MsgHdrs, type NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
   FailedJob,
@@ -18,7 +18,7 @@ import {
   type JobStatus,
 } from '@svc/proto';
 import { injectTraceContext } from '@svc/telemetry';
-import { watchBucket } from '@svc/nats';
+import { retryTransient, watchBucket } from '@svc/nats';
 import { IllegalTransition, mayMove, type FromOf } from './states.js';
 import type { JobResults } from './results.js';
 
@@ -54,6 +54,11 @@ function publishedRecordWrite(nc: NatsConnection): RecordWrite {
     return ack.seq;
   };
 }
+
+/** How long one try to store a batch event waits for its acknowledgement. */
+const BATCH_EVENT_TRY_MS = 1000;
+/** How long a batch event is published again while not stored: an election takes seconds. */
+const BATCH_EVENT_RETRY_MS = 30_000;
 
 /** What the KV client accepts as a key (it throws on anything else). */
 const VALID_KEY = /^[-/=\w]+(\.[-/=\w]+)*$/;
@@ -288,36 +293,95 @@ export class JobStore {
       started_at: record.started_at,
       ended_at: record.ended_at,
     };
-    // Published without waiting for JetStream's acknowledgement: the stream de-duplicates on
-    // the message id all the same, events are for followers (the record holds the state; a
-    // publish fails only on a closed or draining connection, and `Jobs` goes on without it),
-    // and an acknowledged publish costs a round trip and a reply per event.
-    const publish = (subject: string, data: unknown, msgId: string) => {
+    const headersOf = (msgId: string) => {
       const h = natsHeaders();
       injectTraceContext(h);
       h.set(Headers.msgId, msgId);
-      this.nc.publish(subject, encodeJson(data), { headers: h });
+      return h;
     };
     try {
-      publish(
-        Subjects.jobEvent(record.job_id, status),
-        event,
-        MessageIds.jobEvent(record.job_id, status),
-      );
-      // Batch followers (SSE, the batch driver) watch one subject per batch, not one per job.
-      if (record.batch_id) {
-        publish(
-          Subjects.batchJobEvent(record.batch_id, status),
-          { ...event, batch_id: record.batch_id },
-          MessageIds.batchJobEvent(record.batch_id, record.job_id, status),
-        );
-      }
+      // Published without waiting for JetStream's acknowledgement: events are for followers
+      // (the record holds the state; a publish fails only on a closed or draining connection,
+      // and `Jobs` goes on without it), and an acknowledged publish costs a round trip and a
+      // reply per event. A stream that keeps them drops a repeat by the message id.
+      this.nc.publish(Subjects.jobEvent(record.job_id, status), encodeJson(event), {
+        headers: headersOf(MessageIds.jobEvent(record.job_id, status)),
+      });
     } catch (err) {
       // A closed or draining connection: callers decide, as they did for a failed publish.
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+    if (record.batch_id) {
+      this.storeBatchEvent(
+        record.batch_id,
+        record.job_id,
+        Subjects.batchJobEvent(record.batch_id, status),
+        encodeJson({ ...event, batch_id: record.batch_id }),
+        headersOf(MessageIds.batchJobEvent(record.batch_id, record.job_id, status)),
+      );
+    }
     return Promise.resolve();
   }
+
+  /**
+   * Stores one batch event in SVC_EVENTS, in the background: the batch stream replays them from
+   * there, so one published while the stream has no leader (an election after a node loss,
+   * when a publish is dropped) is published again until stored, and no caller (an HTTP cancel
+   * with its deadline, a device's next job) waits on an election for it. A job's events are
+   * stored in the order they were published; a repeat reaches core subscribers again with the
+   * same message id, and the stream keeps one.
+   */
+  private storeBatchEvent(
+    batchId: string,
+    jobId: string,
+    subject: string,
+    data: Uint8Array,
+    h: MsgHdrs,
+  ): void {
+    this.js ??= jetstream(this.nc);
+    const js = this.js;
+    // Each try waits a second at most (one sent to a leader that died is never answered); a
+    // connection closed meanwhile ends the tries.
+    const publish = () =>
+      this.nc.isClosed()
+        ? Promise.resolve(null)
+        : js.publish(subject, data, { headers: h, timeout: BATCH_EVENT_TRY_MS });
+    const before = this.eventTails.get(jobId) ?? Promise.resolve();
+    const stored = before
+      .then(() => retryTransient(publish, BATCH_EVENT_RETRY_MS))
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+    this.eventTails.set(jobId, stored);
+    const ofBatch = this.batchEventsPending.get(batchId) ?? new Set<Promise<void>>();
+    ofBatch.add(stored);
+    this.batchEventsPending.set(batchId, ofBatch);
+    void stored.then(() => {
+      if (this.eventTails.get(jobId) === stored) this.eventTails.delete(jobId);
+      ofBatch.delete(stored);
+      if (ofBatch.size === 0 && this.batchEventsPending.get(batchId) === ofBatch) {
+        this.batchEventsPending.delete(batchId);
+      }
+    });
+  }
+
+  /**
+   * Settles once the batch events this process published are stored (or given up): of one
+   * batch (its end comes after them), or of every batch (a stopping service).
+   */
+  async batchEventsStored(batchId?: string): Promise<void> {
+    const pending =
+      batchId === undefined
+        ? [...this.batchEventsPending.values()].flatMap((s) => [...s])
+        : [...(this.batchEventsPending.get(batchId) ?? [])];
+    await Promise.all(pending);
+  }
+
+  private js: JetStreamClient | null = null;
+  /** Per job, its last batch event being stored: the next waits for it (their order kept). */
+  private readonly eventTails = new Map<string, Promise<void>>();
+  private readonly batchEventsPending = new Map<string, Set<Promise<void>>>();
 }
 
 /**

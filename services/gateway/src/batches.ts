@@ -618,6 +618,8 @@ export class Batches {
     // Only the gateway whose compare-and-set ended the batch gets here: one delivery. It is not
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
     void this.deliverWebhook(done, summary);
+    // After the jobs' events this gateway published (a cancel's): the stream ends at the end.
+    await this.jobs.batchEventsStored(batchId);
     // Retried through an election (a node lost): no other gateway sends it, and the batch's
     // streams and subscribers wait for it. The stream drops a repeat by its message id.
     await retryTransient(() =>

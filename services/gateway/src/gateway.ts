@@ -344,6 +344,7 @@ export async function startGateway(
       await Promise.all(servers.map((s) => s.close()));
       status.stop();
       batches.stop();
+      await jobs.batchEventsStored();
       batchMirror.stop();
       lockoutMirror.stop();
       authLimits.stop();

@@ -184,6 +184,7 @@ export async function startActorHost(
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
       admission.stop();
+      await jobs.batchEventsStored();
       const drained = await jobs
         .drain(hostId, {
           failStarted: true,
