@@ -12,14 +12,11 @@ export { retryTransient } from './store-retry.js';
 export { Lease } from './lease.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
-export {
-  closeWhenLost,
-  closeWhenStalled,
-  isConsumerNotFound,
-  workConsumeOptions,
-} from './consumer-watchdog.js';
+export { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from './consumer-watchdog.js';
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
 export { bucketKeys } from './bucket-keys.js';
 export { watchBucket } from './bucket-watch.js';
+export { followStream } from './stream-follower.js';
+export type { FollowFrom, StreamFollower } from './stream-follower.js';
 export type { BucketWatch, BucketWatchEntry } from './bucket-watch.js';

@@ -48,3 +48,5 @@ export type {
 } from './fault-scenario.js';
 export { holdRequests } from './held-requests.js';
 export type { HeldRequests } from './held-requests.js';
+export { IDLE_CONTEXT_ENV, OPERATOR, postIdleBatch, followBatchStream } from './batch-stream.js';
+export type { ReceivedBatchEvent } from './batch-stream.js';

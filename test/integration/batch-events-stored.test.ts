@@ -6,13 +6,16 @@
 // like to a publisher: no responder), then given it back.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventSource } from 'eventsource';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Streams, Subjects } from '@svc/proto';
 import {
+  IDLE_CONTEXT_ENV,
   NatsServerProcess,
+  OPERATOR,
+  followBatchStream,
   http,
+  postIdleBatch,
   startInProcessStack,
   waitHealthy,
   waitUntil,
@@ -20,49 +23,19 @@ import {
 
 test('when a batch job event is published while its stream takes no writes, then it is stored once the stream does, before the batch end', async (t) => {
   const nats = await NatsServerProcess.start();
-  const stack = await startInProcessStack(nats.url, {
-    // Jobs of context `idle` are never run (no actor host serves it): they stay queued until
-    // the batch is cancelled.
-    env: { SVC_CONTEXTS: 'default,idle', WORKER_CONTEXTS: 'default', SSE_RETRY: '0.2' },
-  });
+  const stack = await startInProcessStack(nats.url, { env: { ...IDLE_CONTEXT_ENV } });
   const nc = await connect({ servers: nats.url });
-  let es: EventSource | null = null;
+  let client: ReturnType<typeof followBatchStream> | null = null;
   t.after(async () => {
-    es?.close();
+    client?.close();
     await nc.close();
     await stack.stop();
     await nats.stop();
   });
   await waitHealthy(stack.url, 30_000);
-  const me = { basic: { username: 'operator', password: 'device-secret' } };
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      context: 'idle',
-      platform: 'cisco_ios',
-      commands: ['show version'],
-      devices: [
-        { host: '127.0.0.1', port: 2201 },
-        { host: '127.0.0.1', port: 2202 },
-      ],
-    },
-  });
-  assert.equal(created.status, 202, created.text);
-  const batchId = created.json.batch_id as string;
-
-  const events: { event: string; status?: string; job_id?: string }[] = [];
-  const authorization =
-    'Basic ' + Buffer.from(`${me.basic.username}:${me.basic.password}`).toString('base64');
-  es = new EventSource(`${stack.url}/v2/batches/${batchId}/stream`, {
-    fetch: (url, init) => fetch(url, { ...init, headers: { ...init.headers, authorization } }),
-  });
-  for (const name of ['job', 'summary']) {
-    es.addEventListener(name, (e) => {
-      const data = JSON.parse(e.data) as { status?: string; job_id?: string };
-      events.push({ event: name, status: data.status, job_id: data.job_id });
-    });
-  }
+  const { batchId, jobIds } = await postIdleBatch(stack.url, [2201, 2202]);
+  client = followBatchStream(stack.url, batchId);
+  const { events } = client;
   await waitUntil(() => events.length === 2, 'the two queued events');
 
   // The stream stops taking the batch subjects: a publish finds no responder, as in an election.
@@ -77,7 +50,7 @@ test('when a batch job event is published while its stream takes no writes, then
   })();
   await nc.flush();
 
-  const cancelled = http('DELETE', `${stack.url}/v2/batches/${batchId}`, me);
+  const cancelled = http('DELETE', `${stack.url}/v2/batches/${batchId}`, OPERATOR);
   // Both jobs' `cancelled` events went out while nothing stored them.
   const cancelledSubject = Subjects.batchJobEvent(batchId, 'cancelled');
   await waitUntil(
@@ -95,11 +68,10 @@ test('when a batch job event is published while its stream takes no writes, then
   );
   sub.unsubscribe();
   // Every device's change, then the end: none lost to the outage, none twice.
-  const ids = (created.json.jobs as { job_id: string }[]).map((j) => j.job_id).sort();
   const cancelledIds = events
     .filter((e) => e.event === 'job' && e.status === 'cancelled')
     .map((e) => e.job_id);
-  assert.deepEqual(cancelledIds.sort(), ids, JSON.stringify(events));
+  assert.deepEqual(cancelledIds.sort(), [...jobIds].sort(), JSON.stringify(events));
   assert.deepEqual(
     events.map((e) => e.event),
     ['job', 'job', 'job', 'job', 'summary'],

@@ -8,21 +8,28 @@
 // serving its stream's consumer killed, then the batch cancelled.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EventSource } from 'eventsource';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Streams } from '@svc/proto';
-import { NatsCluster, http, startInProcessStack, waitHealthy, waitUntil } from '../harness/mod.js';
+import {
+  IDLE_CONTEXT_ENV,
+  NatsCluster,
+  OPERATOR,
+  followBatchStream,
+  http,
+  postIdleBatch,
+  startInProcessStack,
+  waitHealthy,
+  waitUntil,
+} from '../harness/mod.js';
 
 test('when the node serving a batch stream dies, then the stream goes on and the client gets the batch end on the same connection', async (t) => {
   const cluster = await NatsCluster.start(3);
   const stack = await startInProcessStack(cluster.url, {
     env: {
       NATS_REPLICAS: '3',
-      // Jobs of context `idle` are never run (no actor host serves it): they stay queued until
-      // the batch is cancelled.
-      SVC_CONTEXTS: 'default,idle',
-      WORKER_CONTEXTS: 'default',
+      // The batch's jobs stay queued until it is cancelled.
+      ...IDLE_CONTEXT_ENV,
       SSE_TIMEOUT: '300',
       SSE_RETRY: '0.2',
       // Production-like staleness thresholds, far above an election (cluster-failover.test.ts).
@@ -31,45 +38,17 @@ test('when the node serving a batch stream dies, then the stream goes on and the
     },
   });
   const nc = await connect({ servers: cluster.url.split(',') });
-  let es: EventSource | null = null;
+  let client: ReturnType<typeof followBatchStream> | null = null;
   t.after(async () => {
-    es?.close();
+    client?.close();
     await nc.close();
     await stack.stop();
     await cluster.stop();
   });
   await waitHealthy(stack.url, 30_000);
-  const me = { basic: { username: 'operator', password: 'device-secret' } };
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...me,
-    body: {
-      kind: 'command',
-      context: 'idle',
-      platform: 'cisco_ios',
-      commands: ['show version'],
-      devices: [
-        { host: '127.0.0.1', port: 2201 },
-        { host: '127.0.0.1', port: 2202 },
-      ],
-    },
-  });
-  assert.equal(created.status, 202, created.text);
-  const batchId = created.json.batch_id as string;
-
-  const events: { event: string; id: string; status?: string }[] = [];
-  let opened = 0;
-  const authorization =
-    'Basic ' + Buffer.from(`${me.basic.username}:${me.basic.password}`).toString('base64');
-  es = new EventSource(`${stack.url}/v2/batches/${batchId}/stream`, {
-    fetch: (url, init) => fetch(url, { ...init, headers: { ...init.headers, authorization } }),
-  });
-  es.addEventListener('open', () => opened++);
-  for (const name of ['job', 'summary']) {
-    es.addEventListener(name, (e) => {
-      const data = JSON.parse(e.data) as { status?: string };
-      events.push({ event: name, id: e.lastEventId, status: data.status });
-    });
-  }
+  const { batchId } = await postIdleBatch(stack.url, [2201, 2202]);
+  client = followBatchStream(stack.url, batchId);
+  const { events, opened } = client;
   // Both jobs' `queued` events: the stream's consumer exists and has delivered.
   await waitUntil(() => events.length === 2, 'the two queued events');
 
@@ -90,7 +69,7 @@ test('when the node serving a batch stream dies, then the stream goes on and the
   // Cancelled once the cluster takes writes again: the jobs' `cancelled` events and the summary.
   await waitUntil(
     async () => {
-      const cancel = await http('DELETE', `${stack.url}/v2/batches/${batchId}`, me).catch(
+      const cancel = await http('DELETE', `${stack.url}/v2/batches/${batchId}`, OPERATOR).catch(
         () => null,
       );
       return cancel?.status === 200 || cancel?.status === 409;
@@ -126,5 +105,5 @@ test('when the node serving a batch stream dies, then the stream goes on and the
   );
   // The stream went on over the loss: the client never had to reconnect (a reconnect during the
   // election is answered 503, which ends an EventSource for good).
-  assert.equal(opened, 1, 'one connection');
+  assert.equal(opened(), 1, 'one connection');
 });

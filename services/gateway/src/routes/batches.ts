@@ -1,12 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  DeliverPolicy,
-  type Consumer,
-  type ConsumerMessages,
-  type JsMsg,
-} from '@nats-io/jetstream';
+import type { JsMsg } from '@nats-io/jetstream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { closeWhenLost, workConsumeOptions } from '@svc/nats';
+import { followStream, type StreamFollower } from '@svc/nats';
 import {
   BatchCreated,
   BatchRequest,
@@ -279,73 +273,49 @@ export function registerBatchRoutes(
     const after = seen !== null && /^(0|[1-9][0-9]{0,15})$/.test(seen) ? Number(seen) : null;
     // Events of the batch still to send when it already ended (the rest, then the summary).
     let pending = Infinity;
-    /** The events after `afterSeq` (all when null), as they are stored. */
-    const openFeed = async (afterSeq: number | null) =>
-      ctx.js.consumers.get(Streams.events, {
-        filter_subjects: Subjects.batchEvents(batchId),
-        ...(afterSeq === null
-          ? { deliver_policy: DeliverPolicy.All }
-          : { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: afterSeq + 1 }),
-      });
-    /**
-     * Its consumer has one replica: lost with its NATS node, the feed is closed within seconds
-     * (missed heartbeats, or no pull for longer than a pull lasts) and opened again.
-     */
-    const consumeFeed = async (consumer: Consumer) => {
-      const messages = await consumer.consume(BATCH_STREAM_CONSUME);
-      const what = `batch stream ${batchId}`;
-      return { messages, alive: closeWhenLost(messages, BATCH_STREAM_CONSUME, ctx.log, what) };
-    };
-    let feed: { messages: ConsumerMessages; alive: () => void } | null = null;
+    // The batch's events after `after` (all when null), as they are stored. Its consumer has one
+    // replica: lost with its NATS node, it is made again on a node that lives after the last
+    // event sent, and the client keeps its connection (an EventSource that reconnected during
+    // the election would be answered 503, and a 503 ends it for good): no gap, nothing twice.
+    let feed: StreamFollower | null = null;
     if (running || after !== null) {
-      const consumer = await openFeed(after);
-      if (!running) pending = (await consumer.info()).num_pending;
-      if (pending > 0) feed = await consumeFeed(consumer);
+      feed = await followStream(ctx.js, Streams.events, {
+        filter: Subjects.batchEvents(batchId),
+        from: after === null ? 'all' : { afterSeq: after },
+        what: `batch stream ${batchId}`,
+        log: ctx.log,
+        countPending: !running,
+      });
+      if (!running) pending = feed.pendingAtOpen;
+      if (pending === 0) {
+        feed.stop();
+        feed = null;
+      }
     }
     const sse = slot.start(reply, () => ({
       event: 'timeout',
       data: { batch_id: batchId, message: 'stream closed after SSE_TIMEOUT; reconnect' },
     }));
-    sse.onEnd(() => void feed?.messages.close().catch(() => undefined));
+    sse.onEnd(() => feed?.stop());
     if (!feed) {
       sse.send('summary', first, SUMMARY_ID);
       sse.end();
       return;
     }
-    // The sequence of the last event sent (or that the client had): a feed opened again
-    // starts after it, so the client sees no gap and nothing twice.
-    let last = after;
+    const events = feed;
     void (async () => {
       try {
-        while (feed && !sse.ended) {
-          let done = false;
-          for await (const m of feed.messages) {
-            if (sse.ended) break;
-            feed.alive();
-            last = m.seq;
-            pending--;
-            done = sendEvent(m);
-            if (done) break;
-          }
-          if (done || sse.ended) break;
-          // Lost with its node: the client keeps its connection while a node that lives
-          // serves the feed (an EventSource that reconnected during the election would be
-          // answered 503, and a 503 ends it for good).
-          feed = null;
-          while (!feed && !sse.ended) {
-            feed = await openFeed(last)
-              .then(consumeFeed)
-              .catch(async (err: unknown) => {
-                ctx.log.warn({ err, batch_id: batchId }, 'batch stream feed not open yet');
-                await sleep(FEED_RETRY_MS);
-                return null;
-              });
-          }
-          if (sse.ended) void feed?.messages.close();
+        // It ends without the summary only when the gateway's NATS connection closed: the
+        // client reconnects, to a gateway that has one.
+        for await (const m of events) {
+          if (sse.ended) break;
+          pending--;
+          if (sendEvent(m)) break;
         }
       } catch (err) {
         ctx.log.warn({ err, batch_id: batchId }, 'batch sse feed failed');
       } finally {
+        events.stop();
         sse.end();
       }
     })();
@@ -392,9 +362,3 @@ export function registerBatchRoutes(
     }
   }
 }
-
-/** How soon a lost feed is tried again while no node serves it yet. */
-const FEED_RETRY_MS = 500;
-
-/** Pulls of a batch stream's feed: a lost one is found within seconds (`closeWhenLost`). */
-const BATCH_STREAM_CONSUME = workConsumeOptions(256);
