@@ -132,6 +132,7 @@ export {
   ReachabilitySettings,
   deviceNetworkPolicy,
   webhookNetworkPolicy,
+  reachabilityChecks,
   DEVICE_REFUSED_RANGES,
   WEBHOOK_REFUSED_RANGES,
 } from './network-policy.js';

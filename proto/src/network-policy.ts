@@ -285,3 +285,25 @@ export function webhookNetworkPolicy(
     ...host,
   });
 }
+
+/**
+ * The start checks of `ReachabilitySettings` for a service's settings loader: each policy built
+ * once, so that a bad entry stops the start (a ConfigError listing every one), not a job.
+ */
+export const reachabilityChecks: readonly ((
+  values: Readonly<{
+    DEVICE_NETWORKS_ALLOW?: readonly string[];
+    DEVICE_NETWORKS_DENY?: readonly string[];
+    WEBHOOK_ALLOW_NETWORKS?: readonly string[];
+  }>,
+) => void)[] = [
+  (c) => {
+    deviceNetworkPolicy({
+      DEVICE_NETWORKS_ALLOW: c.DEVICE_NETWORKS_ALLOW ?? [],
+      DEVICE_NETWORKS_DENY: c.DEVICE_NETWORKS_DENY ?? [],
+    });
+  },
+  (c) => {
+    webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
+  },
+];

@@ -7,9 +7,8 @@ import {
   ReachabilitySettings,
   SharedSettings,
   SshSettings,
-  deviceNetworkPolicy,
   sshProfiles,
-  webhookNetworkPolicy,
+  reachabilityChecks,
 } from '@svc/proto';
 import { loadConfig } from '@svc/config';
 import { HostKeySettings, hostKeyModes } from '@svc/device-access';
@@ -133,15 +132,7 @@ export function loadDeviceActorConfig(
   // Every problem of a start is reported at once: schema, network entries, template folders,
   // driver files.
   return loadConfig(DeviceActorConfig, env, [
-    (c) => {
-      deviceNetworkPolicy({
-        DEVICE_NETWORKS_ALLOW: c.DEVICE_NETWORKS_ALLOW ?? [],
-        DEVICE_NETWORKS_DENY: c.DEVICE_NETWORKS_DENY ?? [],
-      });
-    },
-    (c) => {
-      webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
-    },
+    ...reachabilityChecks,
     (c) => {
       hostKeyModes(c.HOST_KEY_POLICY ?? []);
     },

@@ -8,8 +8,7 @@ import {
   ReachabilitySettings,
   SharedSettings,
   commandPolicy,
-  deviceNetworkPolicy,
-  webhookNetworkPolicy,
+  reachabilityChecks,
 } from '@svc/proto';
 import { loadConfig } from '@svc/config';
 
@@ -178,15 +177,7 @@ export function loadGatewayConfig(
 ): GatewayConfig {
   // Every problem of a start is reported at once: schema, network entries, driver files.
   return loadConfig(GatewayConfig, env, [
-    (c) => {
-      deviceNetworkPolicy({
-        DEVICE_NETWORKS_ALLOW: c.DEVICE_NETWORKS_ALLOW ?? [],
-        DEVICE_NETWORKS_DENY: c.DEVICE_NETWORKS_DENY ?? [],
-      });
-    },
-    (c) => {
-      webhookNetworkPolicy({ WEBHOOK_ALLOW_NETWORKS: c.WEBHOOK_ALLOW_NETWORKS ?? [] });
-    },
+    ...reachabilityChecks,
     (c) => {
       commandPolicy({
         COMMAND_POLICY: c.COMMAND_POLICY ?? [],
