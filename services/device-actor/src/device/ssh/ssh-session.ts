@@ -77,8 +77,7 @@ export class SshSession {
     channel.stderr.on('data', () => {
       // Devices do not use stderr on a shell; ignore rather than mix it into output.
     });
-    const dropped = (): void =>
-      this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the device closed the session'));
+    const dropped = (): void => this.markClosed('the device closed the session');
     channel.on('close', dropped);
     client.on('close', dropped);
     client.on('error', () => dropped());
@@ -223,7 +222,7 @@ export class SshSession {
 
   /** Closes the connection (then the jump hosts') and waits (briefly) for the socket to go. */
   async close(): Promise<void> {
-    this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the session was closed'));
+    this.markClosed('the session was closed');
     try {
       this.channel.end();
     } catch {
@@ -238,13 +237,19 @@ export class SshSession {
 
   /** Drops the connection without a goodbye. */
   destroy(): void {
-    this.markClosed(new SvcError(ErrorCode.SESSION_DROPPED, 'the session was closed'));
+    this.markClosed('the session was closed');
     this.client.destroy();
     for (const jump of this.jumps) jump.destroy();
   }
 
-  private markClosed(err: SvcError): void {
+  /**
+   * The first close says why the session is gone (a message of SESSION_DROPPED, or the abort's
+   * own error); the later ones (a close is told by the call, the channel and the connection)
+   * build no error: one with its stack per session is enough.
+   */
+  private markClosed(why: string | SvcError): void {
     if (this.closedError !== null) return;
+    const err = typeof why === 'string' ? new SvcError(ErrorCode.SESSION_DROPPED, why) : why;
     this.closedError = err;
     this.waiter?.fail(err);
   }
