@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startFleet } from '@svc/test/support';
 import {
   NatsServerProcess,
   ScenarioClients,
@@ -9,8 +8,9 @@ import {
   countOutcome,
   testEnv,
   waitForEnds,
-  waitUntil,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from '../harness/mod.js';
 
 /**
@@ -32,11 +32,7 @@ const LOAD = scenarioLoad({
 
 test("when an actor host is killed under load, then every device's jobs still run in acceptance order, none twice", async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({
-    count: LOAD.devices,
-    enable: 'svc-demo',
-    commandLatencyMs: LOAD.commandLatencyMs,
-  });
+  const { fleet, auth } = await startScenarioFleet(LOAD);
   const env = testEnv(nats.url, {
     DISPATCH_HOST_LIVENESS: '1.5',
     WORKER_SUSPECT_THRESHOLD: '2',
@@ -58,17 +54,9 @@ test("when an actor host is killed under load, then every device's jobs still ru
   const urls = [await gateway.httpUrl()];
   await victim.waitFor(/actor host started/);
   await survivor.waitFor(/actor host started/);
-  const d0 = fleet.devices[0]!;
-  const auth = { basic: { username: d0.username, password: d0.password } };
 
   const clients = new ScenarioClients(urls, fleet.devices, auth, LOAD.clients);
-  await waitUntil(
-    () => clients.accepted.length >= LOAD.jobsBeforeFault,
-    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
-    {
-      timeoutMs: 120_000,
-    },
-  );
+  await untilJobsBeforeFault(clients, LOAD, 'the kill');
   await victim.kill('SIGKILL');
   const killedAt = Date.now();
   const beforeKill = clients.accepted.slice();

@@ -1,5 +1,4 @@
 import { test } from 'node:test';
-import { startFleet } from '@svc/test/support';
 import {
   NatsServerProcess,
   ScenarioClients,
@@ -10,6 +9,8 @@ import {
   waitForEnds,
   waitUntil,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from '../harness/mod.js';
 
 /**
@@ -29,11 +30,7 @@ const LOAD = scenarioLoad({
 
 test('when the leading dispatcher is killed under load, then the standby places every job once, in its order', async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({
-    count: LOAD.devices,
-    enable: 'svc-demo',
-    commandLatencyMs: LOAD.commandLatencyMs,
-  });
+  const { fleet, auth } = await startScenarioFleet(LOAD);
   const env = testEnv(nats.url, { DISPATCH_LEASE: '3', LOG_LEVEL: 'INFO' });
   const stack = await startProcessStack(env, { gateways: 1, dispatchers: 2, actors: 2 });
   t.after(async () => {
@@ -41,17 +38,9 @@ test('when the leading dispatcher is killed under load, then the standby places 
     await fleet.stop();
     await nats.stop();
   });
-  const d0 = fleet.devices[0]!;
-  const auth = { basic: { username: d0.username, password: d0.password } };
 
   const clients = new ScenarioClients(stack.urls, fleet.devices, auth, LOAD.clients);
-  await waitUntil(
-    () => clients.accepted.length >= LOAD.jobsBeforeFault,
-    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
-    {
-      timeoutMs: 120_000,
-    },
-  );
+  await untilJobsBeforeFault(clients, LOAD, 'the kill');
   const leader = await waitUntil(
     () => stack.dispatchers.find((d) => d.output.some((l) => /leading context/.test(l))),
     'a dispatcher leading the context',

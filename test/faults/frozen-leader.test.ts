@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { startFleet } from '@svc/test/support';
 import {
   NatsCluster,
   ScenarioClients,
@@ -12,6 +11,8 @@ import {
   waitHealthy,
   waitUntil,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from '../harness/mod.js';
 
 /**
@@ -33,11 +34,7 @@ const LOAD = scenarioLoad({
 
 test('when the node leading SVC_JOBS is frozen and resumed under load, then every 202 names a job that ends, none runs twice', async (t) => {
   const cluster = await NatsCluster.start(3);
-  const fleet = await startFleet({
-    count: LOAD.devices,
-    enable: 'svc-demo',
-    commandLatencyMs: LOAD.commandLatencyMs,
-  });
+  const { fleet, auth } = await startScenarioFleet(LOAD);
   // SVC_FAULT_FREEZE_WHERE=actor-host: each actor host on a node of its own and the reaper on
   // the third, so that one host and the reaper stay live while the first host's node is frozen
   // (the early hand-back's case); left to the client library, both hosts used the frozen node in
@@ -64,19 +61,11 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
     await cluster.stop();
   });
   await waitHealthy(stack.url, 60_000);
-  const d0 = fleet.devices[0]!;
-  const auth = { basic: { username: d0.username, password: d0.password } };
 
   // Per device, the jobs in the order their 202 arrived (each device has one client loop).
   const urls = [stack.url];
   const clients = new ScenarioClients(urls, fleet.devices, auth, LOAD.clients);
-  await waitUntil(
-    () => clients.accepted.length >= LOAD.jobsBeforeFault,
-    `${LOAD.jobsBeforeFault} accepted jobs before the freeze`,
-    {
-      timeoutMs: 120_000,
-    },
-  );
+  await untilJobsBeforeFault(clients, LOAD, 'the freeze');
 
   const nc = await connect({ servers: cluster.url.split(',') });
   const jsm = await jetstreamManager(nc);

@@ -1,5 +1,4 @@
 import { test } from 'node:test';
-import { startFleet } from '@svc/test/support';
 import {
   NatsServerProcess,
   ScenarioClients,
@@ -8,8 +7,9 @@ import {
   startProcessStack,
   testEnv,
   waitForEnds,
-  waitUntil,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from '../harness/mod.js';
 
 /**
@@ -31,11 +31,7 @@ const LOAD = scenarioLoad({
 
 test('when a gateway is killed under load, then every accepted job ends once, in its order, the other gateway taking the retries', async (t) => {
   const nats = await NatsServerProcess.start();
-  const fleet = await startFleet({
-    count: LOAD.devices,
-    enable: 'svc-demo',
-    commandLatencyMs: LOAD.commandLatencyMs,
-  });
+  const { fleet, auth } = await startScenarioFleet(LOAD);
   const env = testEnv(nats.url, { ENQUEUE_GRACE: '5', LOG_LEVEL: 'INFO' });
   const stack = await startProcessStack(env, { gateways: 2, dispatchers: 2, actors: 2 });
   t.after(async () => {
@@ -43,17 +39,9 @@ test('when a gateway is killed under load, then every accepted job ends once, in
     await fleet.stop();
     await nats.stop();
   });
-  const d0 = fleet.devices[0]!;
-  const auth = { basic: { username: d0.username, password: d0.password } };
 
   const clients = new ScenarioClients(stack.urls, fleet.devices, auth, LOAD.clients);
-  await waitUntil(
-    () => clients.accepted.length >= LOAD.jobsBeforeFault,
-    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
-    {
-      timeoutMs: 120_000,
-    },
-  );
+  await untilJobsBeforeFault(clients, LOAD, 'the kill');
   await stack.gateways[0]!.kill('SIGKILL');
   const killedAt = Date.now();
   const acceptedAtKill = clients.accepted.length;

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Streams } from '@svc/proto';
-import { startFleet } from '@svc/test/support';
 import {
   NatsCluster,
   ScenarioClients,
@@ -15,6 +14,8 @@ import {
   waitHealthy,
   waitUntil,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from '../harness/mod.js';
 
 /**
@@ -35,11 +36,7 @@ const LOAD = scenarioLoad({
 
 test('when the node leading SVC_JOBS is SIGKILLed and restarted under load, then every accepted job ends once, in its order, and no phantom queue remains', async (t) => {
   const cluster = await NatsCluster.start(3);
-  const fleet = await startFleet({
-    count: LOAD.devices,
-    enable: 'svc-demo',
-    commandLatencyMs: LOAD.commandLatencyMs,
-  });
+  const { fleet, auth } = await startScenarioFleet(LOAD);
   const stack = await startInProcessStack(cluster.url, {
     actors: 2,
     env: {
@@ -56,17 +53,9 @@ test('when the node leading SVC_JOBS is SIGKILLed and restarted under load, then
     await cluster.stop();
   });
   await waitHealthy(stack.url, 60_000);
-  const d0 = fleet.devices[0]!;
-  const auth = { basic: { username: d0.username, password: d0.password } };
   const urls = [stack.url];
   const clients = new ScenarioClients(urls, fleet.devices, auth, LOAD.clients);
-  await waitUntil(
-    () => clients.accepted.length >= LOAD.jobsBeforeFault,
-    `${LOAD.jobsBeforeFault} accepted jobs before the kill`,
-    {
-      timeoutMs: 120_000,
-    },
-  );
+  await untilJobsBeforeFault(clients, LOAD, 'the kill');
 
   const nc = await connect({ servers: cluster.url.split(',') });
   const leader = (await (await jetstreamManager(nc)).streams.info('SVC_JOBS')).cluster?.leader;

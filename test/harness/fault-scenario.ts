@@ -7,7 +7,7 @@ import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Buckets, Streams } from '@svc/proto';
-import type { CommandRecord } from '@svc/test/support';
+import { startFleet, type CommandRecord, type Fleet } from '@svc/test/support';
 import { http } from './http-client.js';
 import { ServiceProcess } from './stack.js';
 import { waitUntil } from './wait.js';
@@ -35,6 +35,35 @@ export function scenarioLoad(light: ScenarioLoad): ScenarioLoad {
     clients: { pauseMs: 0, everyMs: (devices * 1000) / jobsPerSecond },
     jobsBeforeFault: jobsPerSecond * 30,
   };
+}
+
+/**
+ * The scenario's simulated devices (`load.devices`, answering in `load.commandLatencyMs`) and
+ * the credentials its clients send.
+ */
+export async function startScenarioFleet(
+  load: ScenarioLoad,
+): Promise<{ fleet: Fleet; auth: Auth }> {
+  const fleet = await startFleet({
+    count: load.devices,
+    enable: 'svc-demo',
+    commandLatencyMs: load.commandLatencyMs,
+  });
+  const d0 = fleet.devices[0]!;
+  return { fleet, auth: { basic: { username: d0.username, password: d0.password } } };
+}
+
+/** Waits until the clients had `load.jobsBeforeFault` jobs accepted: then the fault (`what`). */
+export async function untilJobsBeforeFault(
+  clients: ScenarioClients,
+  load: ScenarioLoad,
+  what: string,
+): Promise<void> {
+  await waitUntil(
+    () => clients.accepted.length >= load.jobsBeforeFault,
+    `${load.jobsBeforeFault} accepted jobs before ${what}`,
+    { timeoutMs: 120_000 },
+  );
 }
 
 /** A job that got its 202: the device it was for and its one command (unique per scenario). */

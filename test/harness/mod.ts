@@ -37,6 +37,8 @@ export {
   assertPromiseKept,
   startProcessStack,
   scenarioLoad,
+  startScenarioFleet,
+  untilJobsBeforeFault,
 } from './fault-scenario.js';
 export type {
   AcceptedJob,
