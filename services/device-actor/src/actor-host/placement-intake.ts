@@ -2,6 +2,7 @@ import {
   AckPolicy,
   DeliverPolicy,
   jetstream,
+  type Consumer,
   type ConsumerMessages,
   type JetStreamManager,
   type JsMsg,
@@ -27,11 +28,25 @@ export function placementConsumerConfig(hostId: string) {
 /**
  * The host's intake: consumes the jobs placed on it and hands each message to `deliver`, until
  * the host drains. A consumer that fails or stalls is consumed again, never given up.
+ *
+ * It also sees that its acknowledgements arrive. One is a core publish, never answered: sent
+ * while the NATS node leading the consumer dies, it is lost, and the job's message (its job
+ * ended) stays pending for the ack wait (hours), counted in the queue depth all that time.
+ * Every `ACK_CHECK_MS` the consumer's ack floor (every message up to it acknowledged) is read:
+ * an acknowledgement this host sent seconds ago for a message above the floor, below every
+ * message it still holds, did not arrive (the consumer delivers in order, so nothing it has not
+ * handed over yet lies below), and is sent again; one that arrives twice is ignored.
  */
 export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
+  #consumer: Consumer | null = null;
   #stalled = false;
   readonly #done: Promise<void>;
+  /** Stream sequences of the messages delivered here and not yet acknowledged or terminated. */
+  readonly #held = new Set<number>();
+  /** The acknowledgements sent, oldest first, until the consumer's ack floor passes them. */
+  #acked: { seq: number; subject: string; at: number }[] = [];
+  readonly #ackCheck: NodeJS.Timeout;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -42,12 +57,56 @@ export class PlacementIntake {
     private readonly deliver: (msg: JsMsg) => void,
   ) {
     this.#done = this.#run();
+    this.#ackCheck = setInterval(() => void this.#checkAcks(), ACK_CHECK_MS);
+    this.#ackCheck.unref();
   }
 
   /** Stops consuming (call once draining) and waits for the loop to end. */
   async close(): Promise<void> {
+    clearInterval(this.#ackCheck);
     await this.#messages?.close().catch(() => undefined);
     await this.#done.catch(() => undefined);
+  }
+
+  /** The message as delivered, telling this intake when it is acknowledged or terminated. */
+  #tracked(msg: JsMsg): JsMsg {
+    const seq = msg.seq;
+    this.#held.add(seq);
+    const subject = ackSubjectOf(msg);
+    const settle = (acked: boolean) => {
+      if (!this.#held.delete(seq)) return;
+      if (acked && subject !== null) this.#acked.push({ seq, subject, at: Date.now() });
+    };
+    return new Proxy(msg, {
+      get(target, prop, receiver) {
+        if (prop === 'ack') return () => (target.ack(), settle(true));
+        if (prop === 'term') return (reason?: string) => (target.term(reason), settle(false));
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    });
+  }
+
+  async #checkAcks(): Promise<void> {
+    const consumer = this.#consumer;
+    if (!consumer || this.draining()) return;
+    const askedAt = Date.now();
+    const info = await consumer.info().catch(() => null);
+    if (!info || consumer !== this.#consumer) return;
+    const floor = info.ack_floor.stream_seq;
+    // At or below the floor: arrived. Older than the ledger's bound: given up.
+    this.#acked = this.#acked.filter((a) => a.seq > floor && a.at > askedAt - ACK_LEDGER_MAX_MS);
+    let lowestHeld = Infinity;
+    for (const seq of this.#held) lowestHeld = Math.min(lowestHeld, seq);
+    const lost = this.#acked.filter(
+      (a) => a.seq < lowestHeld && a.at <= askedAt - ACK_IN_FLIGHT_MS,
+    );
+    if (lost.length === 0) return;
+    for (const a of lost) this.nc.publish(a.subject, ACK);
+    this.log.warn(
+      { ack_floor: floor, resent: lost.length, first: lost[0]!.seq },
+      'placement acknowledgements lost; sent again',
+    );
   }
 
   async #run(): Promise<void> {
@@ -67,10 +126,14 @@ export class PlacementIntake {
               if (!isConsumerNotFound(err)) throw err;
             });
           this.#stalled = false;
+          // Acknowledgements sent to the consumer replaced went nowhere; its jobs not acknowledged
+          // are delivered again by the new one.
+          this.#acked = [];
         }
         // Re-declared each time: a reaper that took this host for dead deleted it.
         await jsm.consumers.add(Streams.actor, consumerConfig);
         const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
+        this.#consumer = consumer;
         this.#messages = await consumer.consume(workConsumeOptions(512));
         // A close that came while this consume was being opened closed only the one before it.
         // Closed here, it ends where the loop below reads it (close() resolves only there).
@@ -78,7 +141,7 @@ export class PlacementIntake {
         closeWhenStalled(this.#messages, log, 'placement', () => {
           this.#stalled = true;
         });
-        for await (const msg of this.#messages) this.deliver(msg);
+        for await (const msg of this.#messages) this.deliver(this.#tracked(msg));
       } catch (err) {
         // A cluster node going away can end the consumer: consume again, never stop serving.
         // What the failed consume had taken and not handed over is lost with it: replaced too.
@@ -88,6 +151,20 @@ export class PlacementIntake {
       if (!this.draining()) await sleep(500);
     }
   }
+}
+
+/** How often the consumer's pending count is checked against what this host holds. */
+const ACK_CHECK_MS = 5_000;
+/** An acknowledgement sent this recently may not have reached the consumer when it answered. */
+const ACK_IN_FLIGHT_MS = 2_000;
+/** How long an acknowledgement is kept while the floor stays below it (a long job held). */
+const ACK_LEDGER_MAX_MS = 10 * 60_000;
+const ACK = new TextEncoder().encode('+ACK');
+
+/** The subject a JetStream message is acknowledged on (the client keeps it as `reply`). */
+function ackSubjectOf(msg: JsMsg): string | null {
+  const reply = (msg as JsMsg & { reply?: unknown }).reply;
+  return typeof reply === 'string' && reply.startsWith('$JS.ACK.') ? reply : null;
 }
 
 function sleep(ms: number): Promise<void> {
