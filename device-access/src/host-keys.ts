@@ -98,6 +98,8 @@ export function hostKeyModes(entries: readonly string[]): (context: string) => H
  * stores; null when the copy could not be started (then the bucket is read).
  */
 const copies = new WeakMap<KV, Promise<KvMirror | null>>();
+/** Each pin of a copy as decoded, by the stored value it was decoded from. */
+const decodedPins = new WeakMap<Uint8Array, PinnedHostKey>();
 
 /** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
 export class HostKeyStore {
@@ -153,7 +155,14 @@ export class HostKeyStore {
   ): PinnedHostKey | null | undefined {
     if (!mirror?.ready) return undefined;
     const entry = mirror.get(key);
-    return entry ? decodeMessage(PinnedHostKeyRecord, entry.value) : null;
+    if (!entry) return null;
+    // Decoded once per stored value: a job's guards ask five times.
+    let pin = decodedPins.get(entry.value);
+    if (!pin) {
+      pin = decodeMessage(PinnedHostKeyRecord, entry.value);
+      decodedPins.set(entry.value, pin);
+    }
+    return pin;
   }
 
   /**
