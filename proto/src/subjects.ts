@@ -66,6 +66,8 @@ export const Subjects = {
   batchEvents: (batchId: string) => `svc.events.batch.${subjectToken(batchId)}.>`,
   batchJobEvent: (batchId: string, status: string) =>
     `svc.events.batch.${subjectToken(batchId)}.job.${subjectToken(status)}`,
+  /** Every job event of one batch, whatever its status. */
+  batchJobEvents: (batchId: string) => `svc.events.batch.${subjectToken(batchId)}.job.*`,
   batchEvent: (batchId: string, name: string) =>
     `svc.events.batch.${subjectToken(batchId)}.${subjectToken(name)}`,
   cancelAll: 'svc.control.cancel.>',

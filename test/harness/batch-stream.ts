@@ -41,14 +41,15 @@ export interface ReceivedBatchEvent {
   job_id?: string;
 }
 
-/** An EventSource client (the `eventsource` package) of a batch's stream, as the operator. */
+/** An EventSource client (the `eventsource` package) of a batch's stream (as the operator). */
 export function followBatchStream(
   url: string,
   batchId: string,
+  as: { basic: { username: string; password: string } } = OPERATOR,
 ): { events: ReceivedBatchEvent[]; opened: () => number; close: () => void } {
   const events: ReceivedBatchEvent[] = [];
   let opened = 0;
-  const { username, password } = OPERATOR.basic;
+  const { username, password } = as.basic;
   const authorization = 'Basic ' + Buffer.from(`${username}:${password}`).toString('base64');
   const es = new EventSource(`${url}/v2/batches/${batchId}/stream`, {
     fetch: (input, init) => fetch(input, { ...init, headers: { ...init.headers, authorization } }),

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { BatchRequest } from '@svc/proto';
 import {
   ConfigBatchRequest,
   KeyedWindow,
+  Streams,
   Subjects,
   SubjectParsers,
   MessageIds,
@@ -79,6 +81,13 @@ interface EndedJobs {
 
 /** A batch this gateway saw no record of for this long is forgotten (its admission failed). */
 const ENDED_KEEP_MS = 120_000;
+/**
+ * How long a batch's end waits for its jobs' end events to be stored: their publishers retry
+ * for 30 s, an election takes seconds.
+ */
+const BATCH_END_WAIT_MS = 35_000;
+/** How often the stored end events are counted again meanwhile. */
+const BATCH_END_RECHECK_MS = 250;
 
 const heldKey = (batchId: string, jobId: string) => `${batchId}.held.${jobId}`;
 
@@ -618,8 +627,8 @@ export class Batches {
     // Only the gateway whose compare-and-set ended the batch gets here: one delivery. It is not
     // awaited (a slow receiver must not hold the batch) and not retried (SPEC: fire-and-forget).
     void this.deliverWebhook(done, summary);
-    // After the jobs' events this gateway published (a cancel's): the stream ends at the end.
-    await this.jobs.batchEventsStored(batchId);
+    // After the jobs' events: a batch stream ends at the end.
+    await this.jobEndsStored(batchId, done.total);
     // Retried through an election (a node lost): no other gateway sends it, and the batch's
     // streams and subscribers wait for it. The stream drops a repeat by its message id.
     await retryTransient(() =>
@@ -628,6 +637,51 @@ export class Batches {
       }),
     );
   }
+
+  /**
+   * Returns once SVC_EVENTS holds an end event (finished, failed, cancelled) of every job of the
+   * batch, or after `BATCH_END_WAIT_MS`. Each is published until stored (`Jobs`), the actor
+   * hosts' too: one retried through an election could be stored after the batch's end, where
+   * a batch stream, which ends at the summary, would never read it. Counted from the stream's
+   * per-subject totals (one API call), first after this gateway's own pending ones.
+   */
+  private async jobEndsStored(batchId: string, total: number): Promise<void> {
+    await this.jobs.batchEventsStored(batchId);
+    const deadline = Date.now() + BATCH_END_WAIT_MS;
+    let told = false;
+    for (;;) {
+      const stored = await this.storedJobEnds(batchId).catch(() => null);
+      if (stored !== null && stored >= total) return;
+      if (Date.now() > deadline) {
+        this.log.warn(
+          { batch_id: batchId, stored, total },
+          'batch end published without every job end stored',
+        );
+        return;
+      }
+      if (!told) {
+        this.log.info({ batch_id: batchId, stored, total }, 'batch end waits for job events');
+        told = true;
+      }
+      await sleep(BATCH_END_RECHECK_MS);
+    }
+  }
+
+  /** How many end events of the batch's jobs SVC_EVENTS holds. */
+  private async storedJobEnds(batchId: string): Promise<number> {
+    this.jsm ??= await this.js.jetstreamManager();
+    const info = await this.jsm.streams.info(Streams.events, {
+      subjects_filter: Subjects.batchJobEvents(batchId),
+    });
+    let ends = 0;
+    for (const [subject, count] of Object.entries(info.state.subjects ?? {})) {
+      const parsed = SubjectParsers.batchEvent(subject);
+      if (parsed?.job && isTerminal(parsed.status as JobEvent['status'])) ends += count;
+    }
+    return ends;
+  }
+
+  private jsm: JetStreamManager | null = null;
 
   /**
    * The batch webhook: its summary (the GET body: counts, no results, no credentials), signed
