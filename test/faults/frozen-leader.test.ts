@@ -6,6 +6,7 @@ import {
   ScenarioClients,
   assertPromiseKept,
   countOutcome,
+  scenarioLogSink,
   startInProcessStack,
   waitForEnds,
   waitHealthy,
@@ -42,6 +43,7 @@ test('when the node leading SVC_JOBS is frozen and resumed under load, then ever
   const ownNodes = process.env['SVC_FAULT_FREEZE_WHERE'] === 'actor-host';
   const nodeOf: Record<string, number> = { 'actor-0': 0, 'actor-1': 1, reaper: 2 };
   const stack = await startInProcessStack(cluster.url, {
+    logSink: scenarioLogSink('frozen-leader'),
     actors: 2,
     natsUrlOf: (service) =>
       ownNodes && nodeOf[service] !== undefined ? cluster.nodes[nodeOf[service]]?.url : undefined,

@@ -9,6 +9,7 @@ import {
   assertPromiseKept,
   countOutcome,
   http,
+  scenarioLogSink,
   startInProcessStack,
   waitForEnds,
   waitHealthy,
@@ -38,6 +39,7 @@ test('when the node leading SVC_JOBS is SIGKILLed and restarted under load, then
   const cluster = await NatsCluster.start(3);
   const { fleet, auth } = await startScenarioFleet(LOAD);
   const stack = await startInProcessStack(cluster.url, {
+    logSink: scenarioLogSink('nats-node-killed'),
     actors: 2,
     env: {
       NATS_REPLICAS: '3',

@@ -7,6 +7,7 @@ import {
   assertPromiseKept,
   countOutcome,
   http,
+  scenarioLogSink,
   startInProcessStack,
   waitForEnds,
   waitHealthy,
@@ -23,6 +24,7 @@ test('when the node leading SVC_JOBS is restarted with SIGTERM or in lame-duck m
   const cluster = await NatsCluster.start(3);
   const fleet = await startFleet({ count: 3, enable: 'svc-demo', commandLatencyMs: 5 });
   const stack = await startInProcessStack(cluster.url, {
+    logSink: scenarioLogSink('nats-restart'),
     env: {
       NATS_REPLICAS: '3',
       DISPATCH_LEASE: '3',

@@ -3,6 +3,8 @@
 // scenario prints and asserts (lost, stranded, run twice, order inversions per device).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -35,6 +37,20 @@ export function scenarioLoad(light: ScenarioLoad): ScenarioLoad {
     clients: { pauseMs: 0, everyMs: (devices * 1000) / jobsPerSecond },
     jobsBeforeFault: jobsPerSecond * 30,
   };
+}
+
+/**
+ * Where a scenario's in-process services write their log lines (DEBUG and up), for diagnosing a
+ * failure seen once: with `SVC_FAULT_LOG_DIR` set, a file `<scenario>-<time>.log` there, named on
+ * stderr; otherwise none (the scenarios run quiet).
+ */
+export function scenarioLogSink(scenario: string): WriteStream | undefined {
+  const dir = process.env['SVC_FAULT_LOG_DIR'];
+  if (dir === undefined || dir === '') return undefined;
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${scenario}-${new Date().toISOString().replace(/[:.]/g, '-')}.log`);
+  process.stderr.write(`${scenario}: service logs in ${path}\n`);
+  return createWriteStream(path);
 }
 
 /**

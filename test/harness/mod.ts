@@ -39,6 +39,7 @@ export {
   scenarioLoad,
   startScenarioFleet,
   untilJobsBeforeFault,
+  scenarioLogSink,
 } from './fault-scenario.js';
 export type {
   AcceptedJob,
