@@ -102,6 +102,7 @@ export class Batches {
   constructor(
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
     private readonly kv: KV,
     private readonly mirror: KvMirror,
     private readonly jobs: Jobs,
@@ -669,7 +670,6 @@ export class Batches {
 
   /** How many end events of the batch's jobs SVC_EVENTS holds. */
   private async storedJobEnds(batchId: string): Promise<number> {
-    this.jsm ??= await this.js.jetstreamManager();
     const info = await this.jsm.streams.info(Streams.events, {
       subjects_filter: Subjects.batchJobEvents(batchId),
     });
@@ -680,8 +680,6 @@ export class Batches {
     }
     return ends;
   }
-
-  private jsm: JetStreamManager | null = null;
 
   /**
    * The batch webhook: its summary (the GET body: counts, no results, no credentials), signed

@@ -277,16 +277,26 @@ export async function startGateway(
   };
 
   const batchMirror = await KvMirror.start(stores[Buckets.batches], '>', log);
-  const batches = new Batches(nc, js, stores[Buckets.batches], batchMirror, jobs, intake, log, {
-    maxDevices: config.BATCH_MAX_DEVICES,
-    sweepIntervalMs: config.BATCH_SWEEP_INTERVAL * 1000,
-    sealer,
-    webhook: {
-      allowHttp: config.WEBHOOK_ALLOW_HTTP,
-      policy: webhookNetworkPolicy(config),
-      timeoutMs: config.WEBHOOK_TIMEOUT * 1000,
+  const batches = new Batches(
+    nc,
+    js,
+    jsm,
+    stores[Buckets.batches],
+    batchMirror,
+    jobs,
+    intake,
+    log,
+    {
+      maxDevices: config.BATCH_MAX_DEVICES,
+      sweepIntervalMs: config.BATCH_SWEEP_INTERVAL * 1000,
+      sealer,
+      webhook: {
+        allowHttp: config.WEBHOOK_ALLOW_HTTP,
+        policy: webhookNetworkPolicy(config),
+        timeoutMs: config.WEBHOOK_TIMEOUT * 1000,
+      },
     },
-  });
+  );
   batches.start();
 
   const metrics = startGatewayMetrics(ctx, registry);
