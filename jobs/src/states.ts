@@ -1,4 +1,4 @@
-import type { JobStatus } from '@svc/proto';
+import { isTerminal, type JobStatus } from '@svc/proto';
 
 /**
  * The job's state machine: the statuses that may follow each one. A terminal status has none,
@@ -23,6 +23,14 @@ export type FromOf<To extends JobStatus> = {
 /** Whether `from → to` is a move of the table (a status kept as it is is no move). */
 export function mayMove(from: JobStatus, to: JobStatus): boolean {
   return (JOB_TRANSITIONS[from] as readonly JobStatus[]).includes(to);
+}
+
+/**
+ * Whether a job now in `current` has left `status` for good: `current` comes after it in the
+ * table (an event of `status` would now come after the events of later states).
+ */
+export function hasLeft(current: JobStatus, status: JobStatus): boolean {
+  return current !== status && !mayMove(current, status) && !isTerminal(status);
 }
 
 /** A change of a job's record that would move it against the table: never written. */

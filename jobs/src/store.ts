@@ -19,7 +19,7 @@ import {
 } from '@svc/proto';
 import { injectTraceContext } from '@svc/telemetry';
 import { retryTransient, watchBucket } from '@svc/nats';
-import { IllegalTransition, mayMove, type FromOf } from './states.js';
+import { IllegalTransition, hasLeft, mayMove, type FromOf } from './states.js';
 import type { JobResults } from './results.js';
 
 /**
@@ -315,6 +315,7 @@ export class JobStore {
       this.storeBatchEvent(
         record.batch_id,
         record.job_id,
+        status,
         Subjects.batchJobEvent(record.batch_id, status),
         encodeJson({ ...event, batch_id: record.batch_id }),
         headersOf(MessageIds.batchJobEvent(record.batch_id, record.job_id, status)),
@@ -330,22 +331,32 @@ export class JobStore {
    * with its deadline, a device's next job) waits on an election for it. A job's events are
    * stored in the order they were published; a repeat reaches core subscribers again with the
    * same message id, and the stream keeps one.
+   *
+   * A job's events come from two processes (`queued` from a gateway, the rest from an actor
+   * host, a cancel from a gateway again), whose tries are not ordered with each other: a try
+   * after a failed one is given up once the job's record has left the event's state, unless
+   * this process has a later event of the job behind it (those keep their order here). An
+   * event of a state the job has left would be stored after the later ones.
    */
   private storeBatchEvent(
     batchId: string,
     jobId: string,
+    status: JobStatus,
     subject: string,
     data: Uint8Array,
     h: MsgHdrs,
   ): void {
     this.js ??= jetstream(this.nc);
     const js = this.js;
+    let tries = 0;
     // Each try waits a second at most (one sent to a leader that died is never answered); a
     // connection closed meanwhile ends the tries.
-    const publish = () =>
-      this.nc.isClosed()
-        ? Promise.resolve(null)
-        : js.publish(subject, data, { headers: h, timeout: BATCH_EVENT_TRY_MS });
+    const publish = async () => {
+      if (this.nc.isClosed()) return null;
+      if (tries++ > 0 && this.eventTails.get(jobId) === stored && (await this.#left(jobId, status)))
+        return null;
+      return js.publish(subject, data, { headers: h, timeout: BATCH_EVENT_TRY_MS });
+    };
     const before = this.eventTails.get(jobId) ?? Promise.resolve();
     const stored = before
       .then(() => retryTransient(publish, BATCH_EVENT_RETRY_MS))
@@ -364,6 +375,12 @@ export class JobStore {
         this.batchEventsPending.delete(batchId);
       }
     });
+  }
+
+  /** Whether the job's stored record has left `status` (unknown when it cannot be read: no). */
+  async #left(jobId: string, status: JobStatus): Promise<boolean> {
+    const stored = await this.get(jobId).catch(() => null);
+    return stored !== null && hasLeft(stored.record.status, status);
   }
 
   /**

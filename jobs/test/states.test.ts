@@ -6,7 +6,13 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { SvcError, isTerminal, type JobRecord, type JobStatus } from '@svc/proto';
 import { commandSpec } from '@svc/proto/test-fixtures';
 import { JobStore, type RecordWrite } from '../src/store.js';
-import { IllegalTransition, JOB_TRANSITIONS, mayMove, type NextOf } from '../src/states.js';
+import {
+  IllegalTransition,
+  JOB_TRANSITIONS,
+  hasLeft,
+  mayMove,
+  type NextOf,
+} from '../src/states.js';
 import type { Jobs } from '../src/jobs.js';
 
 const STATUSES = Object.keys(JOB_TRANSITIONS) as JobStatus[];
@@ -67,6 +73,15 @@ test('the table: queued → started | cancelled | failed, started → finished |
       assert.equal(mayMove(from, to), legal, `${from} → ${to}`);
     }
     assert.equal(JOB_TRANSITIONS[from].length === 0, isTerminal(from), from);
+  }
+});
+
+test('a job has left queued once started or ended, started once ended, and never an end', () => {
+  const left = (current: JobStatus) => STATUSES.filter((status) => hasLeft(current, status));
+  assert.deepEqual(left('queued'), []);
+  assert.deepEqual(left('started'), ['queued']);
+  for (const end of ['finished', 'failed', 'cancelled'] as const) {
+    assert.deepEqual(left(end), ['queued', 'started'], end);
   }
 });
 

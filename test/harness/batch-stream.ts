@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { EventSource } from 'eventsource';
 import { http } from './http-client.js';
+import { waitUntil } from './wait.js';
 
 /** The stack's settings for `postIdleBatch`: jobs of context `idle` stay queued. */
 export const IDLE_CONTEXT_ENV = { SVC_CONTEXTS: 'default,idle', WORKER_CONTEXTS: 'default' };
@@ -46,7 +47,13 @@ export function followBatchStream(
   url: string,
   batchId: string,
   as: { basic: { username: string; password: string } } = OPERATOR,
-): { events: ReceivedBatchEvent[]; opened: () => number; close: () => void } {
+): {
+  events: ReceivedBatchEvent[];
+  opened: () => number;
+  close: () => void;
+  /** Waits for the stream's summary (`what` names the wait in a timeout's message). */
+  untilSummary: (what?: string) => Promise<void>;
+} {
   const events: ReceivedBatchEvent[] = [];
   let opened = 0;
   const { username, password } = as.basic;
@@ -66,5 +73,12 @@ export function followBatchStream(
       });
     });
   }
-  return { events, opened: () => opened, close: () => es.close() };
+  const untilSummary = async (what = 'the summary') => {
+    await waitUntil(
+      () => events.some((e) => e.event === 'summary'),
+      `${what} (events so far: ${JSON.stringify(events)})`,
+      { timeoutMs: 60_000, everyMs: 100 },
+    );
+  };
+  return { events, opened: () => opened, close: () => es.close(), untilSummary };
 }

@@ -25,7 +25,11 @@ export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
 export { waitUntil } from './wait.js';
 export { captureLogs } from './logs.js';
-export { deviceStackForFile, deviceStackForTest } from './device-stack.js';
+export {
+  deviceStackForFile,
+  deviceStackForTest,
+  filteredDeviceStackForTest,
+} from './device-stack.js';
 export type { DeviceStack } from './device-stack.js';
 export type { LogCapture } from './logs.js';
 export { settledStoreFiles } from './store-files.js';

@@ -6,33 +6,15 @@
 // nats-server (a relay between the actor host and the server), then let through again.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startDevice } from '@svc/test/support';
 import { Streams } from '@svc/proto';
-import {
-  NatsPublishFilter,
-  NatsServerProcess,
-  http,
-  startInProcessStack,
-  waitForJob,
-  waitHealthy,
-  waitUntil,
-} from '../harness/mod.js';
+import { filteredDeviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 test("when an actor host's acknowledgement of a finished job is lost, then it is sent again and the queue depth returns to 0", async (t) => {
-  const nats = await NatsServerProcess.start();
-  const filter = await NatsPublishFilter.start(nats.url);
-  const device = await startDevice({ platform: 'cisco_ios' });
-  const stack = await startInProcessStack(nats.url, {
-    natsUrlOf: (service) => (service.startsWith('actor') ? filter.url : undefined),
-  });
-  t.after(async () => {
-    await stack.stop();
-    await device.stop();
-    await filter.stop();
-    await nats.stop();
-  });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
+  const { device, stack, auth, filter } = await filteredDeviceStackForTest(
+    t,
+    { platform: 'cisco_ios' },
+    (service) => service.startsWith('actor'),
+  );
   const depth = async () => {
     const a = await http('GET', `${stack.url}/v2/contexts`, auth);
     assert.equal(a.status, 200, a.text);

@@ -9,41 +9,29 @@ import assert from 'node:assert/strict';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Streams, Subjects } from '@svc/proto';
-import { startDevice } from '@svc/test/support';
 import {
-  NatsPublishFilter,
-  NatsServerProcess,
   captureLogs,
+  filteredDeviceStackForTest,
   followBatchStream,
   http,
-  startInProcessStack,
-  waitHealthy,
   waitUntil,
 } from '../harness/mod.js';
 
 test("when a batch job's end event is stored only after every job's record ended, then the batch's end comes after it and its stream shows it", async (t) => {
-  const nats = await NatsServerProcess.start();
-  const filter = await NatsPublishFilter.start(nats.url);
-  const device = await startDevice({ platform: 'cisco_ios' });
   const logs = captureLogs();
-  const stack = await startInProcessStack(nats.url, {
-    natsUrlOf: (service) => (service.startsWith('actor') ? filter.url : undefined),
+  const { device, stack, auth, nats, filter } = await filteredDeviceStackForTest(
+    t,
+    { platform: 'cisco_ios' },
+    (service) => service.startsWith('actor'),
     // The gateway learns that the job ended from its record (the actor host's event is dropped).
-    env: { BATCH_SWEEP_INTERVAL: '0.5' },
-    logSink: logs.sink,
-  });
+    { env: { BATCH_SWEEP_INTERVAL: '0.5' }, logSink: logs.sink },
+  );
   const nc = await connect({ servers: nats.url });
   let client: ReturnType<typeof followBatchStream> | null = null;
   t.after(async () => {
     client?.close();
     await nc.close();
-    await stack.stop();
-    await device.stop();
-    await filter.stop();
-    await nats.stop();
   });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
 
   filter.drop((subject) => subject.startsWith('svc.events.batch.'));
   const created = await http('POST', `${stack.url}/v2/batches`, {
@@ -78,11 +66,7 @@ test("when a batch job's end event is stored only after every job's record ended
   await waitUntil(async () => waits() || (await endStored()), 'the batch end stored, or held');
   filter.drop(null);
 
-  await waitUntil(
-    () => events.some((e) => e.event === 'summary'),
-    `the summary (events so far: ${JSON.stringify(events)})`,
-    { timeoutMs: 60_000 },
-  );
+  await client.untilSummary();
   assert.deepEqual(
     events.map((e) => [e.event, e.status]),
     [

@@ -61,11 +61,7 @@ test('when a batch job event is published while its stream takes no writes, then
   const answer = await cancelled;
   assert.equal(answer.status, 200, answer.text);
 
-  await waitUntil(
-    () => events.some((e) => e.event === 'summary'),
-    `the summary (events so far: ${JSON.stringify(events)})`,
-    { timeoutMs: 60_000, everyMs: 100 },
-  );
+  await client.untilSummary();
   sub.unsubscribe();
   // Every device's change, then the end: none lost to the outage, none twice.
   const cancelledIds = events
