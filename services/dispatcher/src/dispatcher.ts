@@ -29,6 +29,7 @@ import {
 } from '@svc/proto';
 import {
   closeWhenStalled,
+  isConsumerNotFound,
   workConsumeOptions,
   KvMirror,
   Lease,
@@ -244,8 +245,13 @@ export async function startDispatcher(
         if (takenOver && !stalled) stalled = await heldByAnother(context);
         if (stalled) {
           // Delete and re-create: the work-queue stream keeps the jobs; unacked ones come again
-          // and a job placed twice is dropped by the placement message id.
-          await jsm.consumers.delete(Streams.jobs, Consumers.dispatch(context)).catch(() => false);
+          // and a job placed twice is dropped by the placement message id. Until the delete
+          // succeeds nothing is consumed: the old consumer would deliver the later jobs first.
+          await jsm.consumers
+            .delete(Streams.jobs, Consumers.dispatch(context))
+            .catch((err: unknown) => {
+              if (!isConsumerNotFound(err)) throw err;
+            });
           stalled = false;
         }
         await ensureDispatchConsumer(context);
