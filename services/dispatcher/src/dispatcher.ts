@@ -225,6 +225,9 @@ export async function startDispatcher(
     );
     const renewEvery = Math.max(250, (config.DISPATCH_LEASE * 1000) / 3);
     let stalled = false;
+    // After another leader: the consumer is read for its deliveries before anything is consumed
+    // (a read that fails is tried again; consuming meanwhile would deliver the later jobs first).
+    let checkHeld = false;
     while (!stopping) {
       const leading = await lease.acquire().catch(() => false);
       if (!leading) {
@@ -235,14 +238,18 @@ export async function startDispatcher(
       // Another leader may have placed devices since this one last led (its own view stays
       // right when it only lost the lease for a while, the store not answering).
       const takenOver = lease.previousHolder !== id;
-      if (takenOver) placement.forgetDevices(context);
+      if (takenOver) {
+        placement.forgetDevices(context);
+        checkHeld = true;
+      }
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
       try {
         // Jobs the previous leader was given and did not place (it died, or stopped while they
         // waited for a host) would come again only after `ack_wait`, behind the device's later
         // jobs: a new consumer delivers them first, in stream order.
-        if (takenOver && !stalled) stalled = await heldByAnother(context);
+        if (checkHeld && !stalled) stalled = await heldByAnother(context);
+        checkHeld = false;
         if (stalled) {
           // Delete and re-create: the work-queue stream keeps the jobs; unacked ones come again
           // and a job placed twice is dropped by the placement message id. Until the delete
@@ -297,7 +304,11 @@ export async function startDispatcher(
   async function heldByAnother(context: string): Promise<boolean> {
     const info = await jsm.consumers
       .info(Streams.jobs, Consumers.dispatch(context))
-      .catch(() => null);
+      .catch((err: unknown) => {
+        // None yet (made below): nothing held. Any other failure is not a "no".
+        if (isConsumerNotFound(err)) return null;
+        throw err;
+      });
     if (info && info.num_ack_pending > 0) {
       log.info(
         { context, held: info.num_ack_pending },
