@@ -353,8 +353,9 @@ export class JobStore {
     // connection closed meanwhile ends the tries.
     const publish = async () => {
       if (this.nc.isClosed()) return null;
-      if (tries++ > 0 && this.eventTails.get(jobId) === stored && (await this.#left(jobId, status)))
-        return null;
+      // Asked only on a try after a failed one with no later event of the job behind it here.
+      const askRecord = tries++ > 0 && this.eventTails.get(jobId) === stored;
+      if (askRecord && (await this.#left(jobId, status))) return null;
       return js.publish(subject, data, { headers: h, timeout: BATCH_EVENT_TRY_MS });
     };
     const before = this.eventTails.get(jobId) ?? Promise.resolve();
