@@ -34,6 +34,26 @@ export async function postIdleBatch(
   };
 }
 
+/** POSTs a `show version` batch of the one simulated `device` (as `as`); its id. */
+export async function postDeviceBatch(
+  url: string,
+  device: { host: string; port: number; enable?: string },
+  as: { basic: { username: string; password: string } },
+): Promise<string> {
+  const created = await http('POST', `${url}/v2/batches`, {
+    ...as,
+    body: {
+      kind: 'command',
+      platform: 'cisco_ios',
+      ...(device.enable !== undefined ? { enable: device.enable } : {}),
+      commands: ['show version'],
+      devices: [{ host: device.host, port: device.port }],
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  return created.json.batch_id as string;
+}
+
 /** One event a batch stream's client received. */
 export interface ReceivedBatchEvent {
   event: 'job' | 'summary';

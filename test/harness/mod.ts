@@ -55,6 +55,12 @@ export type {
 } from './fault-scenario.js';
 export { holdRequests } from './held-requests.js';
 export type { HeldRequests } from './held-requests.js';
-export { IDLE_CONTEXT_ENV, OPERATOR, postIdleBatch, followBatchStream } from './batch-stream.js';
+export {
+  IDLE_CONTEXT_ENV,
+  OPERATOR,
+  postDeviceBatch,
+  postIdleBatch,
+  followBatchStream,
+} from './batch-stream.js';
 export type { ReceivedBatchEvent } from './batch-stream.js';
 export { NatsPublishFilter } from './nats-publish-filter.js';

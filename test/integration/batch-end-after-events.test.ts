@@ -14,6 +14,7 @@ import {
   filteredDeviceStackForTest,
   followBatchStream,
   http,
+  postDeviceBatch,
   waitUntil,
 } from '../harness/mod.js';
 
@@ -34,18 +35,7 @@ test("when a batch job's end event is stored only after every job's record ended
   });
 
   filter.drop((subject) => subject.startsWith('svc.events.batch.'));
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...auth,
-    body: {
-      kind: 'command',
-      platform: 'cisco_ios',
-      enable: device.enable,
-      commands: ['show version'],
-      devices: [{ host: device.host, port: device.port }],
-    },
-  });
-  assert.equal(created.status, 202, created.text);
-  const batchId = created.json.batch_id as string;
+  const batchId = await postDeviceBatch(stack.url, device, auth);
   client = followBatchStream(stack.url, batchId, auth);
   const { events } = client;
   await waitUntil(async () => {

@@ -6,7 +6,12 @@
 // way to a real nats-server (a relay) until the job has finished, then let through.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { followBatchStream, filteredDeviceStackForTest, http, waitUntil } from '../harness/mod.js';
+import {
+  followBatchStream,
+  filteredDeviceStackForTest,
+  postDeviceBatch,
+  waitUntil,
+} from '../harness/mod.js';
 
 test("when the gateway's queued event of a batch job is stored only after the job ran, then the batch stream never shows the job queued again", async (t) => {
   const { device, stack, auth, filter } = await filteredDeviceStackForTest(
@@ -15,18 +20,8 @@ test("when the gateway's queued event of a batch job is stored only after the jo
     (service) => service === 'gateway',
   );
   filter.drop((subject) => subject.startsWith('svc.events.batch.'));
-  const created = await http('POST', `${stack.url}/v2/batches`, {
-    ...auth,
-    body: {
-      kind: 'command',
-      platform: 'cisco_ios',
-      enable: device.enable,
-      commands: ['show version'],
-      devices: [{ host: device.host, port: device.port }],
-    },
-  });
-  assert.equal(created.status, 202, created.text);
-  const client = followBatchStream(stack.url, created.json.batch_id as string, auth);
+  const batchId = await postDeviceBatch(stack.url, device, auth);
+  const client = followBatchStream(stack.url, batchId, auth);
   t.after(() => client.close());
   const { events } = client;
   await waitUntil(
