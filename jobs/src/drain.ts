@@ -21,10 +21,9 @@ import {
   SvcError,
   decodeOrDrop,
   encodeJson,
-  encodeToken,
   type JobRecord,
 } from '@svc/proto';
-import { retryTransient } from '@svc/nats';
+import { isConsumerNotFound, retryTransient } from '@svc/nats';
 import type { Jobs } from './jobs.js';
 import { placementMayStart } from './store.js';
 
@@ -92,6 +91,18 @@ export async function publishHandBack(
   });
 }
 
+/** The consumer of a drain of `hostId`, removed by the server once idle for `idleMs`. */
+export function drainConsumerConfig(hostId: string, idleMs: number) {
+  return {
+    durable_name: Consumers.drain(hostId),
+    filter_subject: Subjects.actor(hostId),
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(60_000),
+    inactive_threshold: nanos(idleMs),
+  };
+}
+
 /**
  * Empties an actor host's placement subject: jobs it never started go back to their context's
  * subject (the dispatcher places them again, on a live host); jobs it started are failed with
@@ -115,16 +126,26 @@ export async function drainHost(
   const jsm = await jetstreamManager(nc);
   // A work-queue stream allows one consumer per subject: the host's own must go first.
   await jsm.consumers.delete(Streams.actor, Consumers.actor(hostId)).catch(() => undefined);
-  const durable = `drain_${encodeToken(hostId)}`;
-  await jsm.consumers.delete(Streams.actor, durable).catch(() => undefined);
-  await jsm.consumers.add(Streams.actor, {
-    durable_name: durable,
-    filter_subject: Subjects.actor(hostId),
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.All,
-    ack_wait: nanos(60_000),
-    inactive_threshold: nanos(options.consumerIdleMs ?? DRAIN_CONSUMER_IDLE_MS),
+  const durable = Consumers.drain(hostId);
+  // An earlier drain's consumer (that drain died, its own delete failed) goes too. If it cannot,
+  // and still holds jobs delivered to that drain, those would be handed back after the host's
+  // later ones: this drain waits (a later one runs once the server has removed it, idle).
+  await jsm.consumers.delete(Streams.actor, durable).catch(async (err: unknown) => {
+    if (isConsumerNotFound(err)) return;
+    const earlier = await jsm.consumers.info(Streams.actor, durable).catch((e: unknown) => {
+      if (isConsumerNotFound(e)) return null;
+      throw e;
+    });
+    if (earlier && earlier.num_ack_pending > 0) {
+      throw new Error(
+        `an earlier drain of ${hostId} still holds ${earlier.num_ack_pending} of its jobs`,
+      );
+    }
   });
+  await jsm.consumers.add(
+    Streams.actor,
+    drainConsumerConfig(hostId, options.consumerIdleMs ?? DRAIN_CONSUMER_IDLE_MS),
+  );
   const outcome: DrainOutcome = options.into ?? { handedBack: [], orphaned: [], left: [] };
   try {
     const consumer = await js.consumers.get(Streams.actor, durable);

@@ -143,6 +143,8 @@ export const Consumers = {
   dispatch: (context: string) => `dispatch_${encodeToken(context)}`,
   /** An actor host's durable consumer of its own placement subject. */
   actor: (hostId: string) => `actor_${encodeToken(hostId)}`,
+  /** The consumer a drain of an actor host empties that host's placement subject with. */
+  drain: (hostId: string) => `drain_${encodeToken(hostId)}`,
 } as const;
 
 export const Buckets = {
