@@ -317,11 +317,11 @@ export class Jobs {
 
   /**
    * Settles once the batch events of this process's lifecycle operations are stored in
-   * SVC_EVENTS (or given up after an outage of 30 s): of one batch, whose end comes after them,
-   * or of all (a service stopping, before its connection closes).
+   * SVC_EVENTS (or given up after an outage of 30 s): a service stopping waits for them before
+   * its connection closes.
    */
-  batchEventsStored(batchId?: string): Promise<void> {
-    return this.store.batchEventsStored(batchId);
+  batchEventsStored(): Promise<void> {
+    return this.store.batchEventsStored();
   }
 
   /**

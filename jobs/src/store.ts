@@ -313,7 +313,6 @@ export class JobStore {
     }
     if (record.batch_id) {
       this.storeBatchEvent(
-        record.batch_id,
         record.job_id,
         status,
         Subjects.batchJobEvent(record.batch_id, status),
@@ -339,7 +338,6 @@ export class JobStore {
    * event of a state the job has left would be stored after the later ones.
    */
   private storeBatchEvent(
-    batchId: string,
     jobId: string,
     status: JobStatus,
     subject: string,
@@ -366,15 +364,8 @@ export class JobStore {
         () => undefined,
       );
     this.eventTails.set(jobId, stored);
-    const ofBatch = this.batchEventsPending.get(batchId) ?? new Set<Promise<void>>();
-    ofBatch.add(stored);
-    this.batchEventsPending.set(batchId, ofBatch);
     void stored.then(() => {
       if (this.eventTails.get(jobId) === stored) this.eventTails.delete(jobId);
-      ofBatch.delete(stored);
-      if (ofBatch.size === 0 && this.batchEventsPending.get(batchId) === ofBatch) {
-        this.batchEventsPending.delete(batchId);
-      }
     });
   }
 
@@ -385,21 +376,16 @@ export class JobStore {
   }
 
   /**
-   * Settles once the batch events this process published are stored (or given up): of one
-   * batch (its end comes after them), or of every batch (a stopping service).
+   * Settles once the batch events this process published are stored (or given up): a job's
+   * last one pending settles after its earlier ones.
    */
-  async batchEventsStored(batchId?: string): Promise<void> {
-    const pending =
-      batchId === undefined
-        ? [...this.batchEventsPending.values()].flatMap((s) => [...s])
-        : [...(this.batchEventsPending.get(batchId) ?? [])];
-    await Promise.all(pending);
+  async batchEventsStored(): Promise<void> {
+    await Promise.all(this.eventTails.values());
   }
 
   private js: JetStreamClient | null = null;
   /** Per job, its last batch event being stored: the next waits for it (their order kept). */
   private readonly eventTails = new Map<string, Promise<void>>();
-  private readonly batchEventsPending = new Map<string, Set<Promise<void>>>();
 }
 
 /**

@@ -644,10 +644,9 @@ export class Batches {
    * batch, or after `BATCH_END_WAIT_MS`. Each is published until stored (`Jobs`), the actor
    * hosts' too: one retried through an election could be stored after the batch's end, where
    * a batch stream, which ends at the summary, would never read it. Counted from the stream's
-   * per-subject totals (one API call), first after this gateway's own pending ones.
+   * per-subject totals (one API call), this gateway's own pending ones (a cancel's) included.
    */
   private async jobEndsStored(batchId: string, total: number): Promise<void> {
-    await this.jobs.batchEventsStored(batchId);
     const deadline = Date.now() + BATCH_END_WAIT_MS;
     let told = false;
     for (;;) {
