@@ -1,4 +1,4 @@
-import type { JobSpec } from '../src/messages/job.js';
+import type { JobEnvelope, JobSpec } from '../src/messages/job.js';
 import type { BuiltinDriverFacts } from '../src/driver-description.js';
 import { PLATFORMS } from '../src/platforms.js';
 
@@ -26,6 +26,21 @@ export const commandSpec: JobSpec = {
   textfsm_template: null,
   ttp_template: null,
 };
+
+/** The envelope of a `commandSpec` job never placed yet (sealed secrets are a stand-in). */
+export function commandEnvelope(jobId: string): JobEnvelope {
+  return {
+    v: 1,
+    job_id: jobId,
+    owner: 'basic:u',
+    username: 'u',
+    spec: commandSpec,
+    sealed: 'x',
+    enqueued_at: new Date().toISOString(),
+    placement: 0,
+    dedup_key: null,
+  };
+}
 
 /**
  * Built-in driver facts for submission tests that do not exercise commit options or dry runs (the

@@ -6,15 +6,8 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import {
-  Consumers,
-  DefaultTopology,
-  Streams,
-  Subjects,
-  encodeJson,
-  type JobEnvelope,
-} from '@svc/proto';
-import { commandSpec } from '@svc/proto/test-fixtures';
+import { Consumers, DefaultTopology, Streams, Subjects, encodeJson } from '@svc/proto';
+import { commandEnvelope } from '@svc/proto/test-fixtures';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs, drainConsumerConfig } from '@svc/jobs';
 import { NatsServerProcess, waitUntil } from '../harness/mod.js';
@@ -85,7 +78,7 @@ test('when a drain cannot remove its consumer, then the host can take its mailbo
 test("when an earlier drain's consumer still holds a job and cannot be removed, then a drain hands back none of the device's later jobs before it", async (t) => {
   const { admin, jobs, jsm } = await deniedDeletes(t);
   const host = 'host-held';
-  const envelopes = ['job-held-1', 'job-held-2', 'job-held-3'].map(envelopeOf);
+  const envelopes = ['job-held-1', 'job-held-2', 'job-held-3'].map(commandEnvelope);
   for (const envelope of envelopes) {
     await jobs.enqueue(envelope, { announce: false });
     await jetstream(admin).publish(Subjects.actor(host), encodeJson(envelope));
@@ -116,16 +109,3 @@ test("when an earlier drain's consumer still holds a job and cannot be removed, 
     envelopes.map((e) => e.job_id),
   );
 });
-
-function envelopeOf(jobId: string): JobEnvelope {
-  return {
-    v: 1,
-    job_id: jobId,
-    owner: 'basic:u',
-    username: 'u',
-    spec: commandSpec,
-    sealed: 'x',
-    enqueued_at: new Date().toISOString(),
-    placement: 0,
-  };
-}

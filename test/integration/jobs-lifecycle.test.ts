@@ -5,17 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { jetstreamManager } from '@nats-io/jetstream';
-import {
-  DefaultTopology,
-  Streams,
-  Subjects,
-  SvcError,
-  type JobEnvelope,
-  type JobStatus,
-} from '@svc/proto';
+import { DefaultTopology, Streams, Subjects, SvcError, type JobStatus } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
-import { commandSpec } from '@svc/proto/test-fixtures';
+import { commandEnvelope } from '@svc/proto/test-fixtures';
 import { NatsServerProcess, waitUntil } from '../harness/mod.js';
 
 type Op = 'start' | 'finish' | 'failQueued' | 'failStarted' | 'cancel' | 'cancelQueued';
@@ -37,20 +30,6 @@ function modelOf(op: Op, status: JobStatus): JobStatus | null {
     case 'cancelQueued':
       return status === 'queued' ? 'cancelled' : null;
   }
-}
-
-function envelopeOf(jobId: string): JobEnvelope {
-  return {
-    v: 1,
-    job_id: jobId,
-    owner: 'basic:u',
-    username: 'u',
-    spec: commandSpec,
-    sealed: 'x',
-    enqueued_at: new Date().toISOString(),
-    placement: 0,
-    dedup_key: null,
-  };
 }
 
 test('over random sequences of named operations, the record follows the state machine and each move publishes its one event', async (t) => {
@@ -76,7 +55,7 @@ test('over random sequences of named operations, the record follows the state ma
   await fc.assert(
     fc.asyncProperty(fc.array(fc.constantFrom(...OPS), { maxLength: 6 }), async (ops) => {
       const jobId = `lifecycle-${n++}`;
-      const envelope = envelopeOf(jobId);
+      const envelope = commandEnvelope(jobId);
       const queued = await jobs.enqueue(envelope);
       envelope.record_revision = queued.revision;
       let model: JobStatus = 'queued';
@@ -134,7 +113,7 @@ test('when job events are not kept (the default), a subscriber and a follower of
 
   /** Runs a job of a batch through queued, started, finished; returns what its follower saw. */
   const runJob = async (jobs: Jobs, jobId: string): Promise<JobStatus[]> => {
-    const envelope = { ...envelopeOf(jobId), batch_id: `batch-${jobId}` };
+    const envelope = { ...commandEnvelope(jobId), batch_id: `batch-${jobId}` };
     const queued = await jobs.enqueue(envelope);
     envelope.record_revision = queued.revision;
     const follower = await jobs.follow(jobId, (err) => assert.fail(String(err)));
