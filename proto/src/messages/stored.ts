@@ -81,7 +81,8 @@ export type DevicePlacementEntry = Static<typeof DevicePlacementEntry>;
 /**
  * Value of `LockKeys.drain` in `svc-locks`: the reaper's latest drain of an actor host, written
  * `draining` before the host is marked draining and `done` once its placement subject is empty
- * of jobs to hand back (or the drain failed: then what it had fenced by then). A dispatcher holds
+ * of jobs to hand back. A drain that failed stays `draining` with what it had fenced by then, until
+ * the next drain of the host (a dispatcher bounds its wait for either). A dispatcher holds
  * the devices whose last job is on that host until the drain is done, and then those whose last
  * job it handed back until that job is placed again, whatever the host's own heartbeat says
  * meanwhile (a host that was only frozen overwrites the draining mark when it beats again).
