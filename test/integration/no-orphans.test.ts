@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startFleet } from '@svc/test/support';
+import { parentDeathSignalWrapper } from '@svc/launcher';
 import {
   NatsServerProcess,
   ServiceProcess,
@@ -156,6 +157,32 @@ test('when npm start is stopped with SIGTERM once ready, then it exits 0 and its
   assert.equal(await exited(launcher), 0);
   for (const pid of nats) await gone(pid);
 });
+
+test(
+  'when npm start is killed with SIGKILL, then its nats-server stops too',
+  {
+    skip:
+      parentDeathSignalWrapper() === null &&
+      'no setpriv with --pdeathsig on this machine: a killed npm start leaves its nats-server',
+  },
+  async (t) => {
+    // Killed without a chance to stop anything (kill -9, the OOM killer, a runtime's stop
+    // timeout): a server left running would share SVC_DATA_DIR's store with the next npm start.
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+    const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
+    t.after(async () => {
+      await launcher.kill('SIGKILL');
+      for (const pid of await processesWith(dataDir)) process.kill(pid, 'SIGKILL');
+      await rm(dataDir, { recursive: true, force: true });
+    });
+    await launcher.waitFor(/^svc ready: /);
+    const nats = await processesWith(join(dataDir, 'nats'));
+    assert.equal(nats.length, 1);
+    launcher.child.kill('SIGKILL');
+    await exited(launcher);
+    for (const pid of nats) await gone(pid);
+  },
+);
 
 test('when npm run start:gateway gets SIGTERM, then the gateway process gets it and stops (no node child left serving)', async (t) => {
   const nats = await NatsServerProcess.start();

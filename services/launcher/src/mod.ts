@@ -4,6 +4,7 @@ export {
   findNatsServer,
   ensureNatsServer,
   natsServerVersion,
+  parentDeathSignalWrapper,
   freePort,
   readAllFiles,
 } from './nats-server-process.js';

@@ -44,6 +44,24 @@ export function ensureNatsServer(
   );
 }
 
+let parentDeathWrapper: string | null | undefined;
+
+/**
+ * The command that starts a server so that it gets SIGTERM when this process dies however it
+ * dies (SIGKILL, the OOM killer: no exit handler runs): util-linux's `setpriv --pdeathsig`, which
+ * sets Linux's parent-death signal and then execs the server (the same pid). Null where there is
+ * none: then only this process's own exit paths stop the server.
+ */
+export function parentDeathSignalWrapper(): string | null {
+  if (parentDeathWrapper === undefined) {
+    const help =
+      process.platform === 'linux' ? spawnSync('setpriv', ['--help'], { encoding: 'utf8' }) : null;
+    parentDeathWrapper =
+      help?.status === 0 && help.stdout.includes('--pdeathsig') ? 'setpriv' : null;
+  }
+  return parentDeathWrapper;
+}
+
 export function natsServerVersion(bin: string): string | null {
   const out = spawnSync(bin, ['--version'], { encoding: 'utf8' });
   return out.status === 0 ? out.stdout.trim().replace(/^nats-server:\s*v?/, '') : null;
@@ -143,7 +161,13 @@ export class NatsServerProcess {
     if (options.extraConfig) lines.push(options.extraConfig);
     const configFile = join(dataDir, `${name}.conf`);
     await writeFile(configFile, lines.join('\n') + '\n');
-    const child = spawn(bin, ['-c', configFile], {
+    // A server left running by a killed starter would hold its port and, for `npm start`,
+    // share SVC_DATA_DIR's JetStream store with the next one.
+    const wrapper = parentDeathSignalWrapper();
+    const [command, args] = wrapper
+      ? [wrapper, ['--pdeathsig', 'SIGTERM', '--', bin, '-c', configFile]]
+      : [bin, ['-c', configFile]];
+    const child = spawn(command, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { GOMAXPROCS: LOCAL_SERVER_GOMAXPROCS, ...process.env, ...options.env },
     });
