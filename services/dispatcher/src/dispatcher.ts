@@ -335,6 +335,7 @@ export async function startDispatcher(
         // The reaper's probe for an envelope that never arrived (its message id is the job's):
         // it only holds that id in the stream's duplicate window.
         if (m.headers?.get(Headers.enqueueProbe)) {
+          log.debug({ seq: m.seq, msg_id: m.headers.get(Headers.msgId) }, 'enqueue probe dropped');
           m.ack();
           continue;
         }
@@ -435,7 +436,7 @@ export async function startDispatcher(
         if (now !== null) await rememberHost(deviceKey, now);
         m.ack();
         placed.inc({ context });
-        log.debug({ job_id: envelope.job_id, host }, 'job placed');
+        log.debug({ job_id: envelope.job_id, host, seq: m.seq }, 'job placed');
         return;
       } catch (err) {
         if (attempt === 0)

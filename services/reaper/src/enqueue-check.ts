@@ -169,7 +169,11 @@ export class EnqueueCheck {
       return false;
     }
     this.#fresh.delete(jobId);
-    if (ack.duplicate) return false;
+    if (ack.duplicate) {
+      // Stored once (placed since, or waiting): what a job still queued much later was judged.
+      this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
+      return false;
+    }
     const ended = await this.jobs.failNotEnqueued(jobId, 'its message never reached the queue');
     if (!ended) return false;
     this.log.warn({ job_id: jobId }, 'failed a job whose message never reached the queue');
