@@ -1,7 +1,7 @@
 // No orphans (issue 24, finding 4): `npm start` stops the nats-server it spawned on every exit
 // path, checks its settings before spawning one, and `npm run start:*` pass signals to the
 // service. Real processes, real nats-server, real signals.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
@@ -81,6 +81,21 @@ async function exited(p: ServiceProcess): Promise<number | null> {
   return new Promise((resolve) => p.child.once('exit', (code) => resolve(code)));
 }
 
+/**
+ * `npm start` on a data folder of the test's own; afterwards the launcher and any nats-server
+ * of that folder are killed and the folder removed.
+ */
+async function launcherForTest(t: TestContext) {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
+  const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
+  t.after(async () => {
+    await launcher.kill('SIGKILL');
+    for (const pid of await processesWith(dataDir)) process.kill(pid, 'SIGKILL');
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  return { dataDir, launcher };
+}
+
 test('when npm start is given a bad setting, then it exits 1 naming it without ever starting a nats-server', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
   t.after(() => rm(dataDir, { recursive: true, force: true }));
@@ -120,13 +135,7 @@ test('when a service of npm start fails to start after nats-server is up, then t
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   test(`when npm start gets ${signal} while it is starting, then its nats-server stops too`, async (t) => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
-    const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
-    t.after(async () => {
-      await launcher.kill('SIGKILL');
-      for (const pid of await processesWith(dataDir)) process.kill(pid, 'SIGKILL');
-      await rm(dataDir, { recursive: true, force: true });
-    });
+    const { dataDir, launcher } = await launcherForTest(t);
     // The nats-server is running: from here on the launcher owns a child.
     const nats = await waitUntil(
       async () => {
@@ -144,12 +153,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 }
 
 test('when npm start is stopped with SIGTERM once ready, then it exits 0 and its nats-server is gone', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
-  const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
-  t.after(async () => {
-    await launcher.kill('SIGKILL');
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const { dataDir, launcher } = await launcherForTest(t);
   await launcher.waitFor(/^svc ready: /);
   const nats = await processesWith(join(dataDir, 'nats'));
   assert.equal(nats.length, 1);
@@ -168,13 +172,7 @@ test(
   async (t) => {
     // Killed without a chance to stop anything (kill -9, the OOM killer, a runtime's stop
     // timeout): a server left running would share SVC_DATA_DIR's store with the next npm start.
-    const dataDir = await mkdtemp(join(tmpdir(), 'svc-orphans-'));
-    const launcher = ServiceProcess.start('launcher', userEnv(dataDir));
-    t.after(async () => {
-      await launcher.kill('SIGKILL');
-      for (const pid of await processesWith(dataDir)) process.kill(pid, 'SIGKILL');
-      await rm(dataDir, { recursive: true, force: true });
-    });
+    const { dataDir, launcher } = await launcherForTest(t);
     await launcher.waitFor(/^svc ready: /);
     const nats = await processesWith(join(dataDir, 'nats'));
     assert.equal(nats.length, 1);
