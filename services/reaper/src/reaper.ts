@@ -118,26 +118,26 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     );
     if (!announced) return null;
     const outcome: DrainOutcome = { handedBack: [], orphaned: [], left: [] };
-    // Ended unless the drain itself failed (a mark that did not take drained nothing).
-    let finished = true;
+    let failed = false;
     try {
+      // A mark that did not take drained nothing: recorded done.
       if (!(await mark())) return null;
-      finished = false;
-      await jobs.drain(hostId, { ...options, into: outcome });
-      finished = true;
-      return outcome;
+      return await jobs.drain(hostId, { ...options, into: outcome });
+    } catch (err) {
+      failed = true;
+      throw err;
     } finally {
       // A drain that failed half way stays under way, with what it handed back so far: the
       // host's subject may still hold jobs of devices it did not reach, and those devices wait
       // for the next drain (dispatchers bound the wait, as for a reaper that died in a drain).
-      const ended: HostDrain = finished
-        ? {
+      const ended: HostDrain = failed
+        ? { ...record, handed_back: outcome.handedBack }
+        : {
             ...record,
             state: 'done',
             handed_back: outcome.handedBack,
             ended_at: new Date().toISOString(),
-          }
-        : { ...record, handed_back: outcome.handedBack };
+          };
       await retryTransient(() => locks.put(key, encodeJson(ended)), 30_000).catch((err: unknown) =>
         log.error({ err, host_id: hostId }, 'drain outcome not stored'),
       );
