@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets } from '@svc/proto';
+import { Buckets, Headers, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
@@ -161,6 +161,26 @@ test('when the jobs stream holds messages no consumer waits on, then health, met
   assert.equal((await waitForJob(stack.url, a.json.job_id, auth)).json.status, 'finished');
 });
 
+// Fault run 203 (frozen-leader): 8 accepted jobs stayed `queued` for good with no message of
+// theirs left in `SVC_JOBS` or `SVC_ACTOR` and none placed. A work-queue stream of nats-server
+// 2.9 can lose a stored message across a leader change (nats-server#5612, #6236); the check's
+// probe then answers `duplicate` (the id is still in the window) and the job was judged waiting.
+test('when a stored envelope leaves the queue without being placed, then the reaper fails its job with NOT_ENQUEUED and leaves queued jobs whose envelope waits', async (t) => {
+  const { nc, url, auth, assertWaitingUntouched, submit } = await recordsWithoutMessages(t);
+  const lost = await submit('show clock');
+  // Its envelope is the last on the context's subject; gone as a lost message is.
+  const jsm = await jetstreamManager(nc);
+  const envelope = await jsm.streams.getMessage(Streams.jobs, {
+    last_by_subj: Subjects.jobs('default'),
+  });
+  assert.equal(envelope?.header.get(Headers.msgId), lost, 'the envelope of the job to lose');
+  assert.ok(await jsm.streams.deleteMessage(Streams.jobs, envelope.seq));
+  const ended = await waitForJob(url, lost, auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  await assertWaitingUntouched();
+});
+
 /**
  * A stack without actor hosts (a job that has its message stays queued), one such job, and
  * `ghost()`: a record as a gateway writes it first, without the envelope it would publish next.
@@ -173,13 +193,17 @@ async function recordsWithoutMessages(t: TestContext) {
   );
   const nc = await connectNats(nats.url, 'test');
   t.after(() => nc.close());
-  const waiting = await http('POST', `${stack.url}/v2/send-command`, {
-    ...auth,
-    body: { host: '127.0.0.1', port: device.port, commands: ['show version'] },
-  });
-  assert.equal(waiting.status, 202, waiting.text);
+  const submit = async (command: string): Promise<string> => {
+    const answer = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: '127.0.0.1', port: device.port, commands: [command] },
+    });
+    assert.equal(answer.status, 202, answer.text);
+    return answer.json.job_id as string;
+  };
+  const waiting = await submit('show version');
   const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
-  const model = await kv.get(waiting.json.job_id);
+  const model = await kv.get(waiting);
   const ghost = async (): Promise<string> => {
     const id = randomUUID();
     const record = {
@@ -192,10 +216,10 @@ async function recordsWithoutMessages(t: TestContext) {
   };
   /** The job that has its message is still queued: the sweeps that failed the others left it. */
   const assertWaitingUntouched = async () => {
-    const still = await http('GET', `${stack.url}/v2/send-command/${waiting.json.job_id}`, auth);
+    const still = await http('GET', `${stack.url}/v2/send-command/${waiting}`, auth);
     assert.equal(still.json.status, 'queued', still.text);
   };
-  return { nc, url: stack.url, auth, ghost, assertWaitingUntouched };
+  return { nc, url: stack.url, auth, ghost, submit, assertWaitingUntouched };
 }
 
 test('when a queued record has no message (a gateway died between the two writes), then the reaper fails it with NOT_ENQUEUED and leaves queued jobs that have one', async (t) => {

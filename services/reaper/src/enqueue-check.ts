@@ -36,10 +36,12 @@ interface Fresh {
  * than ENQUEUE_GRACE is probed by publishing an empty message with the job id as message id on
  * its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
  * was consumed since) and stores nothing; otherwise the probe is stored (the dispatcher drops
- * it), which also makes the stream drop the envelope should it still arrive, and the job is
- * failed by compare-and-set from `queued` — unless the job's first placement is stored in
- * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages). This holds
- * only within the streams' duplicate window (120 s): records older than that are not checked.
+ * it), which also makes the stream drop the envelope should it still arrive. A job whose
+ * envelope still waits in the stream is left; otherwise, unless its first placement is stored in
+ * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages), it is failed
+ * by compare-and-set from `queued`: its envelope never arrived, or was stored and left the
+ * stream unplaced (`#waiting`). This holds only within the streams' duplicate window (120 s):
+ * records older than that are not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
@@ -140,7 +142,21 @@ export class EnqueueCheck {
     return false;
   }
 
-  /** True when the job's envelope was never stored and the job was failed. */
+  /**
+   * Whether the envelope the probe found stored (`seq`, from its `duplicate` answer) still waits
+   * in `SVC_JOBS`. A work-queue stream of nats-server 2.9 can lose a stored message across a
+   * leader change while its id stays in the duplicate window. What is stored under the id may be
+   * this check's own probe (a cycle whose check failed after it): not an envelope. A sequence of
+   * 0 (a server that had not stored it yet when it answered) tells nothing: taken as waiting.
+   */
+  async #waiting(seq: number): Promise<boolean> {
+    if (seq <= 0) return true;
+    const jsm = await this.js.jetstreamManager(false);
+    const stored = await jsm.streams.getMessage(Streams.jobs, { seq });
+    return stored !== null && !stored.header.get(Headers.enqueueProbe);
+  }
+
+  /** True when the job's envelope is neither in the queue nor placed, and the job was failed. */
   async #check(jobId: string, fresh: Fresh): Promise<boolean> {
     const stored = await this.jobs.get(jobId);
     const record = stored?.record;
@@ -160,7 +176,14 @@ export class EnqueueCheck {
       msgID: MessageIds.envelope(jobId),
       headers: h,
     });
-    if (!ack.duplicate && (await this.#placed(jobId))) {
+    if (ack.duplicate && (await this.#waiting(ack.seq))) {
+      this.#fresh.delete(jobId);
+      this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
+      return false;
+    }
+    // The dispatcher acknowledges an envelope only once its placement is stored: an envelope
+    // that was stored and is gone was placed, or lost by the stream.
+    if (await this.#placed(jobId)) {
       this.#fresh.delete(jobId);
       this.log.info(
         { job_id: jobId },
@@ -169,14 +192,12 @@ export class EnqueueCheck {
       return false;
     }
     this.#fresh.delete(jobId);
-    if (ack.duplicate) {
-      // Stored once (placed since, or waiting): what a job still queued much later was judged.
-      this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
-      return false;
-    }
-    const ended = await this.jobs.failNotEnqueued(jobId, 'its message never reached the queue');
+    const why = ack.duplicate
+      ? 'its message left the queue without being placed'
+      : 'its message never reached the queue';
+    const ended = await this.jobs.failNotEnqueued(jobId, why);
     if (!ended) return false;
-    this.log.warn({ job_id: jobId }, 'failed a job whose message never reached the queue');
+    this.log.warn({ job_id: jobId, seq: ack.seq }, `failed a job: ${why}`);
     await this.onFailed(ended);
     return true;
   }
