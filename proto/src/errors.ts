@@ -63,7 +63,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
       'the job was recorded but its message never reached the queue (the gateway stopped or the store failed while accepting it), or left the queue without being placed (the store lost it); it never ran',
   },
   CANCELLED: { retryable: false, meaning: 'the job was cancelled by its submitter' },
-  TEMPLATE_ERROR: { retryable: false, meaning: 'the parsing template is invalid' },
+  TEMPLATE_ERROR: {
+    retryable: false,
+    meaning:
+      "the parsing template is invalid or failed on the device's output; each output is kept as the device gave it",
+  },
   ADDRESS_NOT_ALLOWED: {
     retryable: false,
     meaning: "the device's resolved address is outside the context's reachability policy",

@@ -49,6 +49,29 @@ test('when one show command of three is rejected, then every output is kept, the
   );
 });
 
+test('when a structured job has a command rejected and its template fails on the others, then it fails COMMAND_ERROR and keeps every output as the device gave it', async () => {
+  const submitted = await http('POST', `${lab.stack.url}/v2/send-command-structured`, {
+    ...lab.auth,
+    body: body(commands, { textfsm_template: 'Value X (\nStart\n' }),
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const done = await waitForJob(lab.stack.url, submitted.json.job_id, lab.auth);
+  assert.equal(done.json.status, 'failed', done.text);
+  assert.equal(done.json.error_code, 'COMMAND_ERROR');
+  assert.deepEqual(Object.keys(done.json.results ?? {}), commands, done.text);
+  assert.match(done.json.results['show version'], /^Cisco IOS Software/);
+  assert.match(done.json.results['show ip interface brief'], /Interface/);
+  assert.match(done.json.results['show bogus'], /% Invalid input/);
+  assert.deepEqual(
+    done.json.command_status.map((s: Record<string, unknown>) => [s.command, s.status, s.parsed]),
+    [
+      ['show version', 'ok', false],
+      ['show bogus', 'error', false],
+      ['show ip interface brief', 'ok', false],
+    ],
+  );
+});
+
 test('when stop_on_error is true, then the job stops at the first rejected command', async () => {
   lab.device.resetStats();
   const submitted = await http('POST', `${lab.stack.url}/v2/send-command`, {

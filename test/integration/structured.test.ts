@@ -97,6 +97,26 @@ test('when a template is broken, then the job fails with TEMPLATE_ERROR', async 
   assert.equal(r.error_code, 'TEMPLATE_ERROR');
 });
 
+test("when a template fails on the device's output, then the job fails with TEMPLATE_ERROR and keeps each output as the device gave it", async () => {
+  const commands = ['show version', 'show ip interface brief'];
+  const r = await run({ commands, textfsm_template: 'Value X (\nStart\n' });
+  assert.equal(r.status, 'failed', JSON.stringify(r));
+  assert.equal(r.error_code, 'TEMPLATE_ERROR');
+  // What the device says to the same commands, asked plainly.
+  const plain = await http('POST', `${stack.url}/v2/send-command`, {
+    ...auth,
+    body: { host: device.host, port: device.port, platform: 'cisco_ios', commands },
+  });
+  assert.equal(plain.status, 202, plain.text);
+  const said = await waitForJob(stack.url, plain.json.job_id, auth);
+  assert.equal(said.json.status, 'finished', said.text);
+  assert.deepEqual(r.results, said.json.results);
+  assert.deepEqual(
+    r.command_status.map((s: Record<string, unknown>) => [s.command, s.status, s.parsed]),
+    commands.map((c) => [c, 'ok', false]),
+  );
+});
+
 test('when a ttp:// template is given and no collection directory is configured, then TEMPLATE_ERROR names the setting', async () => {
   const r = await run({ commands: ['show version'], ttp_template: 'ttp://platform/x.txt' });
   assert.equal(r.status, 'failed');

@@ -415,12 +415,24 @@ export class DeviceActor {
     const started = run.started.record;
     await ctx.admission.succeeded(admitted, run.jlog);
     const platform = outcome.detectedPlatform ?? started.spec.platform;
-    const parsed =
-      started.spec.kind === 'structured' && ctx.parseOutputs
-        ? await withSpan('parse output', {}, () =>
-            ctx.parseOutputs!(started, outcome.results, platform),
-          )
-        : null;
+    let parsed: ParsedOutputs | null = null;
+    if (started.spec.kind === 'structured' && ctx.parseOutputs) {
+      try {
+        parsed = await withSpan('parse output', {}, () =>
+          ctx.parseOutputs!(started, outcome.results, platform),
+        );
+      } catch (err) {
+        // The device answered: what it said is kept, unparsed, beside the template's failure.
+        const failure = SvcError.from(err);
+        throw new DeviceJobFailure(
+          failure.code,
+          failure.message,
+          outcome.results,
+          outcome.commandStatus,
+          outcome.detectedPlatform,
+        );
+      }
+    }
     // Inline, or in the object store with a pointer (a record is one NATS message).
     const stored = await ctx.jobs.keepResults(
       started.job_id,
@@ -573,8 +585,9 @@ function auditFields(record: JobRecord, status: string, durationMs: number) {
 /**
  * What a job that failed on its device keeps, whatever ended it: every output the device gave
  * (parsed for structured jobs, the rejected commands' texts as the device printed them), each
- * command's status and the detected platform, large outputs in the object store. Outputs that
- * cannot be kept (too large, a template failure) leave only the statuses.
+ * command's status and the detected platform, large outputs in the object store. Outputs a
+ * template failed on are kept as the device gave them; outputs that cannot be kept (too large)
+ * leave only the statuses.
  */
 async function keptResults(
   failure: DeviceJobFailure,
@@ -592,12 +605,14 @@ async function keptResults(
         okStatus.some((s) => s.command === cmd && s.status === 'ok'),
       ),
     );
-    const parsed = await parseOutputs(
-      record,
-      ok,
-      failure.detectedPlatform ?? record.spec.platform,
-    ).catch(() => null);
-    results = parsed === null ? null : { ...failure.results, ...parsed.results };
+    // A template that failed on these outputs already is not run on them again.
+    const parsed =
+      failure.code === ErrorCode.TEMPLATE_ERROR
+        ? null
+        : await parseOutputs(record, ok, failure.detectedPlatform ?? record.spec.platform).catch(
+            () => null,
+          );
+    if (parsed !== null) results = { ...failure.results, ...parsed.results };
     status = withParseNotes(status, parsed ?? { results: {}, notes: {} });
   }
   // Past SVC_MAX_RESULT_BYTES (or with the store unreachable) only the statuses are kept.
