@@ -183,9 +183,10 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       const beat = beatOf(key, entry.value);
       if (!isStale(beat, cutoff)) continue;
       // Mark it draining first, so that dispatchers stop placing jobs on it while it is
-      // emptied (a job placed there after the drain would wait for nobody).
+      // emptied (a job placed there after the drain would wait for nobody). By compare-and-set:
+      // a host that beat in between was only slow, and its started jobs are still running.
       const mark = async () => {
-        await markDraining(key, beat, entry.revision);
+        if (!(await markDraining(key, beat, entry.revision))) return false;
         await new Promise((r) => setTimeout(r, 200));
         return true;
       };

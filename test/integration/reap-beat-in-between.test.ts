@@ -1,0 +1,95 @@
+// The reaper reaps an actor host silent past WORKER_STALE_THRESHOLD: it marks its heartbeat
+// draining by compare-and-set on the stale beat it read, then fails the host's started jobs
+// (WORKER_LOST) and hands back the rest. A host that beats again between the read and the mark
+// was only slow (a frozen NATS node resuming, a long pause): its mark does not take. The early
+// hand-back gave up on such a mark, but the reap went on all the same, failing jobs the host was
+// still running on their devices: their records said WORKER_LOST while the devices ran them.
+// Here the reaper reaches a real nats-server through a relay; the host's new beat is written as
+// the mark passes, and the mark is dropped (it would have been refused: the beat moved on).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream } from '@nats-io/jetstream';
+import {
+  Buckets,
+  DefaultTopology,
+  Subjects,
+  WorkerHeartbeat,
+  decodeMessage,
+  encodeJson,
+} from '@svc/proto';
+import { commandEnvelope } from '@svc/proto/test-fixtures';
+import { connectNats, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
+import { loadReaperConfig, startReaper } from '@svc/reaper';
+import {
+  NatsPublishFilter,
+  NatsServerProcess,
+  quietAudit,
+  silentLogger,
+  testEnv,
+} from '../harness/mod.js';
+
+test('when a silent actor host beats again as the reaper marks it draining, then it is not reaped and its running job is not failed', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const filter = await NatsPublishFilter.start(nats.url);
+  const admin = await connectNats(nats.url, 'test-admin');
+  const reaperNc = await connectNats(filter.url, 'reaper');
+  const stores = await ensureTopology(admin, DefaultTopology);
+  // Cycles are run by the test (`cycle()`), none on a timer.
+  const reaper = await startReaper(
+    loadReaperConfig({ ...testEnv(nats.url), JOB_REAPER_ENABLED: 'false' }),
+    { nc: reaperNc, log: silentLogger('reaper'), audit: quietAudit('reaper') },
+  );
+  t.after(async () => {
+    await reaper.stop();
+    await reaperNc.close();
+    await admin.close();
+    await filter.stop();
+    await nats.stop();
+  });
+  const jobs = await Jobs.open(admin, stores);
+  const host = 'host-slow';
+  const envelope = commandEnvelope('job-running');
+  await jobs.enqueue(envelope, { announce: false });
+  await jetstream(admin).publish(Subjects.actor(host), encodeJson(envelope));
+  assert.ok(await jobs.start(envelope, host), 'the job started on the host');
+  const longAgo = new Date(Date.now() - 3_600_000).toISOString();
+  const stale: WorkerHeartbeat = {
+    host_id: host,
+    contexts: ['default'],
+    capacity: 1,
+    busy: 1,
+    active_jobs: 1,
+    started_at: longAgo,
+    last_beat: longAgo,
+    pool_size: 0,
+    pool_hits: 0,
+    pool_misses: 0,
+    draining: false,
+  };
+  const workers = stores[Buckets.workers];
+  await workers.put(host, encodeJson(stale));
+
+  const beatsAgain: Promise<unknown>[] = [];
+  filter.drop((subject) => {
+    if (subject !== `$KV.${Buckets.workers}.${host}`) return false;
+    if (beatsAgain.length > 0) return true;
+    beatsAgain.push(
+      workers.put(
+        host,
+        encodeJson({ ...stale, last_beat: new Date().toISOString() } satisfies WorkerHeartbeat),
+      ),
+    );
+    return true;
+  });
+  const reaped = await reaper.cycle();
+  assert.equal(beatsAgain.length, 1, "the reaper's mark passed the relay");
+  await Promise.all(beatsAgain);
+
+  assert.deepEqual(reaped, [], 'a host that beat again is not reaped');
+  const job = await jobs.get(envelope.job_id);
+  assert.equal(job?.record?.status, 'started', JSON.stringify(job?.record));
+  const beat = await workers.get(host);
+  assert.equal(beat?.operation, 'PUT', 'its heartbeat is kept');
+  assert.equal(decodeMessage(WorkerHeartbeat, beat.value).draining, false);
+});
