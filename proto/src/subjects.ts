@@ -129,6 +129,10 @@ export const SubjectParsers = {
     const own = tokensAfter(subject, 'svc.events.batch', 2);
     return own && own[1] !== 'job' ? { batchId: own[0]!, job: false, name: own[1]! } : null;
   },
+  /** `svc.actor.<host>` → the host id (not the reaper's probe subject, a token longer). */
+  actorHost(subject: string): string | null {
+    return tokensAfter(subject, 'svc.actor', 1)?.[0] ?? null;
+  },
   /** `$KV.<bucket>.<key>` (a KV bucket's stream subject) → the key, which may hold dots. */
   kvKey(bucket: string, subject: string): string | null {
     const prefix = `$KV.${bucket}.`;

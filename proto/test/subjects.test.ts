@@ -32,6 +32,7 @@ test('each subject parser reads back what its builder wrote', () => {
     job: false,
     name: 'cancelled',
   });
+  assert.equal(SubjectParsers.actorHost(Subjects.actor('vm-1-ab')), 'vm-1-ab');
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.${JOB}`), JOB);
   assert.equal(
     SubjectParsers.kvKey(Buckets.templates, `$KV.${Buckets.templates}.ctx.name`),
@@ -48,6 +49,8 @@ test('subjects of another shape parse to null', () => {
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.job`), null);
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.other.finished`), null);
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}..x`), null);
+  assert.equal(SubjectParsers.actorHost(Subjects.actorProbe), null);
+  assert.equal(SubjectParsers.actorHost(Subjects.jobs('default')), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.failed}.${JOB}`), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.`), null);
 });

@@ -8,6 +8,7 @@ import {
   HostDrain,
   LockKeys,
   Streams,
+  SubjectParsers,
   Subjects,
   decodeOrDrop,
   encodeJson,
@@ -240,26 +241,27 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
    */
   const suspectMs = config.WORKER_SUSPECT_THRESHOLD * 1000;
   const staleMs = config.WORKER_STALE_THRESHOLD * 1000;
-  const jsm = suspectMs > 0 && suspectMs < staleMs ? await jetstreamManager(nc) : null;
+  const jsm = await jetstreamManager(nc);
+  const suspects = suspectMs > 0 && suspectMs < staleMs;
   /** Per suspect host, the started jobs left on its subject by its last early drain. */
   const leftOn = new Map<string, number>();
   /** Silent hosts of an earlier release, logged once each. */
   const unfenced = new Set<string>();
   async function handBackSuspects(): Promise<void> {
-    if (!jsm || !beats.ready) return;
+    if (!suspects || !beats.ready) return;
     const now = Date.now();
     const known = [...beats.entries()].flatMap(([key, e]) => {
       const beat = beatOf(key, e.value);
       return beat ? [{ key, beat, age: now - Date.parse(beat.last_beat) }] : [];
     });
-    const suspects = known.filter((b) => b.age > suspectMs && b.age < staleMs);
-    for (const key of leftOn.keys()) if (!suspects.some((b) => b.key === key)) leftOn.delete(key);
-    for (const key of unfenced) if (!suspects.some((b) => b.key === key)) unfenced.delete(key);
-    if (suspects.length === 0) return;
+    const silent = known.filter((b) => b.age > suspectMs && b.age < staleMs);
+    for (const key of leftOn.keys()) if (!silent.some((b) => b.key === key)) leftOn.delete(key);
+    for (const key of unfenced) if (!silent.some((b) => b.key === key)) unfenced.delete(key);
+    if (silent.length === 0) return;
     const live = known.filter((b) => b.age <= suspectMs && !b.beat.draining);
     if (live.length === 0) return;
     if (!(await lock.acquire())) return;
-    for (const { key } of suspects) {
+    for (const { key } of silent) {
       const entry = await workers.get(key);
       if (!entry || entry.operation !== 'PUT') continue;
       const beat = beatOf(key, entry.value);
@@ -299,6 +301,56 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       );
     }
   }
+  /**
+   * Host subjects holding jobs while no heartbeat names their host: placements that landed after
+   * the host's last drain (its own on a stop, or a reap): a dispatcher's publish retried in place
+   * past the host's leave, or decided before it saw it. No host reads them, and no drain came
+   * back to them: their unstarted jobs are handed back, once a subject was seen so by two sweeps
+   * in a row (a host beats within a second of starting, before it consumes). Started jobs are
+   * left (a host of the same id started again may be running them).
+   */
+  let unbeaten = new Set<string>();
+  /** Per such host, the started jobs its last drain here left on its subject. */
+  const leftOnGone = new Map<string, number>();
+  let lastLeftSweep = 0;
+  async function drainLeftSubjects(): Promise<void> {
+    lastLeftSweep = Date.now();
+    if (!(await lock.acquire())) return;
+    const info = await jsm.streams.info(Streams.actor, { subjects_filter: Subjects.actorAll });
+    const seen = new Set<string>();
+    for (const [subject, count] of Object.entries(info.state.subjects ?? {})) {
+      const hostId = SubjectParsers.actorHost(subject);
+      if (hostId === null || count === 0) continue;
+      const entry = await workers.get(hostId);
+      if (entry && entry.operation === 'PUT') continue;
+      seen.add(hostId);
+      if (!unbeaten.has(hostId) || count <= (leftOnGone.get(hostId) ?? 0)) continue;
+      const outcome = await announcedDrain(hostId, () => Promise.resolve(true), {
+        failStarted: false,
+        reason: `actor host ${hostId} has left`,
+        log,
+      });
+      if (!outcome) continue;
+      leftOnGone.set(hostId, outcome.left.length);
+      if (outcome.handedBack.length > 0) lateHandBacks.inc(outcome.handedBack.length);
+      log.warn(
+        {
+          host_id: hostId,
+          handed_back: outcome.handedBack.length,
+          started_left: outcome.left.length,
+        },
+        'handed back jobs placed on an actor host after it left',
+      );
+    }
+    unbeaten = seen;
+    for (const hostId of leftOnGone.keys()) if (!seen.has(hostId)) leftOnGone.delete(hostId);
+  }
+  const lateHandBacks = new Counter({
+    name: 'svc_reaper_jobs_handed_back_late_total',
+    help: 'Jobs placed on an actor host after it had left (no heartbeat), handed back.',
+    registers: [registry],
+  });
+
   const earlyHandBacks = new Counter({
     name: 'svc_reaper_jobs_handed_back_early_total',
     help: 'Never-started jobs of actor hosts silent for WORKER_SUSPECT_THRESHOLD, handed back.',
@@ -308,18 +360,24 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   let timer: NodeJS.Timeout | null = null;
   let suspectTimer: NodeJS.Timeout | null = null;
   let suspectCheck: Promise<unknown> | null = null;
-  if (config.JOB_REAPER_ENABLED && jsm) {
+  if (config.JOB_REAPER_ENABLED) {
     suspectTimer = setInterval(
       () => {
         // Never beside a cycle: both drain hosts through one consumer name per host.
         if (suspectCheck || current) return;
         suspectCheck = handBackSuspects()
           .catch((err: unknown) => log.error({ err }, 'early hand-back failed'))
+          .then(() =>
+            Date.now() - lastLeftSweep >= Math.min(LEFT_SUBJECTS_EVERY_MS, intervalMs)
+              ? drainLeftSubjects()
+              : undefined,
+          )
+          .catch((err: unknown) => log.error({ err }, 'hand-back of a left host failed'))
           .finally(() => {
             suspectCheck = null;
           });
       },
-      Math.min(1000, suspectMs / 2),
+      suspects ? Math.min(1000, suspectMs / 2) : 1000,
     );
   }
   let current: Promise<unknown> | null = null;
@@ -350,6 +408,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     },
   };
 }
+
+/** How often, at most, the subjects of hosts that left are looked at (one stream info request). */
+const LEFT_SUBJECTS_EVERY_MS = 5000;
 
 /** How long the record of a finished drain is kept (every copy it handed back placed by then). */
 const DRAIN_RECORD_KEEP_MS = 10 * 60_000;
