@@ -64,3 +64,5 @@ export {
 } from './batch-stream.js';
 export type { ReceivedBatchEvent } from './batch-stream.js';
 export { NatsPublishFilter } from './nats-publish-filter.js';
+export { reaperBehindRelay, staleHeartbeat } from './reaper-behind-relay.js';
+export type { ReaperBehindRelay } from './reaper-behind-relay.js';

@@ -13,61 +13,26 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import {
   Buckets,
   Consumers,
-  DefaultTopology,
   HostDrain,
   LockKeys,
   Streams,
   Subjects,
   decodeMessage,
   encodeJson,
-  type WorkerHeartbeat,
 } from '@svc/proto';
 import { commandEnvelope } from '@svc/proto/test-fixtures';
-import { connectNats, ensureTopology } from '@svc/nats';
-import { Jobs, drainConsumerConfig } from '@svc/jobs';
-import { loadReaperConfig, startReaper } from '@svc/reaper';
-import { NatsPublishFilter, NatsServerProcess, silentLogger, testEnv } from '../harness/mod.js';
+import { drainConsumerConfig } from '@svc/jobs';
+import { reaperBehindRelay, staleHeartbeat } from '../harness/mod.js';
 
 test("when a reaper's drain of a silent host fails, then its record stays under way with what it handed back, and the next drain's record is done with every job", async (t) => {
-  const nats = await NatsServerProcess.start();
-  const filter = await NatsPublishFilter.start(nats.url);
-  const admin = await connectNats(nats.url, 'test-admin');
-  const reaperNc = await connectNats(filter.url, 'reaper');
-  const stores = await ensureTopology(admin, DefaultTopology);
-  // Cycles are run by the test (`cycle()`), none on a timer.
-  const reaper = await startReaper(
-    loadReaperConfig({ ...testEnv(nats.url), JOB_REAPER_ENABLED: 'false' }),
-    { nc: reaperNc, log: silentLogger('reaper') },
-  );
-  t.after(async () => {
-    await reaper.stop();
-    await reaperNc.close();
-    await admin.close();
-    await filter.stop();
-    await nats.stop();
-  });
-  const jobs = await Jobs.open(admin, stores);
+  const { reaper, filter, admin, stores, jobs } = await reaperBehindRelay(t);
   const host = 'host-silent';
   const envelopes = ['job-silent-1', 'job-silent-2', 'job-silent-3'].map(commandEnvelope);
   for (const envelope of envelopes) {
     await jobs.enqueue(envelope, { announce: false });
     await jetstream(admin).publish(Subjects.actor(host), encodeJson(envelope));
   }
-  const longAgo = new Date(Date.now() - 3_600_000).toISOString();
-  const beat: WorkerHeartbeat = {
-    host_id: host,
-    contexts: ['default'],
-    capacity: 1,
-    busy: 0,
-    active_jobs: 0,
-    started_at: longAgo,
-    last_beat: longAgo,
-    pool_size: 0,
-    pool_hits: 0,
-    pool_misses: 0,
-    draining: false,
-  };
-  await stores[Buckets.workers].put(host, encodeJson(beat));
+  await stores[Buckets.workers].put(host, encodeJson(staleHeartbeat(host)));
 
   // An earlier drain was given the first job and died; its consumer stayed, and the reaper's
   // deletes of it go nowhere.

@@ -9,64 +9,18 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream } from '@nats-io/jetstream';
-import {
-  Buckets,
-  DefaultTopology,
-  Subjects,
-  WorkerHeartbeat,
-  decodeMessage,
-  encodeJson,
-} from '@svc/proto';
+import { Buckets, Subjects, WorkerHeartbeat, decodeMessage, encodeJson } from '@svc/proto';
 import { commandEnvelope } from '@svc/proto/test-fixtures';
-import { connectNats, ensureTopology } from '@svc/nats';
-import { Jobs } from '@svc/jobs';
-import { loadReaperConfig, startReaper } from '@svc/reaper';
-import {
-  NatsPublishFilter,
-  NatsServerProcess,
-  quietAudit,
-  silentLogger,
-  testEnv,
-} from '../harness/mod.js';
+import { reaperBehindRelay, staleHeartbeat } from '../harness/mod.js';
 
 test('when a silent actor host beats again as the reaper marks it draining, then it is not reaped and its running job is not failed', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const filter = await NatsPublishFilter.start(nats.url);
-  const admin = await connectNats(nats.url, 'test-admin');
-  const reaperNc = await connectNats(filter.url, 'reaper');
-  const stores = await ensureTopology(admin, DefaultTopology);
-  // Cycles are run by the test (`cycle()`), none on a timer.
-  const reaper = await startReaper(
-    loadReaperConfig({ ...testEnv(nats.url), JOB_REAPER_ENABLED: 'false' }),
-    { nc: reaperNc, log: silentLogger('reaper'), audit: quietAudit('reaper') },
-  );
-  t.after(async () => {
-    await reaper.stop();
-    await reaperNc.close();
-    await admin.close();
-    await filter.stop();
-    await nats.stop();
-  });
-  const jobs = await Jobs.open(admin, stores);
+  const { reaper, filter, admin, stores, jobs } = await reaperBehindRelay(t);
   const host = 'host-slow';
   const envelope = commandEnvelope('job-running');
   await jobs.enqueue(envelope, { announce: false });
   await jetstream(admin).publish(Subjects.actor(host), encodeJson(envelope));
   assert.ok(await jobs.start(envelope, host), 'the job started on the host');
-  const longAgo = new Date(Date.now() - 3_600_000).toISOString();
-  const stale: WorkerHeartbeat = {
-    host_id: host,
-    contexts: ['default'],
-    capacity: 1,
-    busy: 1,
-    active_jobs: 1,
-    started_at: longAgo,
-    last_beat: longAgo,
-    pool_size: 0,
-    pool_hits: 0,
-    pool_misses: 0,
-    draining: false,
-  };
+  const stale = staleHeartbeat(host, 1);
   const workers = stores[Buckets.workers];
   await workers.put(host, encodeJson(stale));
 
