@@ -8,8 +8,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Streams, Subjects } from '@svc/proto';
-import { connectNats } from '@svc/nats';
+import {
+  Buckets,
+  DefaultTopology,
+  HostDrain,
+  LockKeys,
+  Streams,
+  Subjects,
+  decodeMessage,
+} from '@svc/proto';
+import { connectNats, ensureTopology } from '@svc/nats';
 import { filteredDeviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 test('when a placement lands on the subject of an actor host that has left, then the job is placed again and runs', async (t) => {
@@ -54,4 +62,12 @@ test('when a placement lands on the subject of an actor host that has left, then
   const done = await waitForJob(stack.url, jobId, auth, 60_000);
   assert.equal(done.json.status, 'finished', done.text);
   assert.ok(device.stats.commands.some((c) => c.command === 'show version'));
+  // The reaper's drain of the subject says it handed the job back.
+  const locks = (await ensureTopology(nc, DefaultTopology))[Buckets.locks];
+  const drain = await waitUntil(async () => {
+    const entry = await locks.get(LockKeys.drain(leaving.hostId));
+    const record = entry?.operation === 'PUT' ? decodeMessage(HostDrain, entry.value) : null;
+    return record?.state === 'done' ? record : null;
+  }, 'the drain of the subject of the host that left');
+  assert.deepEqual(drain.handed_back, [jobId]);
 });
