@@ -44,8 +44,10 @@ export interface RunningReaper {
 /**
  * Watches heartbeats. Each cycle, the reaper holding the lock (one per cluster) takes every
  * actor host silent for WORKER_STALE_THRESHOLD: its started jobs fail with WORKER_LOST (never
- * run again), its placed-but-unstarted jobs go back for placement on a live host. It also fails
- * queued records whose message never reached the queue (`EnqueueCheck`, NOT_ENQUEUED).
+ * run again), its placed-but-unstarted jobs go back for placement on a live host. Between
+ * cycles it hands back early the unstarted jobs of hosts silent for WORKER_SUSPECT_THRESHOLD, and
+ * those placed on hosts that had left (`drainLeftSubjects`). It also fails queued records whose
+ * message never reached the queue, or left it unplaced (`EnqueueCheck`, NOT_ENQUEUED).
  */
 export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promise<RunningReaper> {
   const { nc, log } = deps;
@@ -363,7 +365,8 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   if (config.JOB_REAPER_ENABLED) {
     suspectTimer = setInterval(
       () => {
-        // Never beside a cycle: both drain hosts through one consumer name per host.
+        // Never beside a cycle: both drain hosts through one consumer name per host. The sweep of
+        // left hosts' subjects drains too, so it runs in this same turn, after the suspects.
         if (suspectCheck || current) return;
         suspectCheck = handBackSuspects()
           .catch((err: unknown) => log.error({ err }, 'early hand-back failed'))
