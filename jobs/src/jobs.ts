@@ -273,12 +273,15 @@ export class Jobs {
   }
 
   /**
-   * Adds to a cancelled job the outputs its device gave before the abort (once: only while it
-   * has none). Not a change of status: no event.
+   * Adds to a job that ended elsewhere while its device ran it the outputs the device gave (once:
+   * only while it has none): cancelled by its submitter, or failed WORKER_LOST by a reaper that
+   * took its host for dead while the host ran it on. Its end stays as it is: no event.
    */
-  async keepCancelledOutputs(jobId: string, kept: Partial<JobRecord>): Promise<void> {
+  async keepOutputsOfEnded(jobId: string, kept: Partial<JobRecord>): Promise<void> {
     await this.store.transition(jobId, (current) =>
-      current.status === 'cancelled' && current.command_status == null
+      (current.status === 'cancelled' ||
+        (current.status === 'failed' && current.error_code === ErrorCode.WORKER_LOST)) &&
+      current.command_status == null
         ? { ...current, ...kept, status: current.status }
         : null,
     );

@@ -56,7 +56,11 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   CIRCUIT_OPEN: { retryable: true, meaning: 'too many recent connection failures to the device' },
   DEVICE_LOCKED_OUT: { retryable: false, meaning: 'too many failed logins for this user' },
   JOB_TIMEOUT: { retryable: true, meaning: 'the job ran longer than JOB_TIMEOUT' },
-  WORKER_LOST: { retryable: false, meaning: 'the actor host running the job stopped' },
+  WORKER_LOST: {
+    retryable: false,
+    meaning:
+      'the actor host running the job stopped, or went silent past WORKER_STALE_THRESHOLD (outputs its device gave after that are added to the record)',
+  },
   NOT_ENQUEUED: {
     retryable: true,
     meaning:

@@ -28,6 +28,8 @@ export interface Faults {
   slowEchoMs?: number;
   /** Never answer (true: any command; string: matching commands). */
   hang?: boolean | string;
+  /** Answer matching commands only once faults without this one are set. */
+  hold?: string;
   /** Close the session on receipt (true: any command; string: matching commands). */
   drop?: boolean | string;
   /** Reject every login. */
@@ -783,6 +785,7 @@ class Shell {
       while (!this.closed) await new Promise<void>((r) => (this.notify = r));
       return false;
     }
+    while (!this.closed && matches(this.dev.faults.hold, cmd)) await sleep(20);
     const latency = faults.commandLatencyMs ?? 0;
     if (latency > 0) await sleep(latency);
     const pg = this.data.paging;

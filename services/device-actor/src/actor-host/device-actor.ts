@@ -441,16 +441,29 @@ export class DeviceActor {
     await run.keepTranscript(false, platform);
     // Written on the revision this actor started it with: no read unless a cancel came between.
     // The message is acknowledged once the end is stored, in the event's socket write.
-    return await ctx.jobs.finish(
+    const said = {
+      ...stored,
+      command_status: withParseNotes(outcome.commandStatus, parsed),
+      detected_platform: outcome.detectedPlatform,
+    };
+    const finished = await ctx.jobs.finish(
       run.started,
-      {
-        ...stored,
-        command_status: withParseNotes(outcome.commandStatus, parsed),
-        detected_platform: outcome.detectedPlatform,
-        ...outcome.workflow,
-      },
+      { ...said, ...outcome.workflow },
       { withEvent: () => msg.ack() },
     );
+    if (finished === null) await this.#keepOutputsOfEnded(run, said);
+    return finished;
+  }
+
+  /**
+   * The job ended elsewhere while its device ran it (cancelled, or failed WORKER_LOST by a reaper
+   * that took this host for dead): what the device said is added beside that end.
+   */
+  async #keepOutputsOfEnded(run: JobRun, kept: Partial<JobRecord>): Promise<void> {
+    const jobId = run.started.record.job_id;
+    await this.ctx.jobs
+      .keepOutputsOfEnded(jobId, kept)
+      .catch((err: unknown) => run.jlog.warn({ err }, `${jobId} outputs of an ended job not kept`));
   }
 
   /**
@@ -481,23 +494,17 @@ export class DeviceActor {
       // The gateway already wrote `cancelled`; the outputs the device gave before are added.
       if (failure instanceof DeviceJobFailure && failure.commandStatus !== null) {
         const kept = await keptResults(failure, started, ctx.parseOutputs, ctx.jobs);
-        await ctx.jobs
-          .keepCancelledOutputs(jobId, kept)
-          .catch((err: unknown) =>
-            run.jlog.warn({ err }, `${jobId} outputs of a cancelled job not kept`),
-          );
+        await this.#keepOutputsOfEnded(run, kept);
       }
       return null;
     }
     await run.keepTranscript(true);
-    const ended = await ctx.jobs.fail(
-      jobId,
-      'started',
-      safe,
+    const kept =
       failure instanceof DeviceJobFailure
         ? await keptResults(failure, started, ctx.parseOutputs, ctx.jobs)
-        : {},
-    );
+        : {};
+    const ended = await ctx.jobs.fail(jobId, 'started', safe, kept);
+    if (ended === null && kept.command_status) await this.#keepOutputsOfEnded(run, kept);
     if (ended && isDeviceFailure(safe.code)) {
       ctx.audit.emit(
         AuditEvent.deviceFailure,
