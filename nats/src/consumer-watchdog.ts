@@ -2,7 +2,9 @@ import {
   JetStreamApiCodes,
   JetStreamApiError,
   type ConsumeOptions,
+  type Consumer,
   type ConsumerMessages,
+  type JetStreamManager,
 } from '@nats-io/jetstream';
 import type { Logger } from '@svc/telemetry';
 
@@ -48,6 +50,26 @@ export function closeWhenStalled(
       }
     }
   })();
+}
+
+/**
+ * Whether a work consumer has nothing left to deliver and nothing delivered unacknowledged while
+ * its subject in `stream` holds messages: its state ran past them. Seen on nats-server 2.9.10
+ * after a frozen node resumed (`frozen-leader`: 68 jobs on an actor host's subject, its
+ * consumer at "0 pending" for minutes while it beat and pulled). The stream is read first, so a
+ * message published between the two reads shows as pending, not as skipped; an acknowledgement
+ * that lands between them can still make one read say so, hence callers act on two in a row.
+ */
+export async function idleOverMessages(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  consumer: Consumer,
+): Promise<boolean> {
+  const info = await jsm.streams.info(stream, { subjects_filter: subject });
+  if ((info.state.subjects?.[subject] ?? 0) === 0) return false;
+  const state = await consumer.info();
+  return state.num_pending === 0 && state.num_ack_pending === 0;
 }
 
 /**

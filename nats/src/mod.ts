@@ -12,7 +12,12 @@ export { retryTransient } from './store-retry.js';
 export { Lease } from './lease.js';
 export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
-export { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from './consumer-watchdog.js';
+export {
+  closeWhenStalled,
+  idleOverMessages,
+  isConsumerNotFound,
+  workConsumeOptions,
+} from './consumer-watchdog.js';
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
 export { bucketKeys } from './bucket-keys.js';

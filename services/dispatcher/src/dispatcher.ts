@@ -35,6 +35,7 @@ import {
   Lease,
   retryTransient,
   ensureTopology,
+  idleOverMessages,
   watchBucket,
 } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
@@ -262,7 +263,7 @@ export async function startDispatcher(
           stalled = false;
         }
         await ensureDispatchConsumer(context);
-        const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
+        const consumer = await consumerOf(context);
         messages = await consumer.consume(workConsumeOptions(256));
         closeWhenStalled(messages, log, `dispatch ${context}`, () => {
           stalled = true;
@@ -287,6 +288,22 @@ export async function startDispatcher(
           () => undefined,
         );
       }, renewEvery);
+      // A consumer that two checks in a row find idle while the context's subject holds jobs ran
+      // past them (`idleOverMessages`): replaced, the new one delivers them first, in order.
+      let idleOver = false;
+      const idleCheck = setInterval(() => {
+        void consumerOf(context)
+          .then((consumer) => idleOverMessages(jsm, Streams.jobs, Subjects.jobs(context), consumer))
+          .then((idle) => {
+            if (idle && idleOver) {
+              log.warn({ context }, 'job consumer idle over jobs on its subject; replaced');
+              stalled = true;
+              void messages.close();
+            }
+            idleOver = idle;
+          })
+          .catch(() => undefined);
+      }, IDLE_CHECK_MS);
       try {
         await dispatchAll(context, messages);
       } catch (err) {
@@ -294,10 +311,15 @@ export async function startDispatcher(
         await sleep(500);
       } finally {
         clearInterval(renewal);
+        clearInterval(idleCheck);
       }
       leadingGauge.set({ context }, 0);
     }
     await lease.release().catch(() => undefined);
+  }
+
+  function consumerOf(context: string) {
+    return js.consumers.get(Streams.jobs, Consumers.dispatch(context));
   }
 
   /** Whether the context's consumer has jobs delivered and not acknowledged (to another leader). */
@@ -460,6 +482,9 @@ export async function startDispatcher(
     },
   };
 }
+
+/** How often a leader checks that its job consumer is not idle over jobs on its subject. */
+const IDLE_CHECK_MS = 5_000;
 
 /** Placements of one context under way at once, at most. */
 const PLACEMENTS_IN_FLIGHT = 64;

@@ -9,7 +9,12 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { Consumers, Streams, Subjects } from '@svc/proto';
-import { closeWhenStalled, isConsumerNotFound, workConsumeOptions } from '@svc/nats';
+import {
+  closeWhenStalled,
+  idleOverMessages,
+  isConsumerNotFound,
+  workConsumeOptions,
+} from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
 /** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
@@ -35,12 +40,17 @@ export function placementConsumerConfig(hostId: string) {
  * Every `ACK_CHECK_MS` the consumer's ack floor (every message up to it acknowledged) is read:
  * an acknowledgement this host sent seconds ago for a message above the floor, below every
  * message it still holds, did not arrive (the consumer delivers in order, so nothing it has not
- * handed over yet lies below), and is sent again; one that arrives twice is ignored.
+ * handed over yet lies below), and is sent again; one that arrives twice is ignored. A consumer
+ * that two checks in a row find idle (nothing pending, nothing delivered unacknowledged) while
+ * this host's subject holds jobs has run past them (`idleOverMessages`): it is replaced, and
+ * the new one delivers them from the first, in order.
  */
 export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
+  /** The last check found the consumer idle over jobs on this host's subject. */
+  #idleOver = false;
   readonly #done: Promise<void>;
   /**
    * Stream sequences of the messages delivered here and not yet acknowledged or terminated. A
@@ -62,7 +72,7 @@ export class PlacementIntake {
     private readonly deliver: (msg: JsMsg) => void,
   ) {
     this.#done = this.#run();
-    this.#ackCheck = setInterval(() => void this.#checkAcks(), ACK_CHECK_MS);
+    this.#ackCheck = setInterval(() => void this.#check(), ACK_CHECK_MS);
     this.#ackCheck.unref();
   }
 
@@ -90,6 +100,30 @@ export class PlacementIntake {
         return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
       },
     });
+  }
+
+  async #check(): Promise<void> {
+    await this.#checkAcks();
+    await this.#checkIdleOver().catch(() => undefined);
+  }
+
+  async #checkIdleOver(): Promise<void> {
+    const consumer = this.#consumer;
+    if (!consumer || this.draining() || this.#held.size > 0) {
+      this.#idleOver = false;
+      return;
+    }
+    const subject = Subjects.actor(this.hostId);
+    const idle = await idleOverMessages(this.jsm, Streams.actor, subject, consumer);
+    if (consumer !== this.#consumer) return;
+    if (idle && this.#idleOver) {
+      this.log.warn({ subject }, 'placement consumer idle over jobs on its subject; replaced');
+      this.#stalled = true;
+      this.#idleOver = false;
+      await this.#messages?.close().catch(() => undefined);
+      return;
+    }
+    this.#idleOver = idle;
   }
 
   async #checkAcks(): Promise<void> {
@@ -158,7 +192,7 @@ export class PlacementIntake {
   }
 }
 
-/** How often the consumer's pending count is checked against what this host holds. */
+/** How often the consumer's ack floor and pending count are checked against this host's subject. */
 const ACK_CHECK_MS = 5_000;
 /** An acknowledgement sent this recently may not have reached the consumer when it answered. */
 const ACK_IN_FLIGHT_MS = 2_000;
