@@ -3,6 +3,7 @@ import {
   DeliverPolicy,
   jetstream,
   jetstreamManager,
+  type Consumer,
   type ConsumerMessages,
   type JsMsg,
 } from '@nats-io/jetstream';
@@ -245,6 +246,7 @@ export async function startDispatcher(
       }
       leadingGauge.set({ context }, 1);
       let messages: ConsumerMessages;
+      let consumer: Consumer;
       try {
         // Jobs the previous leader was given and did not place (it died, or stopped while they
         // waited for a host) would come again only after `ack_wait`, behind the device's later
@@ -263,7 +265,7 @@ export async function startDispatcher(
           stalled = false;
         }
         await ensureDispatchConsumer(context);
-        const consumer = await consumerOf(context);
+        consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
         messages = await consumer.consume(workConsumeOptions(256));
         closeWhenStalled(messages, log, `dispatch ${context}`, () => {
           stalled = true;
@@ -292,8 +294,7 @@ export async function startDispatcher(
       // past them (`idleOverMessages`): replaced, the new one delivers them first, in order.
       let idleOver = false;
       const idleCheck = setInterval(() => {
-        void consumerOf(context)
-          .then((consumer) => idleOverMessages(jsm, Streams.jobs, Subjects.jobs(context), consumer))
+        void idleOverMessages(jsm, Streams.jobs, Subjects.jobs(context), consumer)
           .then((idle) => {
             if (idle && idleOver) {
               log.warn({ context }, 'job consumer idle over jobs on its subject; replaced');
@@ -316,10 +317,6 @@ export async function startDispatcher(
       leadingGauge.set({ context }, 0);
     }
     await lease.release().catch(() => undefined);
-  }
-
-  function consumerOf(context: string) {
-    return js.consumers.get(Streams.jobs, Consumers.dispatch(context));
   }
 
   /** Whether the context's consumer has jobs delivered and not acknowledged (to another leader). */
