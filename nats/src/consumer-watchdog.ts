@@ -54,22 +54,25 @@ export function closeWhenStalled(
 
 /**
  * Whether a work consumer has nothing left to deliver and nothing delivered unacknowledged while
- * its subject in `stream` holds messages: its state ran past them. Seen on nats-server 2.9.10
- * after a frozen node resumed (`frozen-leader`: 68 jobs on an actor host's subject, its
- * consumer at "0 pending" for minutes while it beat and pulled). The stream is read first, so a
- * message published between the two reads shows as pending, not as skipped; an acknowledgement
- * that lands between them can still make one read say so, hence callers act on two in a row.
+ * its subject in `stream` holds messages: the stream sequence it last delivered when it is, else
+ * null. A consumer whose state ran past messages of its stream stays so. Seen on nats-server
+ * 2.9.10 after a frozen node resumed (`frozen-leader`: 68 jobs on an actor host's subject, its
+ * consumer at "0 pending" for minutes while it beat and pulled). A read can also catch a job just
+ * acknowledged whose removal from the stream lags (a cluster under load), so callers act only
+ * when two reads some seconds apart find it idle over messages at the same delivered sequence:
+ * nothing was delivered between them, and so nothing was acknowledged that could still lag.
  */
 export async function idleOverMessages(
   jsm: JetStreamManager,
   stream: string,
   subject: string,
   consumer: Consumer,
-): Promise<boolean> {
+): Promise<number | null> {
+  // The stream first: a message published between the two reads shows as pending.
   const info = await jsm.streams.info(stream, { subjects_filter: subject });
-  if ((info.state.subjects?.[subject] ?? 0) === 0) return false;
+  if ((info.state.subjects?.[subject] ?? 0) === 0) return null;
   const state = await consumer.info();
-  return state.num_pending === 0 && state.num_ack_pending === 0;
+  return state.num_pending === 0 && state.num_ack_pending === 0 ? state.delivered.stream_seq : null;
 }
 
 /**

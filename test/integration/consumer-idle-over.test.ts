@@ -18,7 +18,7 @@ import {
 import { connectNats, idleOverMessages } from '@svc/nats';
 import { NatsServerProcess } from '../harness/mod.js';
 
-test('when a work consumer has nothing pending while its subject holds messages, then idleOverMessages says so, and not otherwise', async (t) => {
+test('when a work consumer has nothing pending while its subject holds messages, then idleOverMessages says at which delivered sequence, and null otherwise', async (t) => {
   const nats = await NatsServerProcess.start();
   const nc = await connectNats(nats.url, 'idle-over-test');
   t.after(async () => {
@@ -44,16 +44,18 @@ test('when a work consumer has nothing pending while its subject holds messages,
   for (let i = 0; i < 3; i++) await js.publish('w.a', `job ${i}`);
 
   // Nothing on its subject: not idle over anything.
-  assert.equal(await idleOverMessages(jsm, 'W', 'w.b', await consumer('w.b')), false);
+  assert.equal(await idleOverMessages(jsm, 'W', 'w.b', await consumer('w.b')), null);
   // Messages it will deliver: pending.
   const delivering = await consumer('w.a');
-  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', delivering), false);
+  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', delivering), null);
   // One delivered and not acknowledged, the rest pending: still not.
   const held = await delivering.next({ expires: 2000 });
   assert.ok(held, 'a message delivered');
-  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', delivering), false);
-  // A consumer whose state is past the three messages still on its subject: idle over them.
+  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', delivering), null);
+  // A consumer whose state is past the three messages still on its subject: idle over them, at
+  // the sequence it would have delivered last (the same on every read while it stays so).
   const past = await consumer('w.a', 4);
   assert.equal((await past.info()).num_pending, 0);
-  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', past), true);
+  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', past), 3);
+  assert.equal(await idleOverMessages(jsm, 'W', 'w.a', past), 3);
 });

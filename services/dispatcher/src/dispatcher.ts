@@ -290,14 +290,18 @@ export async function startDispatcher(
           () => undefined,
         );
       }, renewEvery);
-      // A consumer that two checks in a row find idle while the context's subject holds jobs ran
-      // past them (`idleOverMessages`): replaced, the new one delivers them first, in order.
-      let idleOver = false;
+      // A consumer that two checks in a row find idle, having delivered nothing between them,
+      // while the context's subject holds jobs ran past them (`idleOverMessages`): replaced, the
+      // new one delivers them first, in order.
+      let idleOver: number | null = null;
       const idleCheck = setInterval(() => {
         void idleOverMessages(jsm, Streams.jobs, Subjects.jobs(context), consumer)
           .then((idle) => {
-            if (idle && idleOver) {
-              log.warn({ context }, 'job consumer idle over jobs on its subject; replaced');
+            if (idle !== null && idle === idleOver) {
+              log.warn(
+                { context, delivered: idle },
+                'job consumer idle over jobs on its subject; replaced',
+              );
               stalled = true;
               void messages.close();
             }

@@ -41,16 +41,16 @@ export function placementConsumerConfig(hostId: string) {
  * an acknowledgement this host sent seconds ago for a message above the floor, below every
  * message it still holds, did not arrive (the consumer delivers in order, so nothing it has not
  * handed over yet lies below), and is sent again; one that arrives twice is ignored. A consumer
- * that two checks in a row find idle (nothing pending, nothing delivered unacknowledged) while
- * this host's subject holds jobs has run past them (`idleOverMessages`): it is replaced, and
- * the new one delivers them from the first, in order.
+ * that two checks in a row find idle (nothing pending, nothing delivered unacknowledged, nothing
+ * delivered between them) while this host's subject holds jobs has run past them
+ * (`idleOverMessages`): it is replaced, and the new one delivers them from the first, in order.
  */
 export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
-  /** The last check found the consumer idle over jobs on this host's subject. */
-  #idleOver = false;
+  /** The delivered sequence at which the last check found the consumer idle over jobs. */
+  #idleOver: number | null = null;
   readonly #done: Promise<void>;
   /**
    * Stream sequences of the messages delivered here and not yet acknowledged or terminated. A
@@ -110,16 +110,19 @@ export class PlacementIntake {
   async #checkIdleOver(): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.draining() || this.#held.size > 0) {
-      this.#idleOver = false;
+      this.#idleOver = null;
       return;
     }
     const subject = Subjects.actor(this.hostId);
     const idle = await idleOverMessages(this.jsm, Streams.actor, subject, consumer);
     if (consumer !== this.#consumer) return;
-    if (idle && this.#idleOver) {
-      this.log.warn({ subject }, 'placement consumer idle over jobs on its subject; replaced');
+    if (idle !== null && idle === this.#idleOver) {
+      this.log.warn(
+        { subject, delivered: idle },
+        'placement consumer idle over jobs on its subject; replaced',
+      );
       this.#stalled = true;
-      this.#idleOver = false;
+      this.#idleOver = null;
       await this.#messages?.close().catch(() => undefined);
       return;
     }
