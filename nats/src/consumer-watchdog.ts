@@ -62,6 +62,35 @@ export function closeWhenStalled(
  * when two reads some seconds apart find it idle over messages at the same delivered sequence:
  * nothing was delivered between them, and so nothing was acknowledged that could still lag.
  */
+/**
+ * Tells a work consumer's owner when to replace it: when two reads in a row (`check`, some
+ * seconds apart) find it idle over messages at the same delivered sequence (`idleOverMessages`).
+ */
+export class IdleOverWatch {
+  #last: number | null = null;
+
+  constructor(
+    private readonly jsm: JetStreamManager,
+    private readonly stream: string,
+    private readonly subject: string,
+  ) {}
+
+  /** True when `consumer` is to be replaced; a read that fails says no. */
+  async check(consumer: Consumer): Promise<boolean> {
+    const idle = await idleOverMessages(this.jsm, this.stream, this.subject, consumer).catch(
+      () => null,
+    );
+    const replace = idle !== null && idle === this.#last;
+    this.#last = replace ? null : idle;
+    return replace;
+  }
+
+  /** Forgets the last read (the consumer is busy, or was replaced). */
+  reset(): void {
+    this.#last = null;
+  }
+}
+
 export async function idleOverMessages(
   jsm: JetStreamManager,
   stream: string,

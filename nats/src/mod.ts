@@ -14,6 +14,7 @@ export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
 export {
   closeWhenStalled,
+  IdleOverWatch,
   idleOverMessages,
   isConsumerNotFound,
   workConsumeOptions,

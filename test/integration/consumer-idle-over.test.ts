@@ -15,7 +15,7 @@ import {
   jetstream,
   jetstreamManager,
 } from '@nats-io/jetstream';
-import { connectNats, idleOverMessages } from '@svc/nats';
+import { IdleOverWatch, connectNats, idleOverMessages } from '@svc/nats';
 import { NatsServerProcess } from '../harness/mod.js';
 
 test('when a work consumer has nothing pending while its subject holds messages, then idleOverMessages says at which delivered sequence, and null otherwise', async (t) => {
@@ -58,4 +58,9 @@ test('when a work consumer has nothing pending while its subject holds messages,
   assert.equal((await past.info()).num_pending, 0);
   assert.equal(await idleOverMessages(jsm, 'W', 'w.a', past), 3);
   assert.equal(await idleOverMessages(jsm, 'W', 'w.a', past), 3);
+  // Its owner replaces it on the second read that finds it so, never on a first.
+  const watch = new IdleOverWatch(jsm, 'W', 'w.a');
+  assert.equal(await watch.check(past), false);
+  assert.equal(await watch.check(past), true);
+  assert.equal(await watch.check(past), false, 'after a replacement it starts over');
 });

@@ -36,7 +36,7 @@ import {
   Lease,
   retryTransient,
   ensureTopology,
-  idleOverMessages,
+  IdleOverWatch,
   watchBucket,
 } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
@@ -293,21 +293,14 @@ export async function startDispatcher(
       // A consumer that two checks in a row find idle, having delivered nothing between them,
       // while the context's subject holds jobs ran past them (`idleOverMessages`): replaced, the
       // new one delivers them first, in order.
-      let idleOver: number | null = null;
+      const idleOver = new IdleOverWatch(jsm, Streams.jobs, Subjects.jobs(context));
       const idleCheck = setInterval(() => {
-        void idleOverMessages(jsm, Streams.jobs, Subjects.jobs(context), consumer)
-          .then((idle) => {
-            if (idle !== null && idle === idleOver) {
-              log.warn(
-                { context, delivered: idle },
-                'job consumer idle over jobs on its subject; replaced',
-              );
-              stalled = true;
-              void messages.close();
-            }
-            idleOver = idle;
-          })
-          .catch(() => undefined);
+        void idleOver.check(consumer).then((replace) => {
+          if (!replace) return;
+          log.warn({ context }, 'job consumer idle over jobs on its subject; replaced');
+          stalled = true;
+          void messages.close();
+        });
       }, IDLE_CHECK_MS);
       try {
         await dispatchAll(context, messages);

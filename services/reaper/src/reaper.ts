@@ -323,6 +323,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     for (const [subject, count] of Object.entries(info.state.subjects ?? {})) {
       const hostId = SubjectParsers.actorHost(subject);
       if (hostId === null || count === 0) continue;
+      // A host the watched copy knows beats (the common case: no read); a candidate is read
+      // from the bucket, so a copy that fell behind never makes a live host look gone.
+      if (beats.ready && beats.get(hostId) !== null) continue;
       const entry = await workers.get(hostId);
       if (entry && entry.operation === 'PUT') continue;
       seen.add(hostId);

@@ -9,12 +9,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { Consumers, Streams, Subjects } from '@svc/proto';
-import {
-  closeWhenStalled,
-  idleOverMessages,
-  isConsumerNotFound,
-  workConsumeOptions,
-} from '@svc/nats';
+import { closeWhenStalled, IdleOverWatch, isConsumerNotFound, workConsumeOptions } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
 /** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
@@ -49,8 +44,7 @@ export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
-  /** The delivered sequence at which the last check found the consumer idle over jobs. */
-  #idleOver: number | null = null;
+  readonly #idleOver: IdleOverWatch;
   readonly #done: Promise<void>;
   /**
    * Stream sequences of the messages delivered here and not yet acknowledged or terminated. A
@@ -71,6 +65,7 @@ export class PlacementIntake {
     private readonly draining: () => boolean,
     private readonly deliver: (msg: JsMsg) => void,
   ) {
+    this.#idleOver = new IdleOverWatch(jsm, Streams.actor, Subjects.actor(hostId));
     this.#done = this.#run();
     this.#ackCheck = setInterval(() => void this.#check(), ACK_CHECK_MS);
     this.#ackCheck.unref();
@@ -104,29 +99,19 @@ export class PlacementIntake {
 
   async #check(): Promise<void> {
     await this.#checkAcks();
-    await this.#checkIdleOver().catch(() => undefined);
+    await this.#checkIdleOver();
   }
 
   async #checkIdleOver(): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.draining() || this.#held.size > 0) {
-      this.#idleOver = null;
+      this.#idleOver.reset();
       return;
     }
-    const subject = Subjects.actor(this.hostId);
-    const idle = await idleOverMessages(this.jsm, Streams.actor, subject, consumer);
-    if (consumer !== this.#consumer) return;
-    if (idle !== null && idle === this.#idleOver) {
-      this.log.warn(
-        { subject, delivered: idle },
-        'placement consumer idle over jobs on its subject; replaced',
-      );
-      this.#stalled = true;
-      this.#idleOver = null;
-      await this.#messages?.close().catch(() => undefined);
-      return;
-    }
-    this.#idleOver = idle;
+    if (!(await this.#idleOver.check(consumer)) || consumer !== this.#consumer) return;
+    this.log.warn('placement consumer idle over jobs on its subject; replaced');
+    this.#stalled = true;
+    await this.#messages?.close().catch(() => undefined);
   }
 
   async #checkAcks(): Promise<void> {
