@@ -5,6 +5,7 @@ import {
   type Consumer,
   type ConsumerMessages,
   type JetStreamManager,
+  type MsgRequest,
 } from '@nats-io/jetstream';
 import type { Logger } from '@svc/telemetry';
 
@@ -53,20 +54,11 @@ export function closeWhenStalled(
 }
 
 /**
- * Whether a work consumer has nothing left to deliver and nothing delivered unacknowledged while
- * its subject in `stream` holds messages: the stream sequence it last delivered when it is, else
- * null. A consumer whose state ran past messages of its stream stays so. Seen on nats-server
- * 2.9.10 after a frozen node resumed (`frozen-leader`: 68 jobs on an actor host's subject, its
- * consumer at "0 pending" for minutes while it beat and pulled). A read can also catch a job just
- * acknowledged whose removal from the stream lags (a cluster under load), so callers act only
- * when two reads some seconds apart find it idle over messages at the same delivered sequence:
- * nothing was delivered between them, and so nothing was acknowledged that could still lag.
- */
-/**
  * Tells a work consumer's owner when to replace it: when two reads in a row (`check`, some
- * seconds apart) find it idle over messages at the same delivered sequence (`idleOverMessages`).
+ * seconds apart) find the same message of its subject stored at or below its ack floor
+ * (`ranPastMessage`).
  */
-export class IdleOverWatch {
+export class RanPastWatch {
   #last: number | null = null;
 
   constructor(
@@ -77,31 +69,55 @@ export class IdleOverWatch {
 
   /** True when `consumer` is to be replaced; a read that fails says no. */
   async check(consumer: Consumer): Promise<boolean> {
-    const idle = await idleOverMessages(this.jsm, this.stream, this.subject, consumer).catch(
+    const past = await ranPastMessage(this.jsm, this.stream, this.subject, consumer).catch(
       () => null,
     );
-    const replace = idle !== null && idle === this.#last;
-    this.#last = replace ? null : idle;
+    const replace = past !== null && past === this.#last;
+    this.#last = replace ? null : past;
     return replace;
   }
 
-  /** Forgets the last read (the consumer is busy, or was replaced). */
+  /** Forgets the last read (the consumer was replaced, or is not read for now). */
   reset(): void {
     this.#last = null;
   }
 }
 
-export async function idleOverMessages(
+/**
+ * The stream sequence of the first message stored on `subject` in a work-queue `stream` when the
+ * consumer has passed it, else null. A work-queue stream removes a message once its consumer
+ * acknowledges (or terminates) it, so one still stored that the consumer counts as settled (at
+ * or below its ack floor; at or below its last delivery when nothing is unacknowledged, since a
+ * consumer that has acknowledged nothing yet reports a floor of 0), or while it reports nothing
+ * left to deliver and nothing unacknowledged, is one its state ran past: it will never deliver
+ * it. Seen on nats-server 2.9.10 after a frozen node resumed (`frozen-leader`
+ * run 305: 68 jobs on an actor host's subject, its consumer at "0 pending" for minutes while it
+ * beat and pulled). The floor passes such a message whether or not the consumer keeps delivering
+ * newer ones, so it is found under steady load too, not only once the load pauses. A read can
+ * also catch a message acknowledged between the two reads (the stream is read first; the floor
+ * and the last delivery only rise), so callers act only when two reads some seconds apart find
+ * the same one.
+ */
+export async function ranPastMessage(
   jsm: JetStreamManager,
   stream: string,
   subject: string,
   consumer: Consumer,
 ): Promise<number | null> {
-  // The stream first: a message published between the two reads shows as pending.
-  const info = await jsm.streams.info(stream, { subjects_filter: subject });
-  if ((info.state.subjects?.[subject] ?? 0) === 0) return null;
+  // STREAM.MSG.GET takes `next_by_subj` (nats-server 2.9); the client types it for direct gets.
+  const first = await jsm.streams.getMessage(stream, {
+    seq: 0,
+    next_by_subj: subject,
+  } as MsgRequest);
+  if (!first) return null;
   const state = await consumer.info();
-  return state.num_pending === 0 && state.num_ack_pending === 0 ? state.delivered.stream_seq : null;
+  if (state.num_ack_pending === 0) {
+    // Everything up to the last delivery is settled; with nothing left to deliver either, a
+    // stored message is passed wherever it lies (run 305 had them on both sides of that point).
+    const passed = state.num_pending === 0 || first.seq <= state.delivered.stream_seq;
+    return passed ? first.seq : null;
+  }
+  return first.seq <= state.ack_floor.stream_seq ? first.seq : null;
 }
 
 /**

@@ -14,9 +14,9 @@ export { KvMirror } from './kv-mirror.js';
 export type { MirroredEntry } from './kv-mirror.js';
 export {
   closeWhenStalled,
-  IdleOverWatch,
-  idleOverMessages,
   isConsumerNotFound,
+  RanPastWatch,
+  ranPastMessage,
   workConsumeOptions,
 } from './consumer-watchdog.js';
 export { BurstFeed } from './burst-feed.js';

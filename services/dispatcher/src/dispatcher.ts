@@ -36,7 +36,7 @@ import {
   Lease,
   retryTransient,
   ensureTopology,
-  IdleOverWatch,
+  RanPastWatch,
   watchBucket,
 } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
@@ -290,18 +290,18 @@ export async function startDispatcher(
           () => undefined,
         );
       }, renewEvery);
-      // A consumer that two checks in a row find idle, having delivered nothing between them,
-      // while the context's subject holds jobs ran past them (`idleOverMessages`): replaced, the
-      // new one delivers them first, in order.
-      const idleOver = new IdleOverWatch(jsm, Streams.jobs, Subjects.jobs(context));
-      const idleCheck = setInterval(() => {
-        void idleOver.check(consumer).then((replace) => {
+      // A consumer whose ack floor two checks in a row find past the same job still on the
+      // context's subject ran past it (`ranPastMessage`): replaced, the new one delivers the jobs
+      // first, in order.
+      const ranPast = new RanPastWatch(jsm, Streams.jobs, Subjects.jobs(context));
+      const pastCheck = setInterval(() => {
+        void ranPast.check(consumer).then((replace) => {
           if (!replace) return;
-          log.warn({ context }, 'job consumer idle over jobs on its subject; replaced');
+          log.warn({ context }, 'job consumer ran past jobs on its subject; replaced');
           stalled = true;
           void messages.close();
         });
-      }, IDLE_CHECK_MS);
+      }, PAST_CHECK_MS);
       try {
         await dispatchAll(context, messages);
       } catch (err) {
@@ -309,7 +309,7 @@ export async function startDispatcher(
         await sleep(500);
       } finally {
         clearInterval(renewal);
-        clearInterval(idleCheck);
+        clearInterval(pastCheck);
       }
       leadingGauge.set({ context }, 0);
     }
@@ -477,8 +477,8 @@ export async function startDispatcher(
   };
 }
 
-/** How often a leader checks that its job consumer is not idle over jobs on its subject. */
-const IDLE_CHECK_MS = 5_000;
+/** How often a leader checks that its job consumer has not run past jobs on its subject. */
+const PAST_CHECK_MS = 5_000;
 
 /** Placements of one context under way at once, at most. */
 const PLACEMENTS_IN_FLIGHT = 64;

@@ -9,7 +9,7 @@ import {
 } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { Consumers, Streams, Subjects } from '@svc/proto';
-import { closeWhenStalled, IdleOverWatch, isConsumerNotFound, workConsumeOptions } from '@svc/nats';
+import { closeWhenStalled, isConsumerNotFound, RanPastWatch, workConsumeOptions } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
 /** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
@@ -36,15 +36,15 @@ export function placementConsumerConfig(hostId: string) {
  * an acknowledgement this host sent seconds ago for a message above the floor, below every
  * message it still holds, did not arrive (the consumer delivers in order, so nothing it has not
  * handed over yet lies below), and is sent again; one that arrives twice is ignored. A consumer
- * that two checks in a row find idle (nothing pending, nothing delivered unacknowledged, nothing
- * delivered between them) while this host's subject holds jobs has run past them
- * (`idleOverMessages`): it is replaced, and the new one delivers them from the first, in order.
+ * whose ack floor two checks in a row find past the same job still on this host's subject has run
+ * past it (`ranPastMessage`), busy or not: it is replaced, and the new one delivers the jobs from
+ * the first, in order (those held here again too, tracked as one by their sequence).
  */
 export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
-  readonly #idleOver: IdleOverWatch;
+  readonly #ranPast: RanPastWatch;
   readonly #done: Promise<void>;
   /**
    * Stream sequences of the messages delivered here and not yet acknowledged or terminated. A
@@ -65,7 +65,7 @@ export class PlacementIntake {
     private readonly draining: () => boolean,
     private readonly deliver: (msg: JsMsg) => void,
   ) {
-    this.#idleOver = new IdleOverWatch(jsm, Streams.actor, Subjects.actor(hostId));
+    this.#ranPast = new RanPastWatch(jsm, Streams.actor, Subjects.actor(hostId));
     this.#done = this.#run();
     this.#ackCheck = setInterval(() => void this.#check(), ACK_CHECK_MS);
     this.#ackCheck.unref();
@@ -99,17 +99,17 @@ export class PlacementIntake {
 
   async #check(): Promise<void> {
     await this.#checkAcks();
-    await this.#checkIdleOver();
+    await this.#checkRanPast();
   }
 
-  async #checkIdleOver(): Promise<void> {
+  async #checkRanPast(): Promise<void> {
     const consumer = this.#consumer;
-    if (!consumer || this.draining() || this.#held.size > 0) {
-      this.#idleOver.reset();
+    if (!consumer || this.draining()) {
+      this.#ranPast.reset();
       return;
     }
-    if (!(await this.#idleOver.check(consumer)) || consumer !== this.#consumer) return;
-    this.log.warn('placement consumer idle over jobs on its subject; replaced');
+    if (!(await this.#ranPast.check(consumer)) || consumer !== this.#consumer) return;
+    this.log.warn('placement consumer ran past jobs on its subject; replaced');
     this.#stalled = true;
     await this.#messages?.close().catch(() => undefined);
   }
