@@ -6,7 +6,7 @@
 // state ran past them. A work-queue stream takes only consumers that deliver all, so the stream
 // here keeps its messages (limits); the check reads the first message stored on the subject and
 // the consumer's ack floor, which a work-queue stream keeps the same way (the last test).
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   AckPolicy,
@@ -18,16 +18,21 @@ import {
 import { RanPastWatch, connectNats, ranPastMessage } from '@svc/nats';
 import { NatsServerProcess } from '../harness/mod.js';
 
-test("when a work consumer's ack floor is past messages still on its subject, then ranPastMessage names the first, and null otherwise", async (t) => {
+/** A fresh nats-server with one stream on `<name lowercased>.>`, stopped after the test. */
+async function streamFor(t: TestContext, name: string, retention: RetentionPolicy) {
   const nats = await NatsServerProcess.start();
-  const nc = await connectNats(nats.url, 'ran-past-test');
+  const nc = await connectNats(nats.url, `ran-past-${name}`);
   t.after(async () => {
     await nc.close();
     await nats.stop();
   });
   const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
-  await jsm.streams.add({ name: 'W', subjects: ['w.>'], retention: RetentionPolicy.Limits });
+  await jsm.streams.add({ name, subjects: [`${name.toLowerCase()}.>`], retention });
+  return { jsm, js: jetstream(nc) };
+}
+
+test("when a work consumer's ack floor is past messages still on its subject, then ranPastMessage names the first, and null otherwise", async (t) => {
+  const { jsm, js } = await streamFor(t, 'W', RetentionPolicy.Limits);
   const consumer = async (subject: string, from?: number) => {
     const name = subject.replace('.', '_');
     await jsm.consumers.delete('W', name).catch(() => undefined);
@@ -66,15 +71,7 @@ test("when a work consumer's ack floor is past messages still on its subject, th
 });
 
 test('when a consumer that ran past messages on its subject keeps delivering newer ones, then its watch replaces it all the same', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const nc = await connectNats(nats.url, 'ran-past-busy-test');
-  t.after(async () => {
-    await nc.close();
-    await nats.stop();
-  });
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
-  await jsm.streams.add({ name: 'W', subjects: ['w.>'], retention: RetentionPolicy.Limits });
+  const { jsm, js } = await streamFor(t, 'W', RetentionPolicy.Limits);
   for (let i = 0; i < 3; i++) await js.publish('w.a', `skipped ${i}`);
   // Its state is past the three (it starts at the fourth) and it is busy: a newer message
   // delivered and acknowledged, the next one delivered and held, more pending. Under steady load
@@ -101,15 +98,7 @@ test('when a consumer that ran past messages on its subject keeps delivering new
 });
 
 test('when a work-queue consumer delivers, holds and acknowledges as usual, then its watch never replaces it', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const nc = await connectNats(nats.url, 'ran-past-normal-test');
-  t.after(async () => {
-    await nc.close();
-    await nats.stop();
-  });
-  const jsm = await jetstreamManager(nc);
-  const js = jetstream(nc);
-  await jsm.streams.add({ name: 'Q', subjects: ['q.>'], retention: RetentionPolicy.Workqueue });
+  const { jsm, js } = await streamFor(t, 'Q', RetentionPolicy.Workqueue);
   await jsm.consumers.add('Q', {
     durable_name: 'work',
     filter_subject: 'q.a',
