@@ -1,4 +1,4 @@
-import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import {
   Headers,
@@ -47,6 +47,8 @@ export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
   #bucket = '';
   #feed: BurstFeed | null = null;
+  /** Made at its first use (no request: the API is not checked). */
+  #jsm: Promise<JetStreamManager> | null = null;
 
   private constructor(
     private readonly js: JetStreamClient,
@@ -135,7 +137,7 @@ export class EnqueueCheck {
       msgID: MessageIds.placement(jobId, 0),
     });
     if (ack.duplicate) return true;
-    const jsm = await this.js.jetstreamManager(false);
+    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
     await retryTransient(() => jsm.streams.deleteMessage(Streams.actor, ack.seq, false)).catch(
       (err: unknown) => this.log.warn({ err, seq: ack.seq }, 'enqueue check: probe not deleted'),
     );
@@ -151,7 +153,7 @@ export class EnqueueCheck {
    */
   async #waiting(seq: number): Promise<boolean> {
     if (seq <= 0) return true;
-    const jsm = await this.js.jetstreamManager(false);
+    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
     const stored = await jsm.streams.getMessage(Streams.jobs, { seq });
     return stored !== null && !stored.header.get(Headers.enqueueProbe);
   }
