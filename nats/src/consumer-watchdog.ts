@@ -5,9 +5,9 @@ import {
   type Consumer,
   type ConsumerMessages,
   type JetStreamManager,
-  type MsgRequest,
 } from '@nats-io/jetstream';
 import type { Logger } from '@svc/telemetry';
+import { nextMessageOn } from './stream-reads.js';
 
 /** Whether a JetStream API error says the consumer does not exist. */
 export function isConsumerNotFound(err: unknown): boolean {
@@ -104,11 +104,7 @@ export async function ranPastMessage(
   subject: string,
   consumer: Consumer,
 ): Promise<number | null> {
-  // STREAM.MSG.GET takes `next_by_subj` (nats-server 2.9); the client types it for direct gets.
-  const first = await jsm.streams.getMessage(stream, {
-    seq: 0,
-    next_by_subj: subject,
-  } as MsgRequest);
+  const first = await nextMessageOn(jsm, stream, subject);
   if (!first) return null;
   const state = await consumer.info();
   if (state.num_ack_pending === 0) {

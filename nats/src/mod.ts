@@ -19,6 +19,7 @@ export {
   ranPastMessage,
   workConsumeOptions,
 } from './consumer-watchdog.js';
+export { nextMessageOn } from './stream-reads.js';
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
 export { bucketKeys } from './bucket-keys.js';

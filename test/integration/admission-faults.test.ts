@@ -5,7 +5,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import { Buckets, Headers, Streams, Subjects } from '@svc/proto';
-import { connectNats } from '@svc/nats';
+import { connectNats, nextMessageOn } from '@svc/nats';
 import {
   NatsServerProcess,
   deviceStackForTest,
@@ -176,6 +176,34 @@ test('when a stored envelope leaves the queue without being placed, then the rea
   assert.equal(envelope?.header.get(Headers.msgId), lost, 'the envelope of the job to lose');
   assert.ok(await jsm.streams.deleteMessage(Streams.jobs, envelope.seq));
   const ended = await waitForJob(url, lost, auth);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  await assertWaitingUntouched();
+});
+
+// The check looked at a job once: found waiting, it was never looked at again. An envelope the
+// stream loses after that (the loss of run 203, later in the job's wait) left the job `queued`
+// for good.
+test('when an envelope the reaper found waiting later leaves the queue without being placed, then the reaper fails its job with NOT_ENQUEUED', async (t) => {
+  const { nc, url, auth, ghost, assertWaitingUntouched, submit } = await recordsWithoutMessages(t);
+  const later = await submit('show clock');
+  // A record created after it, failed by a sweep: that sweep or an earlier one checked the job
+  // (past its grace first) and found its envelope waiting.
+  const swept = await waitForJob(url, await ghost(), auth);
+  assert.equal(swept.json.error_code, 'NOT_ENQUEUED', swept.text);
+  const still = await http('GET', `${url}/v2/send-command/${later}`, auth);
+  assert.equal(still.json.status, 'queued', still.text);
+  // Its envelope, found by its message id (the sweep's probes may still be on the subject).
+  const jsm = await jetstreamManager(nc);
+  let seq = 0;
+  for (let from = 0; seq === 0;) {
+    const m = await nextMessageOn(jsm, Streams.jobs, Subjects.jobs('default'), from);
+    assert.ok(m, 'the envelope of the job to lose is stored');
+    if (m.header.get(Headers.msgId) === later && !m.header.get(Headers.enqueueProbe)) seq = m.seq;
+    from = m.seq + 1;
+  }
+  assert.ok(await jsm.streams.deleteMessage(Streams.jobs, seq));
+  const ended = await waitForJob(url, later, auth);
   assert.equal(ended.json.status, 'failed', ended.text);
   assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
   await assertWaitingUntouched();

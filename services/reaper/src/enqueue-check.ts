@@ -23,6 +23,15 @@ interface Fresh {
   createdAt: number;
 }
 
+/** A job whose envelope a check found waiting in `SVC_JOBS` (at `seq`), and when last seen so. */
+interface Waiting extends Fresh {
+  seq: number;
+  seenAt: number;
+}
+
+/** Waiting envelopes looked at again per sweep, at most (the longest unseen first). */
+const WAITING_PER_SWEEP = 500;
+
 /**
  * Finds job records that were created but whose envelope never reached `SVC_JOBS` (a gateway
  * killed between its two writes, or whose publish failed and whose rollback did not reach the
@@ -40,11 +49,15 @@ interface Fresh {
  * envelope still waits in the stream is left; otherwise, unless its first placement is stored in
  * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages), it is failed
  * by compare-and-set from `queued`: its envelope never arrived, or was stored and left the
- * stream unplaced (`#waiting`). This holds only within the streams' duplicate window (120 s):
- * records older than that are not checked.
+ * stream unplaced (`#waiting`). A job found waiting is looked at again at each sweep until it
+ * leaves `queued` (`#stillWaiting`): an envelope the stream loses later in the job's wait would
+ * leave it `queued` for good. A record first checked past the streams' duplicate window (120 s),
+ * as after a reaper outage that long, is not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
+  /** Found waiting, and not written since: looked at again at each sweep (`#stillWaiting`). */
+  readonly #waitingJobs = new Map<string, Waiting>();
   #bucket = '';
   #feed: BurstFeed | null = null;
   /** Made at its first use (no request: the API is not checked). */
@@ -101,6 +114,7 @@ export class EnqueueCheck {
       });
     } else {
       this.#fresh.delete(key);
+      this.#waitingJobs.delete(key);
     }
   }
 
@@ -117,13 +131,44 @@ export class EnqueueCheck {
       }
       if (now - fresh.createdAt < this.graceMs) continue;
       try {
-        if (await this.#check(jobId, fresh)) failed.push(jobId);
+        if (await this.#check(jobId, fresh, now)) failed.push(jobId);
       } catch (err) {
         // The store did not answer: tried again next cycle while the window lasts.
         this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
       }
     }
+    for (const [jobId, waiting] of [...this.#waitingJobs].slice(0, WAITING_PER_SWEEP)) {
+      try {
+        if (await this.#stillWaiting(jobId, waiting, now)) failed.push(jobId);
+      } catch (err) {
+        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
+      }
+    }
     return failed;
+  }
+
+  /**
+   * Looks again at a job whose envelope was found waiting: still stored, it waits on (seen again,
+   * it goes to the back of the line). Gone, it was placed (the dispatcher acknowledges an envelope
+   * only once its placement is stored) or lost by the stream after the first look, which would
+   * leave the job `queued` for good: settled as at the first look (`#settleGone`). Only while its
+   * placement, made since the last look, is still within the duplicate window, where its probe
+   * can tell placed from lost (the check reads its jobs at least that often while it leads).
+   * Returns true when the job was failed.
+   */
+  async #stillWaiting(jobId: string, waiting: Waiting, now: number): Promise<boolean> {
+    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
+    this.#waitingJobs.delete(jobId);
+    if (await jsm.streams.getMessage(Streams.jobs, { seq: waiting.seq })) {
+      this.#waitingJobs.set(jobId, { ...waiting, seenAt: now });
+      return false;
+    }
+    const windowMs = JOBS_DUPLICATE_WINDOW_SECONDS * 1000 - JOBS_DUPLICATE_WINDOW_MARGIN_MS;
+    if (now - waiting.seenAt > windowMs) return false;
+    const stored = await this.jobs.get(jobId);
+    if (!stored || stored.archived || stored.revision !== waiting.revision) return false;
+    if (stored.record.status !== 'queued') return false;
+    return this.#settleGone(jobId, true, waiting.seq);
   }
 
   /**
@@ -159,7 +204,7 @@ export class EnqueueCheck {
   }
 
   /** True when the job's envelope is neither in the queue nor placed, and the job was failed. */
-  async #check(jobId: string, fresh: Fresh): Promise<boolean> {
+  async #check(jobId: string, fresh: Fresh, now: number): Promise<boolean> {
     const stored = await this.jobs.get(jobId);
     const record = stored?.record;
     if (!stored || stored.archived || stored.revision !== fresh.revision || !record) {
@@ -180,26 +225,36 @@ export class EnqueueCheck {
     });
     if (ack.duplicate && (await this.#waiting(ack.seq))) {
       this.#fresh.delete(jobId);
+      // Looked at again at each sweep while it waits (a sequence of 0 names nothing to look at).
+      if (ack.seq > 0) this.#waitingJobs.set(jobId, { ...fresh, seq: ack.seq, seenAt: now });
       this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
       return false;
     }
+    this.#fresh.delete(jobId);
+    return this.#settleGone(jobId, ack.duplicate, ack.seq);
+  }
+
+  /**
+   * A queued job whose envelope is not in the queue: left when its first placement is stored,
+   * else failed NOT_ENQUEUED by compare-and-set from `queued`. `stored`: its envelope had been
+   * stored (at `seq`). Returns true when the job was failed.
+   */
+  async #settleGone(jobId: string, stored: boolean, seq: number): Promise<boolean> {
     // The dispatcher acknowledges an envelope only once its placement is stored: an envelope
     // that was stored and is gone was placed, or lost by the stream.
     if (await this.#placed(jobId)) {
-      this.#fresh.delete(jobId);
       this.log.info(
         { job_id: jobId },
         'enqueue check: placed on an actor host, not started yet; left to run',
       );
       return false;
     }
-    this.#fresh.delete(jobId);
-    const why = ack.duplicate
+    const why = stored
       ? 'its message left the queue without being placed'
       : 'its message never reached the queue';
     const ended = await this.jobs.failNotEnqueued(jobId, why);
     if (!ended) return false;
-    this.log.warn({ job_id: jobId, seq: ack.seq }, `failed a job: ${why}`);
+    this.log.warn({ job_id: jobId, seq }, `failed a job: ${why}`);
     await this.onFailed(ended);
     return true;
   }
