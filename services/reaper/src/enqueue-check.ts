@@ -101,6 +101,10 @@ export class EnqueueCheck {
     this.#feed?.stop();
   }
 
+  #manager(): Promise<JetStreamManager> {
+    return (this.#jsm ??= this.js.jetstreamManager(false));
+  }
+
   #note(m: JsMsg): void {
     const key = SubjectParsers.kvKey(this.#bucket, m.subject);
     if (key === null) return;
@@ -157,7 +161,7 @@ export class EnqueueCheck {
    * Returns true when the job was failed.
    */
   async #stillWaiting(jobId: string, waiting: Waiting, now: number): Promise<boolean> {
-    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
+    const jsm = await this.#manager();
     this.#waitingJobs.delete(jobId);
     if (await jsm.streams.getMessage(Streams.jobs, { seq: waiting.seq })) {
       this.#waitingJobs.set(jobId, { ...waiting, seenAt: now });
@@ -182,7 +186,7 @@ export class EnqueueCheck {
       msgID: MessageIds.placement(jobId, 0),
     });
     if (ack.duplicate) return true;
-    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
+    const jsm = await this.#manager();
     await retryTransient(() => jsm.streams.deleteMessage(Streams.actor, ack.seq, false)).catch(
       (err: unknown) => this.log.warn({ err, seq: ack.seq }, 'enqueue check: probe not deleted'),
     );
@@ -198,7 +202,7 @@ export class EnqueueCheck {
    */
   async #waiting(seq: number): Promise<boolean> {
     if (seq <= 0) return true;
-    const jsm = await (this.#jsm ??= this.js.jetstreamManager(false));
+    const jsm = await this.#manager();
     const stored = await jsm.streams.getMessage(Streams.jobs, { seq });
     return stored !== null && !stored.header.get(Headers.enqueueProbe);
   }
