@@ -47,10 +47,11 @@ export class PlacementIntake {
   readonly #ranPast: RanPastWatch;
   readonly #done: Promise<void>;
   /**
-   * Stream sequences of the messages delivered here and not yet acknowledged or terminated. A
-   * replaced consumer's copy of a message still held shares its sequence and is tracked as one:
-   * the server applies an acknowledgement by the stream sequence in its subject, so the first
-   * one sent, re-sent if lost, settles the copy too (checked on nats-server 2.9.10).
+   * Stream sequences of the messages delivered here and not yet acknowledged, terminated or
+   * sent back (nak). A replaced consumer's copy of a message still held shares its sequence and
+   * is not delivered again: the server applies an acknowledgement by the stream sequence in its
+   * subject, so the first one sent, re-sent if lost, settles the copy too (checked on
+   * nats-server 2.9.10).
    */
   readonly #held = new Set<number>();
   /** The acknowledgements sent, oldest first, until the consumer's ack floor passes them. */
@@ -91,6 +92,8 @@ export class PlacementIntake {
       get(target, prop, receiver) {
         if (prop === 'ack') return () => (target.ack(), settle(true));
         if (prop === 'term') return (reason?: string) => (target.term(reason), settle(false));
+        // Sent again by the server: its next copy is delivered (`#run`).
+        if (prop === 'nak') return (millis?: number) => (target.nak(millis), settle(false));
         const value = Reflect.get(target, prop, receiver) as unknown;
         return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
       },
@@ -168,7 +171,14 @@ export class PlacementIntake {
         closeWhenStalled(this.#messages, log, 'placement', () => {
           this.#stalled = true;
         });
-        for await (const msg of this.#messages) this.deliver(this.#tracked(msg));
+        for await (const msg of this.#messages) {
+          // A replaced consumer's copy of a job held here (waiting or running): the job is
+          // already in its device's mailbox, and settling it settles this copy too. Delivered,
+          // the copy would take a free slot of the device and, refused (the job runs here), be
+          // acknowledged, taking the job's message off this subject while it still runs.
+          if (this.#held.has(msg.seq)) continue;
+          this.deliver(this.#tracked(msg));
+        }
       } catch (err) {
         // A cluster node going away can end the consumer: consume again, never stop serving.
         // What the failed consume had taken and not handed over is lost with it: replaced too.
