@@ -90,7 +90,27 @@ export interface NatsServerOptions {
   configText?: string;
   /** Extra environment of the server process (passwords a config reads as $NAME). */
   env?: Record<string, string>;
+  /** Chooses a port this process may bind (`freePort`; a test gives one already taken). */
+  choosePort?: () => Promise<number>;
 }
+
+/**
+ * A port the server was to listen on was taken between its choice and the bind: `route` for a
+ * cluster's route port, `client` for the client port. A port chosen as free is free only until
+ * something binds it, and the ports chosen are in the range the kernel also gives outgoing
+ * connections (a cluster's nodes connect to each other while they start).
+ */
+export class PortTakenError extends Error {
+  constructor(
+    readonly which: 'client' | 'route',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Starts tried with newly chosen ports when the chosen one was taken meanwhile. */
+const PORT_ATTEMPTS = 5;
 
 /**
  * Go threads running the local server's goroutines, unless GOMAXPROCS is set. This server shares
@@ -122,7 +142,23 @@ export class NatsServerProcess {
     return this.#child.pid;
   }
 
+  /**
+   * Starts a server and waits until it listens. A client port it chose itself and found taken
+   * is chosen again (`PortTakenError`); a port the caller gave is not.
+   */
   static async start(options: NatsServerOptions = {}): Promise<NatsServerProcess> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await NatsServerProcess.#startOnce(options);
+      } catch (err) {
+        const chosenHere = options.port === undefined && options.configText === undefined;
+        const again = err instanceof PortTakenError && err.which === 'client' && chosenHere;
+        if (!again || attempt >= PORT_ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  static async #startOnce(options: NatsServerOptions): Promise<NatsServerProcess> {
     const bin = options.bin ?? findNatsServer(process.env);
     if (!bin) throw new Error('nats-server not found on PATH (set NATS_SERVER_BIN)');
     const ownsDir = options.dataDir === undefined;
@@ -133,7 +169,7 @@ export class NatsServerProcess {
     await mkdir(storeDir, { recursive: true });
     await rm(portsDir, { recursive: true, force: true });
     await mkdir(portsDir, { recursive: true });
-    const port = options.port ?? (await freePort());
+    const port = options.port ?? (await (options.choosePort ?? freePort)());
     const lines = options.configText
       ? [options.configText, `ports_file_dir: ${JSON.stringify(portsDir)}`]
       : [
@@ -188,7 +224,10 @@ export class NatsServerProcess {
     const deadline = Date.now() + 10_000;
     for (;;) {
       if (child.exitCode !== null) {
-        throw new Error(`nats-server exited at start (code ${child.exitCode}): ${stderr.trim()}`);
+        const message = `nats-server exited at start (code ${child.exitCode}): ${stderr.trim()}`;
+        const taken = /Error listening on (router )?port: .*address already in use/.exec(stderr);
+        if (taken) throw new PortTakenError(taken[1] ? 'route' : 'client', message);
+        throw new Error(message);
       }
       const files = await readdir(portsDir).catch(() => [] as string[]);
       if (files.some((f) => f.endsWith('.ports'))) break;
@@ -244,18 +283,36 @@ export class NatsCluster {
     return this.nodes.map((n) => n.url).join(',');
   }
 
-  static async start(size = 3): Promise<NatsCluster> {
-    const dataDir = await mkdtemp(join(tmpdir(), 'svc-nats-cluster-'));
-    const routes = await Promise.all(Array.from({ length: size }, () => freePort()));
-    const nodes = await Promise.all(
-      routes.map((routePort, i) =>
-        NatsServerProcess.start({
-          dataDir,
-          cluster: { name: 'svc', serverName: `n${i + 1}`, routePort, routes },
-        }),
-      ),
-    );
-    return new NatsCluster(nodes, dataDir);
+  /**
+   * Starts `size` nodes routed to each other. A route port taken before its node bound it (a
+   * node's connection to another may be given it by the kernel) starts the cluster again on
+   * newly chosen ports.
+   */
+  static async start(
+    size = 3,
+    options: Pick<NatsServerOptions, 'choosePort'> = {},
+  ): Promise<NatsCluster> {
+    const choose = options.choosePort ?? freePort;
+    for (let attempt = 1; ; attempt++) {
+      const dataDir = await mkdtemp(join(tmpdir(), 'svc-nats-cluster-'));
+      const routes = await Promise.all(Array.from({ length: size }, () => choose()));
+      const started = await Promise.allSettled(
+        routes.map((routePort, i) =>
+          NatsServerProcess.start({
+            dataDir,
+            choosePort: options.choosePort,
+            cluster: { name: 'svc', serverName: `n${i + 1}`, routePort, routes },
+          }),
+        ),
+      );
+      const nodes = started.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+      if (nodes.length === size) return new NatsCluster(nodes, dataDir);
+      await Promise.all(nodes.map((n) => n.stop()));
+      await rm(dataDir, { recursive: true, force: true });
+      const failed = started.find((r) => r.status === 'rejected')!.reason as unknown;
+      const again = failed instanceof PortTakenError && failed.which === 'route';
+      if (!again || attempt >= PORT_ATTEMPTS) throw failed;
+    }
   }
 
   /** Restarts a stopped or killed node with its old data. */
