@@ -3,6 +3,7 @@ import {
   JetStreamApiError,
   type ConsumeOptions,
   type Consumer,
+  type ConsumerInfo,
   type ConsumerMessages,
   type JetStreamManager,
 } from '@nats-io/jetstream';
@@ -67,9 +68,12 @@ export class RanPastWatch {
     private readonly subject: string,
   ) {}
 
-  /** True when `consumer` is to be replaced; a read that fails says no. */
-  async check(consumer: Consumer): Promise<boolean> {
-    const past = await ranPastMessage(this.jsm, this.stream, this.subject, consumer).catch(
+  /**
+   * True when `consumer` is to be replaced; a read that fails says no. `state`: its info, when
+   * the caller has just read it for another check (not read again).
+   */
+  async check(consumer: Consumer, state?: ConsumerInfo): Promise<boolean> {
+    const past = await ranPastMessage(this.jsm, this.stream, this.subject, consumer, state).catch(
       () => null,
     );
     const replace = past !== null && past === this.#last;
@@ -103,10 +107,13 @@ export async function ranPastMessage(
   stream: string,
   subject: string,
   consumer: Consumer,
+  known?: ConsumerInfo,
 ): Promise<number | null> {
   const first = await nextMessageOn(jsm, stream, subject);
   if (!first) return null;
-  const state = await consumer.info();
+  // Read after the stream, or just before it by the caller (`known`): either way a message
+  // settled between the two reads can show once, never on two checks in a row.
+  const state = known ?? (await consumer.info());
   if (state.num_ack_pending === 0) {
     // Everything up to the last delivery is settled; with nothing left to deliver either, a
     // stored message is passed wherever it lies (run 305 had them on both sides of that point).

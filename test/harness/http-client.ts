@@ -1,5 +1,6 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import assert from 'node:assert/strict';
 import { waitUntil } from './wait.js';
 
 export interface HttpAnswer {
@@ -89,4 +90,23 @@ export async function waitForJob(
   ).catch((err: unknown) => {
     throw new Error(`job ${jobId} still ${String(status)} after ${timeoutMs} ms`, { cause: err });
   });
+}
+
+/**
+ * Submits one command for a device (`POST /v2/send-command`), asserts the 202 and returns the
+ * job id.
+ */
+export async function submitCommand(
+  baseUrl: string,
+  auth: HttpOptions,
+  device: { host: string; port: number },
+  command: string,
+  platform = 'cisco_ios',
+): Promise<string> {
+  const answer = await http('POST', `${baseUrl}/v2/send-command`, {
+    ...auth,
+    body: { host: device.host, port: device.port, platform, commands: [command] },
+  });
+  assert.equal(answer.status, 202, answer.text);
+  return answer.json.job_id as string;
 }

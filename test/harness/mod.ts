@@ -1,5 +1,5 @@
 export { NatsServerProcess, NatsCluster, readAllFiles, freePort } from '@svc/launcher';
-export { http, waitForJob } from './http-client.js';
+export { http, submitCommand, waitForJob } from './http-client.js';
 export type { HttpAnswer, HttpOptions } from './http-client.js';
 export {
   startInProcessStack,

@@ -17,6 +17,7 @@ import {
   captureLogs,
   http,
   startInProcessStack,
+  submitCommand,
   waitForJob,
   waitHealthy,
   waitUntil,
@@ -44,14 +45,7 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
   });
   await waitHealthy(stack.url);
   const auth = { basic: { username: device.username, password: device.password } };
-  const submit = async (command: string) => {
-    const answer = await http('POST', `${stack.url}/v2/send-command`, {
-      ...auth,
-      body: { host: device.host, port: device.port, platform: 'cisco_ios', commands: [command] },
-    });
-    assert.equal(answer.status, 202, answer.text);
-    return answer.json.job_id as string;
-  };
+  const submit = (command: string) => submitCommand(stack.url, auth, device, command);
 
   // The device holds a first job (its command never answered); the second waits behind it on
   // the actor host, its envelope consumed from SVC_JOBS, its record `queued`.

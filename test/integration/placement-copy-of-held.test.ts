@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Consumers, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
 import { connectNats, nextMessageOn } from '@svc/nats';
-import { deviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
+import { deviceStackForTest, http, submitCommand, waitForJob, waitUntil } from '../harness/mod.js';
 
 test('when the placement consumer is replaced while a job runs, then the copy it delivers again neither runs nor settles the running job’s message', async (t) => {
   const { nats, device, stack, auth } = await deviceStackForTest(
@@ -21,14 +21,7 @@ test('when the placement consumer is replaced while a job runs, then the copy it
   t.after(() => nc.close());
   const jsm = await jetstreamManager(nc);
   const host = stack.actors[0]!.hostId;
-  const submit = async (command: string): Promise<string> => {
-    const answer = await http('POST', `${stack.url}/v2/send-command`, {
-      ...auth,
-      body: { host: device.host, port: device.port, platform: 'cisco_ios', commands: [command] },
-    });
-    assert.equal(answer.status, 202, answer.text);
-    return answer.json.job_id as string;
-  };
+  const submit = (command: string) => submitCommand(stack.url, auth, device, command);
   await device.setFaults({ hold: 'show ip interface brief' });
   const running = await submit('show ip interface brief');
   await waitUntil(

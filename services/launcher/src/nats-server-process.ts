@@ -193,7 +193,8 @@ export class NatsServerProcess {
     }
     // Server logs are kept only on request (diagnosing a cluster test): they outlive the data dir.
     const logDir = process.env['SVC_NATS_LOG_DIR'];
-    if (logDir) lines.push(`log_file: ${JSON.stringify(join(logDir, `${name}-${port}.log`))}`);
+    const logFile = logDir ? join(logDir, `${name}-${port}.log`) : null;
+    if (logFile) lines.push(`log_file: ${JSON.stringify(logFile)}`);
     if (options.extraConfig) lines.push(options.extraConfig);
     const configFile = join(dataDir, `${name}.conf`);
     await writeFile(configFile, lines.join('\n') + '\n');
@@ -225,7 +226,9 @@ export class NatsServerProcess {
     for (;;) {
       if (child.exitCode !== null) {
         const message = `nats-server exited at start (code ${child.exitCode}): ${stderr.trim()}`;
-        const taken = /Error listening on (router )?port: .*address already in use/.exec(stderr);
+        // With a log file the server says why there, not on stderr.
+        const said = logFile ? await readFile(logFile, 'utf8').catch(() => stderr) : stderr;
+        const taken = /Error listening on (router )?port: .*address already in use/.exec(said);
         if (taken) throw new PortTakenError(taken[1] ? 'route' : 'client', message);
         throw new Error(message);
       }

@@ -3,6 +3,7 @@ import {
   DeliverPolicy,
   jetstream,
   type Consumer,
+  type ConsumerInfo,
   type ConsumerMessages,
   type JetStreamManager,
   type JsMsg,
@@ -100,29 +101,25 @@ export class PlacementIntake {
     });
   }
 
+  /** Every ACK_CHECK_MS: one read of the consumer's state, for both checks. */
   async #check(): Promise<void> {
-    await this.#checkAcks();
-    await this.#checkRanPast();
-  }
-
-  async #checkRanPast(): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.draining()) {
       this.#ranPast.reset();
       return;
     }
-    if (!(await this.#ranPast.check(consumer)) || consumer !== this.#consumer) return;
+    const askedAt = Date.now();
+    const info = await consumer.info().catch(() => null);
+    if (!info || consumer !== this.#consumer) return;
+    this.#resendLostAcks(info, askedAt);
+    if (!(await this.#ranPast.check(consumer, info)) || consumer !== this.#consumer) return;
     this.log.warn('placement consumer ran past jobs on its subject; replaced');
     this.#stalled = true;
     await this.#messages?.close().catch(() => undefined);
   }
 
-  async #checkAcks(): Promise<void> {
-    const consumer = this.#consumer;
-    if (!consumer || this.draining()) return;
-    const askedAt = Date.now();
-    const info = await consumer.info().catch(() => null);
-    if (!info || consumer !== this.#consumer) return;
+  /** Sends again the acknowledgements that the consumer's ack floor (read at `askedAt`) says were lost. */
+  #resendLostAcks(info: ConsumerInfo, askedAt: number): void {
     const floor = info.ack_floor.stream_seq;
     // At or below the floor: arrived. Older than the ledger's bound: given up.
     this.#acked = this.#acked.filter((a) => a.seq > floor && a.at > askedAt - ACK_LEDGER_MAX_MS);
