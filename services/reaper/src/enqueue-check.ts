@@ -8,6 +8,7 @@ import {
   SubjectParsers,
   MessageIds,
   Streams,
+  MalformedMessage,
   type JobRecord,
 } from '@svc/proto';
 import { BurstFeed, retryTransient } from '@svc/nats';
@@ -29,8 +30,17 @@ interface Waiting extends Fresh {
   seenAt: number;
 }
 
-/** Waiting envelopes looked at again per sweep, at most (the longest unseen first). */
-const WAITING_PER_SWEEP = 500;
+/**
+ * A job whose first placement a check found stored in `SVC_ACTOR` (at `seq`), and the host whose
+ * subject it was on (null: gone already when first looked at).
+ */
+interface Placed extends Fresh {
+  seq: number;
+  hostId: string | null;
+}
+
+/** Jobs of each kind (waiting, placed) looked at again per sweep, at most (the longest unseen first). */
+const LOOKED_AGAIN_PER_SWEEP = 500;
 
 /**
  * Finds job records that were created but whose envelope never reached `SVC_JOBS` (a gateway
@@ -51,13 +61,16 @@ const WAITING_PER_SWEEP = 500;
  * by compare-and-set from `queued`: its envelope never arrived, or was stored and left the
  * stream unplaced (`#waiting`). A job found waiting is looked at again at each sweep until it
  * leaves `queued` (`#stillWaiting`): an envelope the stream loses later in the job's wait would
- * leave it `queued` for good. A record first checked past the streams' duplicate window (120 s),
- * as after a reaper outage that long, is not checked.
+ * leave it `queued` for good. Likewise a job found placed (`#stillPlaced`): a placement the
+ * stream loses while its host is gone would. A record first checked past the streams' duplicate
+ * window (120 s), as after a reaper outage that long, is not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
   /** Found waiting, and not written since: looked at again at each sweep (`#stillWaiting`). */
   readonly #waitingJobs = new Map<string, Waiting>();
+  /** Found placed and not started: looked at again at each sweep (`#stillPlaced`). */
+  readonly #placedJobs = new Map<string, Placed>();
   #bucket = '';
   #feed: BurstFeed | null = null;
   /** Made at its first use (no request: the API is not checked). */
@@ -69,6 +82,7 @@ export class EnqueueCheck {
     private readonly graceMs: number,
     private readonly log: Logger,
     private readonly onFailed: (record: JobRecord) => Promise<void>,
+    private readonly hostBeats: (hostId: string) => Promise<boolean>,
   ) {}
 
   static start(
@@ -79,9 +93,21 @@ export class EnqueueCheck {
       log: Logger;
       /** Told of each job failed here (its event is out already). */
       onFailed: (record: JobRecord) => Promise<void>;
+      /**
+       * Whether an actor host still beats (read from the bucket before a job is failed for its
+       * absence: a watched copy that fell behind must not make a live host look gone).
+       */
+      hostBeats: (hostId: string) => Promise<boolean>;
     },
   ): EnqueueCheck {
-    const check = new EnqueueCheck(js, jobs, options.graceMs, options.log, options.onFailed);
+    const check = new EnqueueCheck(
+      js,
+      jobs,
+      options.graceMs,
+      options.log,
+      options.onFailed,
+      options.hostBeats,
+    );
     const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
     // Every reaper reads, not only the one whose cycle sweeps: the next to lead is current. At
@@ -119,6 +145,7 @@ export class EnqueueCheck {
     } else {
       this.#fresh.delete(key);
       this.#waitingJobs.delete(key);
+      this.#placedJobs.delete(key);
     }
   }
 
@@ -141,10 +168,20 @@ export class EnqueueCheck {
         this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
       }
     }
-    for (const [jobId, waiting] of [...this.#waitingJobs].slice(0, WAITING_PER_SWEEP)) {
+    for (const [jobId, waiting] of [...this.#waitingJobs].slice(0, LOOKED_AGAIN_PER_SWEEP)) {
       try {
         if (await this.#stillWaiting(jobId, waiting, now)) failed.push(jobId);
       } catch (err) {
+        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
+      }
+    }
+    for (const [jobId, placed] of [...this.#placedJobs].slice(0, LOOKED_AGAIN_PER_SWEEP)) {
+      try {
+        if (await this.#stillPlaced(jobId, placed)) failed.push(jobId);
+      } catch (err) {
+        // Back in the list (the store did not answer): a failed look must not end the job's
+        // watch. A record that is not one ends it: no later look reads it better.
+        if (!(err instanceof MalformedMessage)) this.#placedJobs.set(jobId, placed);
         this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
       }
     }
@@ -172,25 +209,66 @@ export class EnqueueCheck {
     const stored = await this.jobs.get(jobId);
     if (!stored || stored.archived || stored.revision !== waiting.revision) return false;
     if (stored.record.status !== 'queued') return false;
-    return this.#settleGone(jobId, true, waiting.seq);
+    return this.#settleGone(jobId, waiting, true, waiting.seq);
+  }
+
+  /**
+   * Looks again at a job whose first placement was found stored. Still stored, it waits on. Gone
+   * while the job's record is unchanged since its creation, its host did not start it (a start,
+   * a cancel and a drain's fence each write the record before the placement leaves the stream):
+   * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
+   * loss) and start it yet: looked at again, until it does or the host is gone. Then nothing can
+   * run the job any more: failed NOT_ENQUEUED, by compare-and-set from `queued` (a host that was
+   * only frozen and starts it after that has its start refused). Returns true when failed.
+   */
+  async #stillPlaced(jobId: string, placed: Placed): Promise<boolean> {
+    const jsm = await this.#manager();
+    this.#placedJobs.delete(jobId);
+    const message = await jsm.streams.getMessage(Streams.actor, { seq: placed.seq });
+    if (message) {
+      const hostId = SubjectParsers.actorHost(message.subject);
+      this.#placedJobs.set(jobId, { ...placed, hostId });
+      return false;
+    }
+    const stored = await this.jobs.get(jobId);
+    if (!stored || stored.archived || stored.revision !== placed.revision) return false;
+    if (stored.record.status !== 'queued') return false;
+    if (placed.hostId !== null && (await this.hostBeats(placed.hostId))) {
+      this.#placedJobs.set(jobId, placed);
+      this.log.info(
+        { job_id: jobId, seq: placed.seq, host_id: placed.hostId },
+        'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
+      );
+      return false;
+    }
+    const why = `its placement left ${placed.hostId ?? 'its actor host'}'s queue before it started, and that host is gone`;
+    const ended = await this.jobs.failNotEnqueued(jobId, why);
+    if (!ended) return false;
+    this.log.warn(
+      { job_id: jobId, seq: placed.seq, host_id: placed.hostId },
+      `failed a job: ${why}`,
+    );
+    await this.onFailed(ended);
+    return true;
   }
 
   /**
    * Whether the job's first placement is stored in `SVC_ACTOR`: it stays there until its job
    * ends, so its id is remembered even by a server that restarted since, which forgets the ids
    * of the messages it no longer stores (the envelope, consumed by the dispatcher). A probe that
-   * was stored instead is deleted (no host reads its subject).
+   * was stored instead is deleted (no host reads its subject). Returns the placement's sequence
+   * (0 when the server had not stored it yet when it answered), or null when not placed.
    */
-  async #placed(jobId: string): Promise<boolean> {
+  async #placed(jobId: string): Promise<number | null> {
     const ack = await this.js.publish(Subjects.actorProbe, new Uint8Array(), {
       msgID: MessageIds.placement(jobId, 0),
     });
-    if (ack.duplicate) return true;
+    if (ack.duplicate) return ack.seq;
     const jsm = await this.#manager();
     await retryTransient(() => jsm.streams.deleteMessage(Streams.actor, ack.seq, false)).catch(
       (err: unknown) => this.log.warn({ err, seq: ack.seq }, 'enqueue check: probe not deleted'),
     );
-    return false;
+    return null;
   }
 
   /**
@@ -235,18 +313,31 @@ export class EnqueueCheck {
       return false;
     }
     this.#fresh.delete(jobId);
-    return this.#settleGone(jobId, ack.duplicate, ack.seq);
+    return this.#settleGone(jobId, fresh, ack.duplicate, ack.seq);
   }
 
   /**
    * A queued job whose envelope is not in the queue: left when its first placement is stored,
    * else failed NOT_ENQUEUED by compare-and-set from `queued`. `stored`: its envelope had been
-   * stored (at `seq`). Returns true when the job was failed.
+   * stored (at `seq`). A placed job is looked at again at each sweep (`#stillPlaced`). Returns
+   * true when the job was failed.
    */
-  async #settleGone(jobId: string, stored: boolean, seq: number): Promise<boolean> {
+  async #settleGone(jobId: string, fresh: Fresh, stored: boolean, seq: number): Promise<boolean> {
     // The dispatcher acknowledges an envelope only once its placement is stored: an envelope
     // that was stored and is gone was placed, or lost by the stream.
-    if (await this.#placed(jobId)) {
+    const placedAt = await this.#placed(jobId);
+    if (placedAt !== null) {
+      if (placedAt > 0) {
+        const jsm = await this.#manager();
+        const message = await jsm.streams.getMessage(Streams.actor, { seq: placedAt });
+        const hostId = message ? SubjectParsers.actorHost(message.subject) : null;
+        this.#placedJobs.set(jobId, {
+          revision: fresh.revision,
+          createdAt: fresh.createdAt,
+          seq: placedAt,
+          hostId,
+        });
+      }
       this.log.info(
         { job_id: jobId },
         'enqueue check: placed on an actor host, not started yet; left to run',

@@ -76,7 +76,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const beats = await KvMirror.start(workers, '>', log);
   const notEnqueued = new Counter({
     name: 'svc_reaper_jobs_not_enqueued_total',
-    help: 'Queued job records whose message never reached the queue, failed with NOT_ENQUEUED.',
+    help: 'Queued job records whose message never reached the queue or was lost from it, failed with NOT_ENQUEUED.',
     registers: [registry],
   });
   const enqueueCheck = config.JOB_REAPER_ENABLED
@@ -86,6 +86,11 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
         onFailed: () => {
           notEnqueued.inc();
           return Promise.resolve();
+        },
+        hostBeats: async (hostId) => {
+          if (beats.ready && beats.get(hostId) !== null) return true;
+          const entry = await workers.get(hostId);
+          return entry !== null && entry.operation === 'PUT';
         },
       })
     : null;

@@ -1,0 +1,132 @@
+// A job the reaper's enqueue check found placed (its first placement stored in `SVC_ACTOR`) was
+// never looked at again. If the stream then lost that placement (a work-queue stream of
+// nats-server 2.9 can lose a stored message across a leader change, as run 203 showed for
+// `SVC_JOBS`) and its host went away, no drain found anything to hand back and the job stayed
+// `queued` for good.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { startDevice } from '@svc/test/support';
+import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
+import { connectNats, nextMessageOn } from '@svc/nats';
+import {
+  NatsServerProcess,
+  ServiceProcess,
+  http,
+  testEnv,
+  waitForJob,
+  waitUntil,
+  waitWorkers,
+} from '../harness/mod.js';
+
+const PASSWORD = 'svc-demo';
+const HANG = 'show interface GigabitEthernet0/1';
+const HELD = 'show interface GigabitEthernet0/2';
+
+test('when the placement of a job waiting on an actor host is lost and the host dies, then the reaper fails the job NOT_ENQUEUED and it never runs', async (t) => {
+  const { url, auth, device, host, running, waiting } = await placementLostOnLiveHost(t);
+  await host.kill('SIGKILL');
+
+  const lost = await waitForJob(url, running, auth, 20_000);
+  assert.equal(lost.json.error_code, 'WORKER_LOST', lost.text);
+  const ended = await waitForJob(url, waiting, auth, 20_000);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED', ended.text);
+  assert.equal(ended.json.error_retryable, true);
+  // The failure names what happened, and the job never reached the device.
+  assert.match(String(ended.json.error), /placement/, ended.text);
+  assert.ok(
+    !device.stats.commands.some((c) => c.command === HELD),
+    'the job whose placement was lost never ran',
+  );
+});
+
+test('when the placement of a job is lost while its host holds the job and beats, then the reaper leaves it and it runs', async (t) => {
+  const { url, auth, device, reaper, running, waiting } = await placementLostOnLiveHost(t);
+  // A sweep found the placement gone and the host beating, and left the job.
+  await waitUntil(
+    () => reaper.output.find((l) => l.includes(waiting) && l.includes('its host still beats')),
+    "the enqueue check's look at the job after the loss",
+  );
+  await device.setFaults({});
+  const cancelled = await http('DELETE', `${url}/v2/send-command/${running}`, auth);
+  assert.ok(cancelled.status < 300, cancelled.text);
+  const ended = await waitForJob(url, waiting, auth, 20_000);
+  assert.equal(ended.json.status, 'finished', ended.text);
+  assert.ok(
+    device.stats.commands.some((c) => c.command === HELD),
+    'the held job ran',
+  );
+});
+
+/**
+ * Reaper, dispatcher, one actor host and a gateway as processes; a job hanging on the device
+ * (`running`) and one waiting behind it on the host (`waiting`), which the enqueue check has
+ * found placed, and whose placement is then deleted from `SVC_ACTOR` as a stream loses one.
+ */
+async function placementLostOnLiveHost(t: TestContext) {
+  const nats = await NatsServerProcess.start();
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'INFO',
+    ENQUEUE_GRACE: '1',
+    WORKER_STALE_THRESHOLD: '2',
+    JOB_REAPER_INTERVAL: '0.5',
+  });
+  const procs: ServiceProcess[] = [];
+  t.after(async () => {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    await device.stop();
+    await nats.stop();
+  });
+  const reaper = ServiceProcess.start('reaper', env);
+  const host = ServiceProcess.start('device-actor', env);
+  const gateway = ServiceProcess.start('gateway', env);
+  procs.push(reaper, ServiceProcess.start('dispatcher', env), host, gateway);
+  const url = await gateway.httpUrl();
+  await waitWorkers(url, 1);
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const submit = async (command: string) => {
+    const a = await http('POST', `${url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [command], read_timeout: 60 },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+
+  await device.setFaults({ hang: `^${HANG}$` });
+  const running = await submit(HANG);
+  await waitUntil(async () => {
+    const a = await http('GET', `${url}/v2/send-command/${running}`, auth);
+    return a.json?.status === 'started';
+  }, 'the first job to start');
+  const waiting = await submit(HELD);
+
+  const nc = await connectNats(nats.url, 'placed-then-lost-test');
+  t.after(() => nc.close());
+  const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
+  const first = await kv.get(running);
+  const hostId = (JSON.parse(new TextDecoder().decode(first!.value)) as { actor_host: string })
+    .actor_host;
+  // The enqueue check looked at the waiting job (past its grace) and found it placed.
+  await waitUntil(
+    () =>
+      reaper.output.find(
+        (l) => l.includes(waiting) && l.includes('placed on an actor host, not started yet'),
+      ),
+    "the enqueue check's look at the waiting job",
+  );
+  // Its placement, found by its message id on the host's subject.
+  const jsm = await jetstreamManager(nc);
+  let seq = 0;
+  for (let from = 0; seq === 0;) {
+    const m = await nextMessageOn(jsm, Streams.actor, Subjects.actor(hostId), from);
+    assert.ok(m, 'the placement of the waiting job is stored on its host subject');
+    if (m.header.get(Headers.msgId) === MessageIds.placement(waiting, 0)) seq = m.seq;
+    from = m.seq + 1;
+  }
+  assert.ok(await jsm.streams.deleteMessage(Streams.actor, seq));
+  return { url, auth, device, host, reaper, running, waiting };
+}
