@@ -86,14 +86,46 @@ function prettyStream(): pino.DestinationStream {
 }
 
 /**
- * Where audit lines go on stdout in JSON mode: buffered (up to 4 KiB, at most 200 ms old) and
- * written without blocking, so a busy process makes one write for many lines instead of one
- * per line. pino flushes the buffer synchronously when the process exits (a graceful stop ends
- * in `process.exit`). Undefined when lines are pretty-printed (a terminal: written at once).
+ * Where audit lines go on stdout in JSON mode: buffered (up to 4 KiB, at most
+ * AUDIT_FLUSH_MS old) and written without blocking, so a busy process makes one write for many
+ * lines instead of one per line. One buffer per process, shared by its services' audit logs (the
+ * launcher runs four). pino flushes it synchronously when the process exits (a graceful stop
+ * ends in `process.exit`). Undefined when lines are pretty-printed (a terminal: written at once).
  */
 export function bufferedStdout(): pino.DestinationStream | undefined {
   if (prettyWanted()) return undefined;
-  return pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 200 });
+  return (sharedStdout ??= flushedWithin(
+    pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    AUDIT_FLUSH_MS,
+  ));
+}
+let sharedStdout: pino.DestinationStream | undefined;
+const AUDIT_FLUSH_MS = 200;
+
+/**
+ * `destination` with each line written within `ms`: a timer armed by a line when none is, and
+ * none while no line waits. (sonic-boom's own `periodicFlush` writes every period, an empty
+ * buffer when idle: a thread-pool write and a wake-up of the event loop five times a second.)
+ */
+export function flushedWithin(
+  destination: pino.DestinationStream & { flush(): void },
+  ms: number,
+): pino.DestinationStream {
+  let timer: NodeJS.Timeout | null = null;
+  const flush = () => {
+    timer = null;
+    destination.flush();
+  };
+  return {
+    write(line: string) {
+      destination.write(line);
+      if (timer === null) {
+        timer = setTimeout(flush, ms);
+        // Never what keeps a process alive: the exit flush writes what is left.
+        timer.unref();
+      }
+    },
+  };
 }
 
 /** How each root logger was made, so that a logger of another name can share its output. */
