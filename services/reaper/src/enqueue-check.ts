@@ -37,9 +37,11 @@ interface Waiting extends Fresh {
 interface Placed extends Fresh {
   seq: number;
   hostId: string | null;
+  /** Its placement was found gone while its host beat (logged once). */
+  goneSeen?: boolean;
 }
 
-/** Jobs of each kind (waiting, placed) looked at again per sweep, at most (the longest unseen first). */
+/** Jobs of each list (waiting, placed) looked at again per sweep, at most (longest unseen first). */
 const LOOKED_AGAIN_PER_SWEEP = 500;
 
 /**
@@ -234,7 +236,8 @@ export class EnqueueCheck {
     if (!stored || stored.archived || stored.revision !== placed.revision) return false;
     if (stored.record.status !== 'queued') return false;
     if (placed.hostId !== null && (await this.hostBeats(placed.hostId))) {
-      this.#placedJobs.set(jobId, placed);
+      this.#placedJobs.set(jobId, { ...placed, goneSeen: true });
+      if (placed.goneSeen) return false;
       this.log.info(
         { job_id: jobId, seq: placed.seq, host_id: placed.hostId },
         'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
