@@ -2,10 +2,11 @@
 // never looked at again. If the stream then lost that placement (a work-queue stream of
 // nats-server 2.9 can lose a stored message across a leader change, as run 203 showed for
 // `SVC_JOBS`) and its host went away, no drain found anything to hand back and the job stayed
-// `queued` for good.
+// `queued` for good. Nor was a job handed back by a drain looked at: its copy, lost by the stream
+// before it was placed again, left it `queued` for good too.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
@@ -23,6 +24,27 @@ import {
 const PASSWORD = 'svc-demo';
 const HANG = 'show interface GigabitEthernet0/1';
 const HELD = 'show interface GigabitEthernet0/2';
+
+test('when the copy of a job handed back from a dead actor host is lost before it is placed again, then the reaper fails the job NOT_ENQUEUED and it never runs', async (t) => {
+  const { url, auth, device, host, jsm, running, waiting } = await jobWaitingBehindHang(t);
+  // The host dies: its reap fails the running job and hands the waiting one back, as copy 1.
+  // No other host runs the context, so the copy waits in the queue: then the stream loses it.
+  await host.kill('SIGKILL');
+  const lost = await waitForJob(url, running, auth, 20_000);
+  assert.equal(lost.json.error_code, 'WORKER_LOST', lost.text);
+  await waitUntil(
+    () => loseMessage(jsm, Streams.jobs, Subjects.jobs('default'), MessageIds.handBack(waiting, 1)),
+    'the handed-back copy of the waiting job, stored and then lost',
+  );
+  const ended = await waitForJob(url, waiting, auth, 20_000);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED', ended.text);
+  assert.match(String(ended.json.error), /left the queue without being placed/, ended.text);
+  assert.ok(
+    !device.stats.commands.some((c) => c.command === HELD),
+    'the job whose copy was lost never ran',
+  );
+});
 
 test('when the placement of a job waiting on an actor host is lost and the host dies, then the reaper fails the job NOT_ENQUEUED and it never runs', async (t) => {
   const { url, auth, device, host, running, waiting } = await placementLostOnLiveHost(t);
@@ -62,10 +84,9 @@ test('when the placement of a job is lost while its host holds the job and beats
 
 /**
  * Reaper, dispatcher, one actor host and a gateway as processes; a job hanging on the device
- * (`running`) and one waiting behind it on the host (`waiting`), which the enqueue check has
- * found placed, and whose placement is then deleted from `SVC_ACTOR` as a stream loses one.
+ * (`running`) and one waiting behind it on the host (`waiting`), placed, not started.
  */
-async function placementLostOnLiveHost(t: TestContext) {
+async function jobWaitingBehindHang(t: TestContext) {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
   const env = testEnv(nats.url, {
@@ -103,13 +124,23 @@ async function placementLostOnLiveHost(t: TestContext) {
     return a.json?.status === 'started';
   }, 'the first job to start');
   const waiting = await submit(HELD);
-
   const nc = await connectNats(nats.url, 'placed-then-lost-test');
   t.after(() => nc.close());
+  const jsm = await jetstreamManager(nc);
   const kv = await new Kvm(jetstream(nc)).open(Buckets.jobs);
   const first = await kv.get(running);
   const hostId = (JSON.parse(new TextDecoder().decode(first!.value)) as { actor_host: string })
     .actor_host;
+  return { url, auth, device, host, reaper, jsm, hostId, running, waiting };
+}
+
+/**
+ * `jobWaitingBehindHang`, once the enqueue check has found the waiting job placed; then its
+ * placement is deleted from `SVC_ACTOR`, as a stream loses one.
+ */
+async function placementLostOnLiveHost(t: TestContext) {
+  const stack = await jobWaitingBehindHang(t);
+  const { reaper, jsm, hostId, waiting } = stack;
   // The enqueue check looked at the waiting job (past its grace) and found it placed.
   await waitUntil(
     () =>
@@ -118,15 +149,26 @@ async function placementLostOnLiveHost(t: TestContext) {
       ),
     "the enqueue check's look at the waiting job",
   );
-  // Its placement, found by its message id on the host's subject.
-  const jsm = await jetstreamManager(nc);
-  let seq = 0;
-  for (let from = 0; seq === 0;) {
-    const m = await nextMessageOn(jsm, Streams.actor, Subjects.actor(hostId), from);
-    assert.ok(m, 'the placement of the waiting job is stored on its host subject');
-    if (m.header.get(Headers.msgId) === MessageIds.placement(waiting, 0)) seq = m.seq;
+  assert.ok(
+    await loseMessage(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(waiting, 0)),
+    'the placement of the waiting job is stored on its host subject',
+  );
+  return stack;
+}
+
+/** Deletes the message stored on `subject` under message id `msgId`; false when there is none. */
+async function loseMessage(
+  jsm: JetStreamManager,
+  stream: string,
+  subject: string,
+  msgId: string,
+): Promise<boolean> {
+  for (let from = 0; ;) {
+    const m = await nextMessageOn(jsm, stream, subject, from);
+    if (!m) return false;
+    if (m.header.get(Headers.msgId) === msgId && !m.header.get(Headers.enqueueProbe)) {
+      return jsm.streams.deleteMessage(stream, m.seq);
+    }
     from = m.seq + 1;
   }
-  assert.ok(await jsm.streams.deleteMessage(Streams.actor, seq));
-  return { url, auth, device, host, reaper, running, waiting };
 }

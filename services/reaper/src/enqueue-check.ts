@@ -9,6 +9,8 @@ import {
   MessageIds,
   Streams,
   MalformedMessage,
+  RecordSummary,
+  decodeOrDrop,
   type JobRecord,
 } from '@svc/proto';
 import { BurstFeed, retryTransient } from '@svc/nats';
@@ -18,23 +20,31 @@ import type { Jobs } from '@svc/jobs';
 /** How often every reaper reads its record feed (the sweep also reads it first). */
 const FEED_READ_MS = 2000;
 
-/** A record never written again since its creation: the job is still `queued`. */
+/**
+ * A record whose last write left its job `queued`: its creation, or a drain's fence naming the
+ * copy it handed back (`createdAt`: when that write was stored).
+ */
 interface Fresh {
   revision: number;
   createdAt: number;
 }
 
-/** A job whose envelope a check found waiting in `SVC_JOBS` (at `seq`), and when last seen so. */
+/**
+ * A job whose copy (0: the gateway's envelope; n: the n-th handed back) a check found waiting in
+ * `SVC_JOBS` (at `seq`), and when last seen so.
+ */
 interface Waiting extends Fresh {
+  copy: number;
   seq: number;
   seenAt: number;
 }
 
 /**
- * A job whose first placement a check found stored in `SVC_ACTOR` (at `seq`), and the host whose
- * subject it was on (null: gone already when first looked at).
+ * A job whose placement of copy `copy` a check found stored in `SVC_ACTOR` (at `seq`), and the
+ * host whose subject it was on (null: gone already when first looked at).
  */
 interface Placed extends Fresh {
+  copy: number;
   seq: number;
   hostId: string | null;
   /** Its placement was found gone while its host beat (logged once). */
@@ -47,18 +57,20 @@ const LOOKED_AGAIN_PER_SWEEP = 500;
 /**
  * Finds job records that were created but whose envelope never reached `SVC_JOBS` (a gateway
  * killed between its two writes, or whose publish failed and whose rollback did not reach the
- * store), and fails them with NOT_ENQUEUED.
+ * store), and fails them with NOT_ENQUEUED. Likewise a job a drain handed back (its record fenced
+ * to name copy n, sent as message id `<job>.h<n>`) whose copy is not in the queue nor placed.
  *
  * Candidates come from a headers-only ordered consumer of the `svc-jobs` bucket's stream: an
- * entry written with `Nats-Expected-Last-Subject-Sequence: 0` is a record's creation, and any
- * later entry of the key (start, end, cancel, delete) takes it off the list. The feed is read in
+ * entry written with `Nats-Expected-Last-Subject-Sequence: 0` is a record's creation, one whose
+ * summary header says `queued` a drain's fence, and any other entry of the key (start, end,
+ * cancel, delete) takes it off the list. The feed is read in
  * bursts (every FEED_READ_MS and before each sweep: what is pending, fetched at once), not as
  * each write is stored: a job's three writes would wake the reaper three times. A candidate older
- * than ENQUEUE_GRACE is probed by publishing an empty message with the job id as message id on
- * its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
+ * than ENQUEUE_GRACE is probed by publishing an empty message with the job id (a handed-back
+ * copy's: `<job>.h<n>`) as message id on its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
  * was consumed since) and stores nothing; otherwise the probe is stored (the dispatcher drops
  * it), which also makes the stream drop the envelope should it still arrive. A job whose
- * envelope still waits in the stream is left; otherwise, unless its first placement is stored in
+ * envelope still waits in the stream is left; otherwise, unless its placement is stored in
  * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages), it is failed
  * by compare-and-set from `queued`: its envelope never arrived, or was stored and left the
  * stream unplaced (`#waiting`). A job found waiting is looked at again at each sweep until it
@@ -136,10 +148,10 @@ export class EnqueueCheck {
   #note(m: JsMsg): void {
     const key = SubjectParsers.kvKey(this.#bucket, m.subject);
     if (key === null) return;
-    const created =
-      !m.headers?.get(Headers.kvOperation) &&
-      m.headers?.get(Headers.expectedLastSubjectSequence) === '0';
-    if (created) {
+    const put = !m.headers?.get(Headers.kvOperation);
+    const created = put && m.headers?.get(Headers.expectedLastSubjectSequence) === '0';
+    // A later write that leaves the job queued is a drain's fence: its copy is looked for next.
+    if (created || (put && this.#summaryStatus(m, key) === 'queued')) {
       this.#fresh.set(key, {
         revision: m.seq,
         createdAt: Math.floor(m.info.timestampNanos / 1_000_000),
@@ -149,6 +161,18 @@ export class EnqueueCheck {
       this.#waitingJobs.delete(key);
       this.#placedJobs.delete(key);
     }
+  }
+
+  /** The status a record write's summary header gives, or null (none, or not one). */
+  #summaryStatus(m: JsMsg, key: string): string | null {
+    const raw = m.headers?.get(Headers.recordSummary);
+    if (!raw) return null;
+    const summary = decodeOrDrop(RecordSummary, raw, {
+      consumer: 'reaper',
+      log: this.log,
+      where: { key, seq: m.seq },
+    });
+    return summary?.status ?? null;
   }
 
   /** Probes the records queued longer than the grace; returns the jobs failed. */
@@ -211,11 +235,11 @@ export class EnqueueCheck {
     const stored = await this.jobs.get(jobId);
     if (!stored || stored.archived || stored.revision !== waiting.revision) return false;
     if (stored.record.status !== 'queued') return false;
-    return this.#settleGone(jobId, waiting, true, waiting.seq);
+    return this.#settleGone(jobId, waiting, waiting.copy, true, waiting.seq);
   }
 
   /**
-   * Looks again at a job whose first placement was found stored. Still stored, it waits on. Gone
+   * Looks again at a job whose placement was found stored. Still stored, it waits on. Gone
    * while the job's record is unchanged since its creation, its host did not start it (a start,
    * a cancel and a drain's fence each write the record before the placement leaves the stream):
    * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
@@ -256,15 +280,15 @@ export class EnqueueCheck {
   }
 
   /**
-   * Whether the job's first placement is stored in `SVC_ACTOR`: it stays there until its job
-   * ends, so its id is remembered even by a server that restarted since, which forgets the ids
+   * Whether the placement of the job's copy `copy` (`<job>.p<copy>`) is stored in `SVC_ACTOR`:
+   * it stays there until its job ends or a drain hands it back, so its id is remembered even by a server that restarted since, which forgets the ids
    * of the messages it no longer stores (the envelope, consumed by the dispatcher). A probe that
    * was stored instead is deleted (no host reads its subject). Returns the placement's sequence
    * (0 when the server had not stored it yet when it answered), or null when not placed.
    */
-  async #placed(jobId: string): Promise<number | null> {
+  async #placed(jobId: string, copy: number): Promise<number | null> {
     const ack = await this.js.publish(Subjects.actorProbe, new Uint8Array(), {
-      msgID: MessageIds.placement(jobId, 0),
+      msgID: MessageIds.placement(jobId, copy),
     });
     if (ack.duplicate) return ack.seq;
     const jsm = await this.#manager();
@@ -288,7 +312,10 @@ export class EnqueueCheck {
     return stored !== null && !stored.header.get(Headers.enqueueProbe);
   }
 
-  /** True when the job's envelope is neither in the queue nor placed, and the job was failed. */
+  /**
+   * True when the job's copy that may start it (its envelope, or the copy a drain handed back)
+   * is neither in the queue nor placed, and the job was failed.
+   */
   async #check(jobId: string, fresh: Fresh, now: number): Promise<boolean> {
     const stored = await this.jobs.get(jobId);
     const record = stored?.record;
@@ -302,33 +329,42 @@ export class EnqueueCheck {
       this.#fresh.delete(jobId);
       return false;
     }
+    const copy = record.placement ?? 0;
     const h = natsHeaders();
     h.set(Headers.enqueueProbe, '1');
     const ack = await this.js.publish(Subjects.jobs(record.spec.context), new Uint8Array(), {
-      msgID: MessageIds.envelope(jobId),
+      msgID: copy > 0 ? MessageIds.handBack(jobId, copy) : MessageIds.envelope(jobId),
       headers: h,
     });
     if (ack.duplicate && (await this.#waiting(ack.seq))) {
       this.#fresh.delete(jobId);
       // Looked at again at each sweep while it waits (a sequence of 0 names nothing to look at).
-      if (ack.seq > 0) this.#waitingJobs.set(jobId, { ...fresh, seq: ack.seq, seenAt: now });
-      this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
+      if (ack.seq > 0) {
+        this.#waitingJobs.set(jobId, { ...fresh, copy, seq: ack.seq, seenAt: now });
+      }
+      this.log.debug({ job_id: jobId, seq: ack.seq, copy }, 'enqueue check: envelope stored; left');
       return false;
     }
     this.#fresh.delete(jobId);
-    return this.#settleGone(jobId, fresh, ack.duplicate, ack.seq);
+    return this.#settleGone(jobId, fresh, copy, ack.duplicate, ack.seq);
   }
 
   /**
-   * A queued job whose envelope is not in the queue: left when its first placement is stored,
-   * else failed NOT_ENQUEUED by compare-and-set from `queued`. `stored`: its envelope had been
-   * stored (at `seq`). A placed job is looked at again at each sweep (`#stillPlaced`). Returns
+   * A queued job whose copy `copy` is not in the queue: left when that copy's placement is
+   * stored, else failed NOT_ENQUEUED by compare-and-set from `queued`. `stored`: the copy had
+   * been stored (at `seq`). A placed job is looked at again at each sweep (`#stillPlaced`). Returns
    * true when the job was failed.
    */
-  async #settleGone(jobId: string, fresh: Fresh, stored: boolean, seq: number): Promise<boolean> {
+  async #settleGone(
+    jobId: string,
+    fresh: Fresh,
+    copy: number,
+    stored: boolean,
+    seq: number,
+  ): Promise<boolean> {
     // The dispatcher acknowledges an envelope only once its placement is stored: an envelope
     // that was stored and is gone was placed, or lost by the stream.
-    const placedAt = await this.#placed(jobId);
+    const placedAt = await this.#placed(jobId, copy);
     if (placedAt !== null) {
       if (placedAt > 0) {
         const jsm = await this.#manager();
@@ -337,6 +373,7 @@ export class EnqueueCheck {
         this.#placedJobs.set(jobId, {
           revision: fresh.revision,
           createdAt: fresh.createdAt,
+          copy,
           seq: placedAt,
           hostId,
         });
