@@ -13,8 +13,8 @@ import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
 import { connectNats, nextMessageOn } from '@svc/nats';
 import {
   NatsServerProcess,
-  ServiceProcess,
   http,
+  startProcessStack,
   testEnv,
   waitForJob,
   waitUntil,
@@ -95,17 +95,14 @@ async function jobWaitingBehindHang(t: TestContext) {
     WORKER_STALE_THRESHOLD: '2',
     JOB_REAPER_INTERVAL: '0.5',
   });
-  const procs: ServiceProcess[] = [];
   t.after(async () => {
-    for (const p of procs.reverse()) await p.kill('SIGTERM');
     await device.stop();
     await nats.stop();
   });
-  const reaper = ServiceProcess.start('reaper', env);
-  const host = ServiceProcess.start('device-actor', env);
-  const gateway = ServiceProcess.start('gateway', env);
-  procs.push(reaper, ServiceProcess.start('dispatcher', env), host, gateway);
-  const url = await gateway.httpUrl();
+  const stack = await startProcessStack(env, { actors: 1 });
+  t.after(() => stack.stop());
+  const { reaper, actors, urls } = stack;
+  const [host, url] = [actors[0]!, urls[0]!];
   await waitWorkers(url, 1);
   const auth = { basic: { username: device.username, password: PASSWORD } };
   const submit = async (command: string) => {
