@@ -18,6 +18,7 @@ export {
   Buckets,
   ObjectBuckets,
   LockKeys,
+  BatchKeys,
   UUID_V4_PATTERN,
   isJobId,
   Headers,

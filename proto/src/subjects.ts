@@ -183,6 +183,14 @@ export const ObjectBuckets = {
   results: 'svc-results',
 } as const;
 
+/** Keys inside `svc-batches`. */
+export const BatchKeys = {
+  /** The envelope of a job of a rollout's later wave, held until its wave is released. */
+  held: (batchId: string, jobId: string) => `${batchId}.held.${jobId}`,
+  /** Every held envelope's key (what the reaper's enqueue check watches). */
+  heldAll: '*.held.*',
+} as const;
+
 /** Keys inside `svc-locks`. */
 export const LockKeys = {
   reaper: 'reaper',

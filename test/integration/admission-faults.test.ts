@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, Headers, Streams, Subjects } from '@svc/proto';
-import { connectNats, nextMessageOn } from '@svc/nats';
+import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   deviceStackForTest,
@@ -13,6 +13,8 @@ import {
   startInProcessStack,
   waitForJob,
   waitHealthy,
+  waitUntil,
+  loseMessage,
   type HttpAnswer,
 } from '../harness/mod.js';
 
@@ -195,17 +197,59 @@ test('when an envelope the reaper found waiting later leaves the queue without b
   assert.equal(still.json.status, 'queued', still.text);
   // Its envelope, found by its message id (the sweep's probes may still be on the subject).
   const jsm = await jetstreamManager(nc);
-  let seq = 0;
-  for (let from = 0; seq === 0;) {
-    const m = await nextMessageOn(jsm, Streams.jobs, Subjects.jobs('default'), from);
-    assert.ok(m, 'the envelope of the job to lose is stored');
-    if (m.header.get(Headers.msgId) === later && !m.header.get(Headers.enqueueProbe)) seq = m.seq;
-    from = m.seq + 1;
-  }
-  assert.ok(await jsm.streams.deleteMessage(Streams.jobs, seq));
+  assert.ok(
+    await loseMessage(jsm, Streams.jobs, Subjects.jobs('default'), MessageIds.envelope(later)),
+    'the envelope of the job to lose is stored',
+  );
   const ended = await waitForJob(url, later, auth);
   assert.equal(ended.json.status, 'failed', ended.text);
   assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
+  await assertWaitingUntouched();
+});
+
+// The check skipped every job of a batch: a later wave's jobs are queued with their envelopes
+// held until the wave is released, so "no envelope" is their normal state. A batch job whose
+// envelope the stream lost (released or not held at all) stayed `queued` for good, and its
+// batch never ended.
+test("when the envelope of a batch's job leaves the queue unplaced, then the reaper fails it NOT_ENQUEUED, leaves the job held for a later wave queued, and checks that one once released", async (t) => {
+  const { nc, url, auth, ghost, assertWaitingUntouched } = await recordsWithoutMessages(t);
+  const created = await http('POST', `${url}/v2/batches`, {
+    ...auth,
+    body: {
+      kind: 'config',
+      commands: ['interface Gi0/1', 'description lost'],
+      max_parallel: 1,
+      devices: [
+        { host: '127.0.0.1', port: 2201 },
+        { host: '127.0.0.1', port: 2202 },
+      ],
+    },
+  });
+  assert.equal(created.status, 202, created.text);
+  const [first, held] = (created.json.jobs as { job_id: string }[]).map((j) => j.job_id);
+  const jsm = await jetstreamManager(nc);
+  const lose = (jobId: string) =>
+    loseMessage(jsm, Streams.jobs, Subjects.jobs('default'), MessageIds.envelope(jobId));
+  // A record created after both, failed by a sweep: that sweep or an earlier one looked at both.
+  assert.equal((await waitForJob(url, await ghost(), auth)).json.error_code, 'NOT_ENQUEUED');
+  for (const id of [first, held]) {
+    const still = await http('GET', `${url}/v2/send-command/${id}`, auth);
+    assert.equal(still.json.status, 'queued', `${id}: ${still.text}`);
+  }
+  assert.ok(await lose(first!), "the first wave's envelope is stored");
+  const ended = await waitForJob(url, first!, auth);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED', ended.text);
+  // The first wave ended: the next is released (its envelope published, its hold removed).
+  const batches = await new Kvm(jetstream(nc)).open(Buckets.batches);
+  const holdKey = `${created.json.batch_id}.held.${held}`;
+  await waitUntil(async () => (await batches.get(holdKey))?.operation !== 'PUT', 'the release');
+  await waitUntil(() => lose(held!), "the released job's envelope, stored and then lost");
+  const released = await waitForJob(url, held!, auth);
+  assert.equal(released.json.error_code, 'NOT_ENQUEUED', released.text);
+  await waitUntil(async () => {
+    const b = await http('GET', `${url}/v2/batches/${created.json.batch_id}`, auth);
+    return b.json?.status !== 'running' && b.json;
+  }, 'the batch to end');
   await assertWaitingUntouched();
 });
 

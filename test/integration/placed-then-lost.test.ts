@@ -6,14 +6,15 @@
 // before it was placed again, left it `queued` for good too.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
-import { connectNats, nextMessageOn } from '@svc/nats';
+import { Buckets, MessageIds, Streams, Subjects } from '@svc/proto';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   http,
+  loseMessage,
   startProcessStack,
   testEnv,
   waitForJob,
@@ -151,21 +152,4 @@ async function placementLostOnLiveHost(t: TestContext) {
     'the placement of the waiting job is stored on its host subject',
   );
   return stack;
-}
-
-/** Deletes the message stored on `subject` under message id `msgId`; false when there is none. */
-async function loseMessage(
-  jsm: JetStreamManager,
-  stream: string,
-  subject: string,
-  msgId: string,
-): Promise<boolean> {
-  for (let from = 0; ;) {
-    const m = await nextMessageOn(jsm, stream, subject, from);
-    if (!m) return false;
-    if (m.header.get(Headers.msgId) === msgId && !m.header.get(Headers.enqueueProbe)) {
-      return jsm.streams.deleteMessage(stream, m.seq);
-    }
-    from = m.seq + 1;
-  }
 }

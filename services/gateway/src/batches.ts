@@ -5,6 +5,7 @@ import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { BatchRequest } from '@svc/proto';
 import {
+  BatchKeys,
   ConfigBatchRequest,
   KeyedWindow,
   Streams,
@@ -88,8 +89,6 @@ const ENDED_KEEP_MS = 120_000;
 const BATCH_END_WAIT_MS = 35_000;
 /** How often the stored end events are counted again meanwhile. */
 const BATCH_END_RECHECK_MS = 250;
-
-const heldKey = (batchId: string, jobId: string) => `${batchId}.held.${jobId}`;
 
 /**
  * Batches: one ordinary job per device under a batch id, admitted through the same intake as a
@@ -339,7 +338,7 @@ export class Batches {
           ? undefined
           : async (envelope: JobEnvelope) => {
               const held: HeldEnvelope = { envelope, traceparent: traceparent ?? null };
-              await this.kv.put(heldKey(batchId, envelope.job_id), encodeJson(held));
+              await this.kv.put(BatchKeys.held(batchId, envelope.job_id), encodeJson(held));
             };
       const device = deviceKeyOf('', job.address ?? job.spec.host, job.spec.port);
       await admitting.add(device, async () => {
@@ -592,7 +591,7 @@ export class Batches {
     }
     // Releases: idempotent, so a wave a dead gateway had decided is let go here.
     for (const ref of record.jobs.slice(0, record.released)) {
-      const key = heldKey(batchId, ref.job_id);
+      const key = BatchKeys.held(batchId, ref.job_id);
       if (!this.mirror.get(key)) continue;
       const entry = await this.kv.get(key);
       // Not known to have ended is not known to be queued: its record says (once per job).
@@ -719,8 +718,8 @@ export class Batches {
       await Promise.all(
         refs.slice(i, i + READ_CHUNK).map(async (ref) => {
           await this.jobs.cancel(ref.job_id, `job cancelled: batch ${reason}`, ['queued']);
-          if (this.mirror.get(heldKey(batchId, ref.job_id))) {
-            await this.kv.delete(heldKey(batchId, ref.job_id)).catch(() => undefined);
+          if (this.mirror.get(BatchKeys.held(batchId, ref.job_id))) {
+            await this.kv.delete(BatchKeys.held(batchId, ref.job_id)).catch(() => undefined);
           }
         }),
       );

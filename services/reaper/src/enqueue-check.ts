@@ -51,7 +51,12 @@ interface Placed extends Fresh {
   goneSeen?: boolean;
 }
 
-/** Jobs of each list (waiting, placed) looked at again per sweep, at most (longest unseen first). */
+/** A batch job whose envelope its batch holds until its wave is released. */
+interface Held extends Fresh {
+  batchId: string;
+}
+
+/** Jobs of each list (waiting, placed, released) looked at again per sweep, at most. */
 const LOOKED_AGAIN_PER_SWEEP = 500;
 
 /**
@@ -63,21 +68,25 @@ const LOOKED_AGAIN_PER_SWEEP = 500;
  * Candidates come from a headers-only ordered consumer of the `svc-jobs` bucket's stream: an
  * entry written with `Nats-Expected-Last-Subject-Sequence: 0` is a record's creation, one whose
  * summary header says `queued` a drain's fence, and any other entry of the key (start, end,
- * cancel, delete) takes it off the list. The feed is read in
- * bursts (every FEED_READ_MS and before each sweep: what is pending, fetched at once), not as
- * each write is stored: a job's three writes would wake the reaper three times. A candidate older
- * than ENQUEUE_GRACE is probed by publishing an empty message with the job id (a handed-back
- * copy's: `<job>.h<n>`) as message id on its context's subject: JetStream answers `duplicate` when the envelope was stored (even if it
- * was consumed since) and stores nothing; otherwise the probe is stored (the dispatcher drops
- * it), which also makes the stream drop the envelope should it still arrive. A job whose
- * envelope still waits in the stream is left; otherwise, unless its placement is stored in
- * `SVC_ACTOR` (`#placed`: a restarted server forgets the ids of consumed messages), it is failed
- * by compare-and-set from `queued`: its envelope never arrived, or was stored and left the
- * stream unplaced (`#waiting`). A job found waiting is looked at again at each sweep until it
- * leaves `queued` (`#stillWaiting`): an envelope the stream loses later in the job's wait would
- * leave it `queued` for good. Likewise a job found placed (`#stillPlaced`): a placement the
- * stream loses while its host is gone would. A record first checked past the streams' duplicate
- * window (120 s), as after a reaper outage that long, is not checked.
+ * cancel, delete) takes it off the list. The feed is read in bursts (every FEED_READ_MS and
+ * before each sweep: what is pending, fetched at once), not as each write is stored: a job's
+ * three writes would wake the reaper three times.
+ *
+ * A candidate older than ENQUEUE_GRACE is probed by publishing an empty message with the job id
+ * (a handed-back copy's: `<job>.h<n>`) as message id on its context's subject: JetStream answers
+ * `duplicate` when the envelope was stored (even if it was consumed since) and stores nothing;
+ * otherwise the probe is stored (the dispatcher drops it), which also makes the stream drop the
+ * envelope should it still arrive. A job whose envelope still waits in the stream is left;
+ * otherwise, unless its placement is stored in `SVC_ACTOR` (`#placed`: a restarted server
+ * forgets the ids of consumed messages), it is failed by compare-and-set from `queued`: its
+ * envelope never arrived, or was stored and left the stream unplaced (`#waiting`).
+ *
+ * A job found waiting is looked at again at each sweep until it leaves `queued`
+ * (`#stillWaiting`): an envelope the stream loses later in the job's wait would leave it
+ * `queued` for good. Likewise a job found placed (`#stillPlaced`): a placement the stream loses
+ * while its host is gone would. A batch job whose envelope its batch holds for a later wave is
+ * left until released (`#released`). A record first checked past the streams' duplicate window
+ * (120 s), as after a reaper outage that long, is not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
@@ -85,6 +94,8 @@ export class EnqueueCheck {
   readonly #waitingJobs = new Map<string, Waiting>();
   /** Found placed and not started: looked at again at each sweep (`#stillPlaced`). */
   readonly #placedJobs = new Map<string, Placed>();
+  /** Batch jobs found held: checked once released (`#released`). */
+  readonly #heldJobs = new Map<string, Held>();
   #bucket = '';
   #feed: BurstFeed | null = null;
   /** Made at its first use (no request: the API is not checked). */
@@ -97,6 +108,7 @@ export class EnqueueCheck {
     private readonly log: Logger,
     private readonly onFailed: (record: JobRecord) => Promise<void>,
     private readonly hostBeats: (hostId: string) => Promise<boolean>,
+    private readonly heldInBatch: (batchId: string, jobId: string) => Promise<boolean>,
   ) {}
 
   static start(
@@ -112,6 +124,11 @@ export class EnqueueCheck {
        * absence: a watched copy that fell behind must not make a live host look gone).
        */
       hostBeats: (hostId: string) => Promise<boolean>;
+      /**
+       * Whether a batch still holds the job's envelope for a later wave (read from the bucket
+       * before the job is probed: a watched copy behind would have the probe block the envelope).
+       */
+      heldInBatch: (batchId: string, jobId: string) => Promise<boolean>;
     },
   ): EnqueueCheck {
     const check = new EnqueueCheck(
@@ -121,6 +138,7 @@ export class EnqueueCheck {
       options.log,
       options.onFailed,
       options.hostBeats,
+      options.heldInBatch,
     );
     const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
@@ -160,7 +178,30 @@ export class EnqueueCheck {
       this.#fresh.delete(key);
       this.#waitingJobs.delete(key);
       this.#placedJobs.delete(key);
+      this.#heldJobs.delete(key);
     }
+  }
+
+  /**
+   * Checks the held batch jobs whose batch no longer holds their envelope: released (published
+   * first, then the hold removed) or cancelled with their batch (their record written first, so
+   * the check drops them). Returns the jobs failed.
+   */
+  async #released(): Promise<string[]> {
+    const failed: string[] = [];
+    let checked = 0;
+    for (const [jobId, held] of [...this.#heldJobs]) {
+      if (checked >= LOOKED_AGAIN_PER_SWEEP) break;
+      try {
+        if (await this.heldInBatch(held.batchId, jobId)) continue;
+        checked++;
+        this.#heldJobs.delete(jobId);
+        if (await this.#check(jobId, held, Date.now())) failed.push(jobId);
+      } catch (err) {
+        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
+      }
+    }
+    return failed;
   }
 
   /** The status a record write's summary header gives, or null (none, or not one). */
@@ -180,6 +221,9 @@ export class EnqueueCheck {
     // Every write stored before the sweep is known to it.
     await this.#feed?.catchUp();
     const failed: string[] = [];
+    // First: a job released since the last sweep is checked in this one (its envelope was
+    // published before its hold was removed), before any record created after the release.
+    failed.push(...(await this.#released()));
     const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + JOBS_DUPLICATE_WINDOW_MARGIN_MS;
     for (const [jobId, fresh] of [...this.#fresh]) {
       if (fresh.createdAt < oldest) {
@@ -323,10 +367,19 @@ export class EnqueueCheck {
       this.#fresh.delete(jobId);
       return false;
     }
-    // A batch job of a later wave is queued with its envelope held in `svc-batches` until the
-    // wave is released: no envelope yet is its normal state.
-    if (record.status !== 'queued' || record.batch_id != null) {
+    if (record.status !== 'queued') {
       this.#fresh.delete(jobId);
+      return false;
+    }
+    // A batch job of a later wave is queued with its envelope held in `svc-batches` until the
+    // wave is released: no envelope yet is its normal state. Checked once released.
+    if (record.batch_id != null && (await this.heldInBatch(record.batch_id, jobId))) {
+      this.#fresh.delete(jobId);
+      this.#heldJobs.set(jobId, {
+        revision: fresh.revision,
+        createdAt: fresh.createdAt,
+        batchId: record.batch_id,
+      });
       return false;
     }
     const copy = record.placement ?? 0;

@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { Counter } from 'prom-client';
 import {
   ActorCapability,
+  BatchKeys,
   Buckets,
   HostDrain,
   LockKeys,
@@ -79,6 +80,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     help: 'Queued job records whose message never reached the queue or was lost from it, failed with NOT_ENQUEUED.',
     registers: [registry],
   });
+  // The envelopes batches hold for their later waves: a held job is checked once released.
+  const batches = stores[Buckets.batches];
+  const holds = await KvMirror.start(batches, BatchKeys.heldAll, log);
   const enqueueCheck = config.JOB_REAPER_ENABLED
     ? EnqueueCheck.start(jetstream(nc), jobs, {
         graceMs: config.ENQUEUE_GRACE * 1000,
@@ -90,6 +94,12 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
         hostBeats: async (hostId) => {
           if (beats.ready && beats.get(hostId) !== null) return true;
           const entry = await workers.get(hostId);
+          return entry !== null && entry.operation === 'PUT';
+        },
+        heldInBatch: async (batchId, jobId) => {
+          const key = BatchKeys.held(batchId, jobId);
+          if (holds.ready && holds.get(key) !== null) return true;
+          const entry = await batches.get(key);
           return entry !== null && entry.operation === 'PUT';
         },
       })
@@ -414,6 +424,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       await suspectCheck;
       beats.stop();
       drainRecords.stop();
+      holds.stop();
       enqueueCheck?.stop();
       await lock.release().catch(() => undefined);
     },
