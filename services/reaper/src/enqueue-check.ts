@@ -198,6 +198,10 @@ export class EnqueueCheck {
         this.#heldJobs.delete(jobId);
         if (await this.#check(jobId, held, Date.now())) failed.push(jobId);
       } catch (err) {
+        // Looked at again next sweep (the store did not answer), unless the record is not one.
+        if (!(err instanceof MalformedMessage) && !this.#heldJobs.has(jobId)) {
+          this.#heldJobs.set(jobId, held);
+        }
         this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
       }
     }
