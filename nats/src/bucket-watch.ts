@@ -40,7 +40,12 @@ export interface BucketWatch extends AsyncIterable<BucketWatchEntry> {
  */
 export async function watchBucket(
   kv: KV,
-  options: { key?: string; log?: Pick<Logger, 'warn'> } = {},
+  options: {
+    key?: string;
+    log?: Pick<Logger, 'warn'>;
+    /** Keys, revisions and operations only: every entry's `value` is empty. */
+    keysOnly?: boolean;
+  } = {},
 ): Promise<BucketWatch> {
   if (!(kv instanceof Bucket)) throw new TypeError('watchBucket needs a bucket opened by Kvm');
   const prefix = `${kv.prefix}.`;
@@ -50,6 +55,7 @@ export async function watchBucket(
     from: 'last-per-subject',
     what: `watch ${kv.bucket} ${options.key ?? '>'}`,
     ...(options.log ? { log: options.log } : {}),
+    ...(options.keysOnly ? { headersOnly: true } : {}),
   });
   let caughtUp = false;
 

@@ -24,11 +24,22 @@ export class KvMirror {
 
   /**
    * `key` filters the copy (a subject-like pattern, e.g. `authfail.>`); all keys by default.
-   * `log` is told when the watch is opened again (its node lost).
+   * `log` is told when the watch is opened again (its node lost). `keysOnly`: which keys exist,
+   * not their values (every `value` empty), for a reader that needs no more: the values never
+   * travel to it.
    */
-  static async start(kv: KV, key = '>', log?: Pick<Logger, 'warn'>): Promise<KvMirror> {
+  static async start(
+    kv: KV,
+    key = '>',
+    log?: Pick<Logger, 'warn'>,
+    options: { keysOnly?: boolean } = {},
+  ): Promise<KvMirror> {
     const mirror = new KvMirror();
-    const watch = await watchBucket(kv, { key, ...(log ? { log } : {}) });
+    const watch = await watchBucket(kv, {
+      key,
+      ...(log ? { log } : {}),
+      ...(options.keysOnly ? { keysOnly: true } : {}),
+    });
     mirror.#watch = watch;
     if ((await kv.status()).values === 0) mirror.#ready = true;
     void (async () => {

@@ -52,6 +52,8 @@ export async function followStream(
     log?: Pick<Logger, 'warn'>;
     /** Read `pendingAtOpen` from the first consumer (one API call more). */
     countPending?: boolean;
+    /** Messages without their data (headers and subject only). */
+    headersOnly?: boolean;
   },
 ): Promise<StreamFollower> {
   const { filter, what } = options;
@@ -65,11 +67,15 @@ export async function followStream(
 
   const configOf = (): Partial<OrderedConsumerOptions> => {
     const from: FollowFrom = lastSeq === null ? options.from : { afterSeq: lastSeq };
-    if (from === 'all') return { filter_subjects: filter, deliver_policy: DeliverPolicy.All };
-    if (from === 'last-per-subject')
-      return { filter_subjects: filter, deliver_policy: DeliverPolicy.LastPerSubject };
-    return {
+    const base = {
       filter_subjects: filter,
+      ...(options.headersOnly ? { headers_only: true } : {}),
+    };
+    if (from === 'all') return { ...base, deliver_policy: DeliverPolicy.All };
+    if (from === 'last-per-subject')
+      return { ...base, deliver_policy: DeliverPolicy.LastPerSubject };
+    return {
+      ...base,
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: from.afterSeq + 1,
     };

@@ -44,3 +44,33 @@ test('when a writer waits for its own put and delete in a watched copy, then the
   // A revision the bucket never reaches: the bound answers, false.
   assert.equal(await mirror.caughtUp('k', 1000, 50), false);
 });
+
+test('when a copy is kept of the keys only, then it holds the keys and their deletes, and no value reaches it', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await nats.stop();
+  });
+  const kv = await new Kvm(jetstream(nc)).create('mirror-keys-test');
+  await kv.put('a.held.1', new TextEncoder().encode('sealed-1'));
+  await kv.put('b.other', new TextEncoder().encode('x'));
+  const mirror = await KvMirror.start(kv, '*.held.*', undefined, { keysOnly: true });
+  t.after(() => mirror.stop());
+  assert.equal(await mirror.caughtUp('a.held.1', 1, 30_000), true);
+  const added = mirror.caughtUp('a.held.2', 3, 30_000);
+  await kv.put('a.held.2', new TextEncoder().encode('sealed-2'));
+  assert.equal(await added, true);
+  assert.deepEqual(
+    [...mirror.entries()].map(([key, e]) => [key, e.value.length]),
+    [
+      ['a.held.1', 0],
+      ['a.held.2', 0],
+    ],
+  );
+  const removed = mirror.caughtUp('a.held.1', null, 30_000);
+  await kv.delete('a.held.1');
+  assert.equal(await removed, true);
+  assert.equal(mirror.get('a.held.1'), null);
+  assert.notEqual(mirror.get('a.held.2'), null);
+});

@@ -80,9 +80,10 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     help: 'Queued job records whose message never reached the queue or was lost from it, failed with NOT_ENQUEUED.',
     registers: [registry],
   });
-  // The envelopes batches hold for their later waves: a held job is checked once released.
+  // Which jobs batches hold for their later waves (a held job is checked once released): the
+  // keys only, so that the held envelopes (sealed credentials among them) never reach the reaper.
   const batches = stores[Buckets.batches];
-  const holds = await KvMirror.start(batches, BatchKeys.heldAll, log);
+  const holds = await KvMirror.start(batches, BatchKeys.heldAll, log, { keysOnly: true });
   const enqueueCheck = config.JOB_REAPER_ENABLED
     ? EnqueueCheck.start(jetstream(nc), jobs, {
         graceMs: config.ENQUEUE_GRACE * 1000,
