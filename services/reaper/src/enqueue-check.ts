@@ -288,7 +288,7 @@ export class EnqueueCheck {
 
   /**
    * Looks again at a job whose placement was found stored. Still stored, it waits on. Gone
-   * while the job's record is unchanged since its creation, its host did not start it (a start,
+   * while the job's record is unchanged since it was found so, its host did not start it (a start,
    * a cancel and a drain's fence each write the record before the placement leaves the stream):
    * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
    * loss) and start it yet: looked at again, until it does or the host is gone. Then nothing can
