@@ -4,7 +4,10 @@
 // other while they start). Here the first port chosen is one already taken.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { NatsCluster, NatsServerProcess, freePort } from '@svc/launcher';
 import { connectNats } from '@svc/nats';
@@ -36,6 +39,23 @@ test('when the client port chosen for a server is taken before it binds, then it
   const nc = await connectNats(server.url, 'ports-test');
   await nc.flush();
   await nc.close();
+});
+
+// The test runner found a `svc-nats-*` folder left in its temporary folder after every run: the
+// data folder a start made for itself stayed when that start failed (the first try above).
+test('when a start fails, then the data folder it made for itself is removed', async (t) => {
+  const { taken } = await takenFirst(t);
+  const own = await mkdtemp(join(tmpdir(), 'ports-test-'));
+  const before = process.env['TMPDIR'];
+  process.env['TMPDIR'] = own;
+  t.after(async () => {
+    if (before === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = before;
+    await rm(own, { recursive: true, force: true });
+  });
+  // A port given by the caller is not chosen again: the start fails.
+  await assert.rejects(NatsServerProcess.start({ port: taken }), /address already in use/);
+  assert.deepEqual(await readdir(own), []);
 });
 
 test('when a route port chosen for a cluster is taken before its node binds, then the cluster starts on other ports', async (t) => {

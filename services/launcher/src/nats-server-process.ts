@@ -161,8 +161,24 @@ export class NatsServerProcess {
   static async #startOnce(options: NatsServerOptions): Promise<NatsServerProcess> {
     const bin = options.bin ?? findNatsServer(process.env);
     if (!bin) throw new Error('nats-server not found on PATH (set NATS_SERVER_BIN)');
-    const ownsDir = options.dataDir === undefined;
-    const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'svc-nats-')));
+    if (options.dataDir !== undefined)
+      return NatsServerProcess.#startIn(bin, options.dataDir, false, options);
+    // A failed start leaves nothing behind: the folder it made for itself goes with it.
+    const dataDir = await mkdtemp(join(tmpdir(), 'svc-nats-'));
+    try {
+      return await NatsServerProcess.#startIn(bin, dataDir, true, options);
+    } catch (err) {
+      await rm(dataDir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  static async #startIn(
+    bin: string,
+    dataDir: string,
+    ownsDir: boolean,
+    options: NatsServerOptions,
+  ): Promise<NatsServerProcess> {
     const name = options.cluster?.serverName ?? 'svc';
     const storeDir = join(dataDir, `jetstream-${name}`);
     const portsDir = join(dataDir, `ports-${name}`);
@@ -222,25 +238,41 @@ export class NatsServerProcess {
       options,
     );
     // The server writes nats-server_<pid>.ports once it listens; an early exit is a failure.
+    try {
+      await NatsServerProcess.#listening(child, portsDir, logFile, () => stderr);
+    } catch (err) {
+      // Gone before its folder is: a server killed at its deadline may still be writing there.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await server.#exited;
+      throw err;
+    }
+    return server;
+  }
+
+  /** Resolves once the server listens; throws when it exits first or takes longer than 10 s. */
+  static async #listening(
+    child: ChildProcess,
+    portsDir: string,
+    logFile: string | null,
+    stderr: () => string,
+  ): Promise<void> {
     const deadline = Date.now() + 10_000;
     for (;;) {
       if (child.exitCode !== null) {
-        const message = `nats-server exited at start (code ${child.exitCode}): ${stderr.trim()}`;
+        const message = `nats-server exited at start (code ${child.exitCode}): ${stderr().trim()}`;
         // With a log file the server says why there, not on stderr.
-        const said = logFile ? await readFile(logFile, 'utf8').catch(() => stderr) : stderr;
+        const said = logFile ? await readFile(logFile, 'utf8').catch(() => stderr()) : stderr();
         const taken = /Error listening on (router )?port: .*address already in use/.exec(said);
         if (taken) throw new PortTakenError(taken[1] ? 'route' : 'client', message);
         throw new Error(message);
       }
       const files = await readdir(portsDir).catch(() => [] as string[]);
-      if (files.some((f) => f.endsWith('.ports'))) break;
+      if (files.some((f) => f.endsWith('.ports'))) return;
       if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`nats-server did not start within 10 s: ${stderr.trim()}`);
+        throw new Error(`nats-server did not start within 10 s: ${stderr().trim()}`);
       }
       await sleep(25);
     }
-    return server;
   }
 
   /** SIGTERM, then SIGKILL after the deadline; removes a temp data dir. */
