@@ -242,24 +242,32 @@ export class EnqueueCheck {
         this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
       }
     }
-    for (const [jobId, waiting] of [...this.#waitingJobs].slice(0, LOOKED_AGAIN_PER_SWEEP)) {
-      try {
-        if (await this.#stillWaiting(jobId, waiting, now)) failed.push(jobId);
-      } catch (err) {
-        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
-      }
-    }
-    for (const [jobId, placed] of [...this.#placedJobs].slice(0, LOOKED_AGAIN_PER_SWEEP)) {
-      try {
-        if (await this.#stillPlaced(jobId, placed)) failed.push(jobId);
-      } catch (err) {
-        // Back in the list (the store did not answer): a failed look must not end the job's
-        // watch. A record that is not one ends it: no later look reads it better.
-        if (!(err instanceof MalformedMessage)) this.#placedJobs.set(jobId, placed);
-        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
-      }
-    }
+    await this.#lookAgain(this.#waitingJobs, (id, w) => this.#stillWaiting(id, w, now), failed);
+    await this.#lookAgain(this.#placedJobs, (id, p) => this.#stillPlaced(id, p), failed);
     return failed;
+  }
+
+  /**
+   * Looks again at the jobs of one list, at most LOOKED_AGAIN_PER_SWEEP (the longest unseen
+   * first). Each leaves the list for its look, which puts it back when it is to be looked at
+   * again; failed ones go to `failed`. A look the store did not answer puts it back as it was (a
+   * failed look must not end the job's watch); a record that is not one ends it (no later look
+   * reads it better).
+   */
+  async #lookAgain<T>(
+    list: Map<string, T>,
+    look: (jobId: string, entry: T) => Promise<boolean>,
+    failed: string[],
+  ): Promise<void> {
+    for (const [jobId, entry] of [...list].slice(0, LOOKED_AGAIN_PER_SWEEP)) {
+      list.delete(jobId);
+      try {
+        if (await look(jobId, entry)) failed.push(jobId);
+      } catch (err) {
+        if (!(err instanceof MalformedMessage) && !list.has(jobId)) list.set(jobId, entry);
+        this.log.warn({ err, job_id: jobId }, 'enqueue check failed; retrying next cycle');
+      }
+    }
   }
 
   /**
@@ -273,7 +281,6 @@ export class EnqueueCheck {
    */
   async #stillWaiting(jobId: string, waiting: Waiting, now: number): Promise<boolean> {
     const jsm = await this.#manager();
-    this.#waitingJobs.delete(jobId);
     if (await jsm.streams.getMessage(Streams.jobs, { seq: waiting.seq })) {
       this.#waitingJobs.set(jobId, { ...waiting, seenAt: now });
       return false;
@@ -297,7 +304,6 @@ export class EnqueueCheck {
    */
   async #stillPlaced(jobId: string, placed: Placed): Promise<boolean> {
     const jsm = await this.#manager();
-    this.#placedJobs.delete(jobId);
     const message = await jsm.streams.getMessage(Streams.actor, { seq: placed.seq });
     if (message) {
       const hostId = SubjectParsers.actorHost(message.subject);

@@ -83,8 +83,10 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   // Which jobs batches hold for their later waves (a held job is checked once released): the
   // keys only, so that the held envelopes (sealed credentials among them) never reach the reaper.
   const batches = stores[Buckets.batches];
-  const holds = await KvMirror.start(batches, BatchKeys.heldAll, log, { keysOnly: true });
-  const enqueueCheck = config.JOB_REAPER_ENABLED
+  const holds = config.JOB_REAPER_ENABLED
+    ? await KvMirror.start(batches, BatchKeys.heldAll, log, { keysOnly: true })
+    : null;
+  const enqueueCheck = holds
     ? EnqueueCheck.start(jetstream(nc), jobs, {
         graceMs: config.ENQUEUE_GRACE * 1000,
         log,
@@ -425,7 +427,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       await suspectCheck;
       beats.stop();
       drainRecords.stop();
-      holds.stop();
+      holds?.stop();
       enqueueCheck?.stop();
       await lock.release().catch(() => undefined);
     },
