@@ -26,6 +26,8 @@ export interface BucketWatch extends AsyncIterable<BucketWatchEntry> {
    * not made yet): what the copy says is as of then, not now. Its opening until the first.
    */
   currentAt(): number;
+  /** Entries the watch had to give when it opened (the keys' last values): 0, it is whole at once. */
+  readonly pendingAtOpen: number;
   stop(): void;
 }
 
@@ -54,6 +56,7 @@ export async function watchBucket(
     filter: `${prefix}${options.key ?? '>'}`,
     from: 'last-per-subject',
     what: `watch ${kv.bucket} ${options.key ?? '>'}`,
+    countPending: true,
     ...(options.log ? { log: options.log } : {}),
     ...(options.keysOnly ? { headersOnly: true } : {}),
   });
@@ -81,6 +84,7 @@ export async function watchBucket(
   return {
     [Symbol.asyncIterator]: () => iterable,
     currentAt: () => follower.currentAt(),
+    pendingAtOpen: follower.pendingAtOpen,
     stop: () => follower.stop(),
   };
 }

@@ -41,7 +41,8 @@ export class KvMirror {
       ...(options.keysOnly ? { keysOnly: true } : {}),
     });
     mirror.#watch = watch;
-    if ((await kv.status()).values === 0) mirror.#ready = true;
+    // Counted on the watch's own filter: a bucket whose keys are all outside it is nothing to wait for.
+    if (watch.pendingAtOpen === 0) mirror.#ready = true;
     void (async () => {
       for await (const e of watch) {
         if (e.operation === 'PUT')

@@ -74,3 +74,29 @@ test('when a copy is kept of the keys only, then it holds the keys and their del
   assert.equal(mirror.get('a.held.1'), null);
   assert.notEqual(mirror.get('a.held.2'), null);
 });
+
+test('when the bucket holds keys but none the copy follows, then the copy is ready once started', async (t) => {
+  const nats = await NatsServerProcess.start();
+  const nc = await connectNats(nats.url, 'test');
+  t.after(async () => {
+    await nc.close();
+    await nats.stop();
+  });
+  const kv = await new Kvm(jetstream(nc)).create('mirror-ready-test');
+  await kv.put('b.other', new TextEncoder().encode('x'));
+  // Nothing of `*.held.*` to wait for: a copy not ready would send every read to the bucket
+  // until the first such key was written, however long that takes.
+  const empty = await KvMirror.start(kv, '*.held.*', undefined, { keysOnly: true });
+  t.after(() => empty.stop());
+  assert.equal(empty.ready, true, 'a copy with nothing to copy is ready');
+  assert.equal(empty.get('b.other'), null);
+
+  // A copy with keys to copy is ready once it holds them, not before.
+  await kv.put('a.held.1', new TextEncoder().encode('x'));
+  const full = await KvMirror.start(kv, '*.held.*');
+  t.after(() => full.stop());
+  assert.ok(!full.ready || full.get('a.held.1') !== null, 'ready before it holds its keys');
+  await full.caughtUp('a.held.1', 2, 30_000);
+  assert.equal(full.ready, true);
+  assert.notEqual(full.get('a.held.1'), null);
+});

@@ -8,8 +8,6 @@ import { HttpError } from './http-errors.js';
 const WINDOW_MS = 60_000;
 /** Key prefix of the failure counters in `svc-ratelimit` (submission counters have none). */
 const PREFIX = 'authfail';
-/** Written at start so that the filtered watch always has an initial value (mirror ready). */
-const SENTINEL = `${PREFIX}.ready`;
 const MAX_ATTEMPTS = 100;
 
 /** One authentication failure, as audited. */
@@ -52,7 +50,6 @@ export class AuthLimits {
     now: () => number = Date.now,
   ): Promise<AuthLimits> {
     if (limit <= 0) return new AuthLimits(null, null, 0, audit, now);
-    await kv.put(SENTINEL, new Uint8Array());
     const mirror = await KvMirror.start(kv, `${PREFIX}.>`);
     return new AuthLimits(kv, mirror, limit, audit, now);
   }
@@ -136,7 +133,7 @@ export class AuthLimits {
     this.#prunedWindow = window;
     const suffix = `.${window}`;
     for (const [key] of [...this.mirror.entries()]) {
-      if (key !== SENTINEL && !key.endsWith(suffix)) this.mirror.forget(key);
+      if (!key.endsWith(suffix)) this.mirror.forget(key);
     }
     for (const key of [...this.#written.keys()]) {
       if (!key.endsWith(suffix)) this.#written.delete(key);
