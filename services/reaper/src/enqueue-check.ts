@@ -22,11 +22,11 @@ const FEED_READ_MS = 2000;
 
 /**
  * A record whose last write left its job `queued`: its creation, or a drain's fence naming the
- * copy it handed back (`createdAt`: when that write was stored).
+ * copy it handed back (`writtenAt`: when that write was stored).
  */
 interface Fresh {
   revision: number;
-  createdAt: number;
+  writtenAt: number;
 }
 
 /**
@@ -172,7 +172,7 @@ export class EnqueueCheck {
     if (created || (put && this.#summaryStatus(m, key) === 'queued')) {
       this.#fresh.set(key, {
         revision: m.seq,
-        createdAt: Math.floor(m.info.timestampNanos / 1_000_000),
+        writtenAt: Math.floor(m.info.timestampNanos / 1_000_000),
       });
     } else {
       this.#fresh.delete(key);
@@ -230,11 +230,11 @@ export class EnqueueCheck {
     failed.push(...(await this.#released()));
     const oldest = now - JOBS_DUPLICATE_WINDOW_SECONDS * 1000 + JOBS_DUPLICATE_WINDOW_MARGIN_MS;
     for (const [jobId, fresh] of [...this.#fresh]) {
-      if (fresh.createdAt < oldest) {
+      if (fresh.writtenAt < oldest) {
         this.#fresh.delete(jobId);
         continue;
       }
-      if (now - fresh.createdAt < this.graceMs) continue;
+      if (now - fresh.writtenAt < this.graceMs) continue;
       try {
         if (await this.#check(jobId, fresh, now)) failed.push(jobId);
       } catch (err) {
@@ -387,7 +387,7 @@ export class EnqueueCheck {
       this.#fresh.delete(jobId);
       this.#heldJobs.set(jobId, {
         revision: fresh.revision,
-        createdAt: fresh.createdAt,
+        writtenAt: fresh.writtenAt,
         batchId: record.batch_id,
       });
       return false;
@@ -435,7 +435,7 @@ export class EnqueueCheck {
         const hostId = message ? SubjectParsers.actorHost(message.subject) : null;
         this.#placedJobs.set(jobId, {
           revision: fresh.revision,
-          createdAt: fresh.createdAt,
+          writtenAt: fresh.writtenAt,
           copy,
           seq: placedAt,
           hostId,
