@@ -60,6 +60,8 @@ export {
   RecordSummary,
   recordSummaryOf,
   WorkerHeartbeat,
+  PlacementHeldQuery,
+  PlacementHeldAnswer,
   PrePostCheck,
 } from './messages/job.js';
 export type { DeviceSecrets } from './messages/job.js';

@@ -72,6 +72,8 @@ export const Subjects = {
     `svc.events.batch.${subjectToken(batchId)}.${subjectToken(name)}`,
   cancelAll: 'svc.control.cancel.>',
   cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
+  /** The reaper asks a live actor host whether it holds a placement (`PlacementHeldQuery`). */
+  placementHeld: (hostId: string) => `svc.control.holds.${subjectToken(hostId)}`,
   /** `$KV.<bucket>.<key>`: where a KV bucket stores a key (what the KV client's put publishes to). */
   kvEntry: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
 } as const;

@@ -3,7 +3,15 @@ import assert from 'node:assert/strict';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { Buckets, ObjectBuckets, Streams, Subjects } from '@svc/proto';
+import {
+  Buckets,
+  ObjectBuckets,
+  PlacementHeldAnswer,
+  Streams,
+  Subjects,
+  decodeMessage,
+  encodeJson,
+} from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { findNatsServer } from '@svc/launcher';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
@@ -136,6 +144,24 @@ test(
       metrics.text,
       /^svc_jobs_total\{platform="cisco_ios",status="finished"\} [1-9]/m,
       'the gateway counted the job',
+    );
+  },
+);
+
+test(
+  'when the reaper user asks the actor host whether it holds a placement, then the host answers it, and a gateway user may not ask',
+  { skip },
+  async () => {
+    const reaper = await as('reaper');
+    const subject = Subjects.placementHeld(stack.actors[0]!.hostId);
+    // The answer travels under the actor user's `allow_responses`, to this reply subject only.
+    const reply = await reaper.request(subject, encodeJson({ seq: 1 }), { timeout: 5000 });
+    assert.deepEqual(decodeMessage(PlacementHeldAnswer, reply.data), { held: false });
+    const gateway = await as('gateway');
+    await assert.rejects(
+      gateway.request(subject, encodeJson({ seq: 1 }), { timeout: 5000 }),
+      (err: Error) => /permission/i.test(err.message),
+      'a gateway user asked an actor host',
     );
   },
 );

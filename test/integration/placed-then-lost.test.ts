@@ -6,6 +6,9 @@
 // before it was placed again, left it `queued` for good too.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
@@ -13,7 +16,10 @@ import { Buckets, MessageIds, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
+  ServiceProcess,
   http,
+  natsCredentials,
+  natsUsers,
   loseMessage,
   startProcessStack,
   testEnv,
@@ -80,6 +86,113 @@ test('when the placement of a job is lost while its host holds the job and beats
   assert.ok(
     device.stats.commands.some((c) => c.command === HELD),
     'the held job ran',
+  );
+});
+
+test('when the placement of a job is lost before its live host received it, then the reaper fails the job NOT_ENQUEUED while the host beats on, and it never runs', async (t) => {
+  // The host may not make its placement consumer again (a reload takes that right away once it
+  // has started): the test deletes the consumer, and the job placed next is stored, never
+  // delivered. Then the stream loses it. Before the fix, the job stayed `queued` while the host
+  // beat, however long that was.
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-placed-lost-'));
+  await writeFile(join(dataDir, 'users.conf'), natsUsers('host', []));
+  const nats = await NatsServerProcess.start({ dataDir, extraConfig: 'include "users.conf"' });
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  t.after(async () => {
+    await device.stop();
+    await nats.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  const env = testEnv(nats.url, {
+    LOG_LEVEL: 'INFO',
+    ENQUEUE_GRACE: '1',
+    JOB_REAPER_INTERVAL: '0.5',
+    ...natsCredentials('admin'),
+  });
+  const services = [
+    ServiceProcess.start('reaper', env),
+    ServiceProcess.start('dispatcher', env),
+    ServiceProcess.start('device-actor', { ...env, ...natsCredentials('host') }),
+    ServiceProcess.start('gateway', env),
+  ];
+  t.after(async () => {
+    for (const p of services.reverse()) await p.kill('SIGTERM');
+  });
+  const [reaper, , host, gateway] = services as [
+    ServiceProcess,
+    ServiceProcess,
+    ServiceProcess,
+    ServiceProcess,
+  ];
+  const url = await gateway.httpUrl();
+  await host.waitFor(/actor host started/);
+  await waitWorkers(url, 1);
+
+  const nc = await connectNats(nats.url, 'placed-lost-test', natsCredentials('admin'));
+  const hostNc = await connectNats(nats.url, 'placed-lost-test-host', natsCredentials('host'));
+  t.after(async () => {
+    await hostNc.close();
+    await nc.close();
+  });
+  const jsm = await jetstreamManager(nc);
+  await writeFile(
+    join(dataDir, 'users.conf'),
+    natsUsers('host', [
+      '$JS.API.CONSUMER.CREATE.SVC_ACTOR.>',
+      '$JS.API.CONSUMER.DURABLE.CREATE.SVC_ACTOR.>',
+    ]),
+  );
+  process.kill(nats.pid!, 'SIGHUP');
+  const hostJsm = await jetstreamManager(hostNc);
+  await waitUntil(
+    () =>
+      hostJsm.consumers
+        .add(Streams.actor, { durable_name: 'denied', filter_subject: 'svc.actor.denied' })
+        .then(
+          () => false,
+          () => true,
+        ),
+    'the host user to be refused consumers of SVC_ACTOR',
+  );
+  const consumers = [];
+  for await (const c of jsm.consumers.list(Streams.actor)) consumers.push(c);
+  assert.equal(consumers.length, 1, JSON.stringify(consumers.map((c) => c.name)));
+  const hostId = consumers[0]!.config.filter_subject!.slice('svc.actor.'.length);
+  await jsm.consumers.delete(Streams.actor, consumers[0]!.name);
+
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const submitted = await http('POST', `${url}/v2/send-command`, {
+    ...auth,
+    body: { host: device.host, port: device.port, commands: [HELD] },
+  });
+  assert.equal(submitted.status, 202, submitted.text);
+  const jobId = submitted.json.job_id as string;
+  await waitUntil(
+    () =>
+      reaper.output.find(
+        (l) => l.includes(jobId) && l.includes('placed on an actor host, not started yet'),
+      ),
+    "the enqueue check's look at the job, placed and not delivered",
+  );
+  assert.ok(
+    await loseMessage(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(jobId, 0)),
+    'the placement of the job is stored on its host subject',
+  );
+
+  const ended = await waitForJob(url, jobId, auth, 20_000);
+  assert.equal(ended.json.status, 'failed', ended.text);
+  assert.equal(ended.json.error_code, 'NOT_ENQUEUED', ended.text);
+  assert.match(String(ended.json.error), /before that host received it/, ended.text);
+  // The host beat all along: it was asked, not taken for gone.
+  assert.ok(
+    reaper.output.some((l) => l.includes(jobId) && l.includes('its host does not hold it')),
+    'the enqueue check asked the host',
+  );
+  const health = await http('GET', `${url}/healthcheck`);
+  assert.equal(health.json?.components?.workers?.count, 1, health.text);
+  assert.ok(
+    !device.stats.commands.some((c) => c.command === HELD),
+    'the job whose placement was lost never ran',
   );
 });
 

@@ -15,25 +15,20 @@ import { Consumers, DefaultTopology, Streams, Subjects } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { createLogger } from '@svc/telemetry';
 import { PlacementIntake, placementConsumerConfig } from '@svc/device-actor';
-import { NatsServerProcess, captureLogs, waitUntil } from '../harness/mod.js';
+import {
+  NatsServerProcess,
+  captureLogs,
+  natsCredentials,
+  natsUsers,
+  waitUntil,
+} from '../harness/mod.js';
 
 test('when the server stops answering long enough for the intake to find its consumer stalled, then a job sent into the lost connection is delivered again once the server answers', async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-intake-stall-'));
-  const hostUser = (deny: string) => `authorization { users: [
-    { user: "admin", password: "admin-pass" },
-    { user: "host", password: "host-pass",
-      permissions: { publish: { allow: ">", deny: [${deny}] }, subscribe: ">" } }
-  ] }\n`;
-  await writeFile(join(dataDir, 'users.conf'), hostUser('"$JS.API.CONSUMER.DELETE.>"'));
+  await writeFile(join(dataDir, 'users.conf'), natsUsers('host', ['$JS.API.CONSUMER.DELETE.>']));
   const nats = await NatsServerProcess.start({ dataDir, extraConfig: 'include "users.conf"' });
-  const nc = await connectNats(nats.url, 'intake-stall-test', {
-    NATS_USER: 'admin',
-    NATS_PASSWORD: 'admin-pass',
-  });
-  const hostNc = await connectNats(nats.url, 'intake-stall-host', {
-    NATS_USER: 'host',
-    NATS_PASSWORD: 'host-pass',
-  });
+  const nc = await connectNats(nats.url, 'intake-stall-test', natsCredentials('admin'));
+  const hostNc = await connectNats(nats.url, 'intake-stall-host', natsCredentials('host'));
   const logs = captureLogs();
   let intake: PlacementIntake | null = null;
   let draining = false;
@@ -89,7 +84,7 @@ test('when the server stops answering long enough for the intake to find its con
     timeoutMs: 60_000,
   });
   // The cluster answers again (the host may delete its consumer now).
-  await writeFile(join(dataDir, 'users.conf'), hostUser(''));
+  await writeFile(join(dataDir, 'users.conf'), natsUsers('host', []));
   process.kill(nats.pid!, 'SIGHUP');
 
   await waitUntil(() => delivered.includes('lost'), 'the lost job delivered again', {

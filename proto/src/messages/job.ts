@@ -484,3 +484,21 @@ export const WorkerHeartbeat = Type.Object(
   { $id: 'WorkerHeartbeat' },
 );
 export type WorkerHeartbeat = Static<typeof WorkerHeartbeat>;
+
+/**
+ * The reaper's question to a live actor host (`svc.control.holds.<host>`, a request): does it
+ * hold the placement stored at `seq` in `SVC_ACTOR` (delivered to it, not yet acknowledged,
+ * terminated or sent back)? Asked of a job whose placement the stream no longer stores.
+ */
+export const PlacementHeldQuery = Type.Object(
+  { seq: Type.Integer({ minimum: 1, description: 'stream sequence of the placement' }) },
+  { $id: 'PlacementHeldQuery' },
+);
+export type PlacementHeldQuery = Static<typeof PlacementHeldQuery>;
+
+/** The actor host's answer to a `PlacementHeldQuery`. */
+export const PlacementHeldAnswer = Type.Object(
+  { held: Type.Boolean() },
+  { $id: 'PlacementHeldAnswer' },
+);
+export type PlacementHeldAnswer = Static<typeof PlacementHeldAnswer>;

@@ -49,6 +49,8 @@ interface Placed extends Fresh {
   hostId: string | null;
   /** Its placement was found gone while its host beat (logged once). */
   goneSeen?: boolean;
+  /** At the last look, its host answered that it does not hold the placement. */
+  notHeldSeen?: boolean;
 }
 
 /** A batch job whose envelope its batch holds until its wave is released. */
@@ -109,6 +111,7 @@ export class EnqueueCheck {
     private readonly onFailed: (record: JobRecord) => Promise<void>,
     private readonly hostBeats: (hostId: string) => Promise<boolean>,
     private readonly heldInBatch: (batchId: string, jobId: string) => Promise<boolean>,
+    private readonly hostHolds: (hostId: string, seq: number) => Promise<boolean | null>,
   ) {}
 
   static start(
@@ -129,6 +132,11 @@ export class EnqueueCheck {
        * before the job is probed: a watched copy behind would have the probe block the envelope).
        */
       heldInBatch: (batchId: string, jobId: string) => Promise<boolean>;
+      /**
+       * Whether a live actor host holds the placement stored at `seq` (delivered to it, not yet
+       * settled); null when it did not answer (an earlier release, or stopping).
+       */
+      hostHolds: (hostId: string, seq: number) => Promise<boolean | null>;
     },
   ): EnqueueCheck {
     const check = new EnqueueCheck(
@@ -139,6 +147,7 @@ export class EnqueueCheck {
       options.onFailed,
       options.hostBeats,
       options.heldInBatch,
+      options.hostHolds,
     );
     const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
@@ -298,9 +307,11 @@ export class EnqueueCheck {
    * while the job's record is unchanged since it was found so, its host did not start it (a start,
    * a cancel and a drain's fence each write the record before the placement leaves the stream):
    * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
-   * loss) and start it yet: looked at again, until it does or the host is gone. Then nothing can
-   * run the job any more: failed NOT_ENQUEUED, by compare-and-set from `queued` (a host that was
-   * only frozen and starts it after that has its start refused). Returns true when failed.
+   * loss) and start it yet: it is asked, and while it says so (or does not answer) the job is
+   * looked at again, until it starts or the host is gone. A host that twice in a row holds no
+   * such placement never received it. Either way nothing can run the job any more: failed
+   * NOT_ENQUEUED, by compare-and-set from `queued` (a host that was only frozen and starts it
+   * after that has its start refused). Returns true when failed.
    */
   async #stillPlaced(jobId: string, placed: Placed): Promise<boolean> {
     const jsm = await this.#manager();
@@ -313,16 +324,31 @@ export class EnqueueCheck {
     const stored = await this.jobs.get(jobId);
     if (!stored || stored.archived || stored.revision !== placed.revision) return false;
     if (stored.record.status !== 'queued') return false;
+    let why = `its placement left ${placed.hostId ?? 'its actor host'}'s queue before it started, and that host is gone`;
     if (placed.hostId !== null && (await this.hostBeats(placed.hostId))) {
-      this.#placedJobs.set(jobId, { ...placed, goneSeen: true });
-      if (placed.goneSeen) return false;
-      this.log.info(
-        { job_id: jobId, seq: placed.seq, host_id: placed.hostId },
-        'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
-      );
-      return false;
+      const where = { job_id: jobId, seq: placed.seq, host_id: placed.hostId };
+      // Lost before its host received it, the job waits for nothing. A delivery still on its way
+      // when the host answered is in its hands by the next look: only a second "no" ends it.
+      const held = await this.hostHolds(placed.hostId, placed.seq);
+      if (held === false && !placed.notHeldSeen) {
+        this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
+        this.log.info(
+          where,
+          'enqueue check: placement gone, its host does not hold it; asked again',
+        );
+        return false;
+      }
+      if (held !== false) {
+        this.#placedJobs.set(jobId, { ...placed, goneSeen: true, notHeldSeen: false });
+        if (placed.goneSeen) return false;
+        this.log.info(
+          where,
+          'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
+        );
+        return false;
+      }
+      why = `its placement left ${placed.hostId}'s queue before that host received it, and the host holds no such job`;
     }
-    const why = `its placement left ${placed.hostId ?? 'its actor host'}'s queue before it started, and that host is gone`;
     const ended = await this.jobs.failNotEnqueued(jobId, why);
     if (!ended) return false;
     this.log.warn(

@@ -8,6 +8,7 @@ import {
   Buckets,
   HostDrain,
   LockKeys,
+  PlacementHeldAnswer,
   Streams,
   SubjectParsers,
   Subjects,
@@ -98,6 +99,18 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           if (beats.ready && beats.get(hostId) !== null) return true;
           const entry = await workers.get(hostId);
           return entry !== null && entry.operation === 'PUT';
+        },
+        hostHolds: async (hostId, seq) => {
+          const reply = await nc
+            .request(Subjects.placementHeld(hostId), encodeJson({ seq }), { timeout: 2000 })
+            .catch(() => null); // no responder (an earlier release, or stopping), or too slow
+          if (!reply) return null;
+          const answer = decodeOrDrop(PlacementHeldAnswer, reply.data, {
+            consumer: 'reaper',
+            log,
+            where: { host_id: hostId },
+          });
+          return answer?.held ?? null;
         },
         heldInBatch: async (batchId, jobId) => {
           const key = BatchKeys.held(batchId, jobId);

@@ -11,9 +11,11 @@ import {
   SubjectParsers,
   SvcError,
   decodeOrDrop,
+  encodeJson,
   topologyFrom,
   type DeviceSecrets,
   JobEnvelope,
+  PlacementHeldQuery,
   type JobRecord,
   type Sealer,
 } from '@svc/proto';
@@ -164,6 +166,17 @@ export async function startActorHost(
     actor.push({ envelope, msg });
   };
   const intake = new PlacementIntake(nc, jsm, hostId, log, () => draining, deliver);
+  // The reaper asks before it fails a job whose placement the stream lost while this host beats.
+  const heldQueries: Subscription = nc.subscribe(Subjects.placementHeld(hostId), {
+    callback: (_err, msg) => {
+      const query = decodeOrDrop(PlacementHeldQuery, msg.data, {
+        consumer: 'actor_host',
+        log,
+        where: { subject: msg.subject },
+      });
+      if (query) msg.respond(encodeJson({ held: intake.holds(query.seq) }));
+    },
+  });
   log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
 
   return {
@@ -174,6 +187,7 @@ export async function startActorHost(
       await beat().catch(() => undefined);
       await intake.close();
       cancels.unsubscribe();
+      heldQueries.unsubscribe();
       // Jobs waiting in mailboxes never started: they go back for placement elsewhere.
       const waiting = [...actors.values()].flatMap((a) => a.takeWaiting());
       const deadline = Date.now() + config.SHUTDOWN_GRACE * 1000;

@@ -73,6 +73,14 @@ export class PlacementIntake {
     this.#ackCheck.unref();
   }
 
+  /**
+   * Whether the message stored at `seq` was delivered here and is not yet settled: its job waits
+   * in a mailbox or runs. The reaper asks it of a job whose placement the stream lost.
+   */
+  holds(seq: number): boolean {
+    return this.#held.has(seq);
+  }
+
   /** Stops consuming (call once draining) and waits for the loop to end. */
   async close(): Promise<void> {
     clearInterval(this.#ackCheck);
