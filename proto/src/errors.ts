@@ -64,7 +64,7 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeInfo>> = {
   NOT_ENQUEUED: {
     retryable: true,
     meaning:
-      'the job was recorded but its message never reached the queue (the gateway stopped or the store failed while accepting it), or the store lost it from the queue before an actor host started it; it never ran',
+      'the job was recorded but its message never reached the queue (the gateway stopped or the store failed while accepting it), or the store lost it from the queue before an actor host started it (or received it); it never ran',
   },
   CANCELLED: { retryable: false, meaning: 'the job was cancelled by its submitter' },
   TEMPLATE_ERROR: {
