@@ -12,7 +12,15 @@ import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, MessageIds, Streams, Subjects } from '@svc/proto';
+import {
+  Buckets,
+  MessageIds,
+  PlacementHeldAnswer,
+  Streams,
+  Subjects,
+  decodeMessage,
+  encodeJson,
+} from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
@@ -22,6 +30,7 @@ import {
   natsUsers,
   loseMessage,
   startProcessStack,
+  storedSeq,
   testEnv,
   waitForJob,
   waitUntil,
@@ -196,11 +205,44 @@ test('when the placement of a job is lost before its live host received it, then
   );
 });
 
+test('when the placement of a job its live host holds is lost before the enqueue check first looks, then the check asks the live hosts, leaves the job, and it runs', async (t) => {
+  // The check's first look comes after the grace: the placement is gone by then, and the
+  // subject that named its host with it. Before, the job was failed NOT_ENQUEUED at the next
+  // sweep, while its host held it behind the device's running job.
+  const { url, auth, device, reaper, nc, jsm, hostId, running, waiting } =
+    await jobWaitingBehindHang(t, { ENQUEUE_GRACE: '3' });
+  const seq = await waitUntil(
+    () => storedSeq(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(waiting, 0)),
+    'the placement of the waiting job, stored on its host subject',
+  );
+  // The host's own answer says when the job is in its hands (delivered, not started).
+  await waitUntil(async () => {
+    const reply = await nc.request(Subjects.placementHeld(hostId), encodeJson({ seq }));
+    return decodeMessage(PlacementHeldAnswer, reply.data).held;
+  }, 'the host to hold the waiting job');
+  assert.ok(await jsm.streams.deleteMessage(Streams.actor, seq));
+  // Found placed at the first look (its id stored), then asked of every live host: the host
+  // that holds it is asked from then on, and leaves it beating.
+  await waitUntil(
+    () => reaper.output.find((l) => l.includes(waiting) && l.includes('its host still beats')),
+    "the enqueue check's looks at the job after the loss",
+  );
+  await device.setFaults({});
+  const cancelled = await http('DELETE', `${url}/v2/send-command/${running}`, auth);
+  assert.ok(cancelled.status < 300, cancelled.text);
+  const ended = await waitForJob(url, waiting, auth, 20_000);
+  assert.equal(ended.json.status, 'finished', ended.text);
+  assert.ok(
+    device.stats.commands.some((c) => c.command === HELD),
+    'the held job ran',
+  );
+});
+
 /**
  * Reaper, dispatcher, one actor host and a gateway as processes; a job hanging on the device
  * (`running`) and one waiting behind it on the host (`waiting`), placed, not started.
  */
-async function jobWaitingBehindHang(t: TestContext) {
+async function jobWaitingBehindHang(t: TestContext, extraEnv: Record<string, string> = {}) {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
   const env = testEnv(nats.url, {
@@ -208,6 +250,7 @@ async function jobWaitingBehindHang(t: TestContext) {
     ENQUEUE_GRACE: '1',
     WORKER_STALE_THRESHOLD: '2',
     JOB_REAPER_INTERVAL: '0.5',
+    ...extraEnv,
   });
   t.after(async () => {
     await device.stop();
@@ -242,7 +285,7 @@ async function jobWaitingBehindHang(t: TestContext) {
   const first = await kv.get(running);
   const hostId = (JSON.parse(new TextDecoder().decode(first!.value)) as { actor_host: string })
     .actor_host;
-  return { url, auth, device, host, reaper, jsm, hostId, running, waiting };
+  return { url, auth, device, host, reaper, nc, jsm, hostId, running, waiting };
 }
 
 /**

@@ -112,6 +112,7 @@ export class EnqueueCheck {
     private readonly hostBeats: (hostId: string) => Promise<boolean>,
     private readonly heldInBatch: (batchId: string, jobId: string) => Promise<boolean>,
     private readonly hostHolds: (hostId: string, seq: number) => Promise<boolean | null>,
+    private readonly liveHosts: () => string[],
   ) {}
 
   static start(
@@ -137,6 +138,8 @@ export class EnqueueCheck {
        * settled); null when it did not answer (an earlier release, or stopping).
        */
       hostHolds: (hostId: string, seq: number) => Promise<boolean | null>;
+      /** The actor hosts that beat now, as far as the watched copy knows. */
+      liveHosts: () => string[];
     },
   ): EnqueueCheck {
     const check = new EnqueueCheck(
@@ -148,6 +151,7 @@ export class EnqueueCheck {
       options.hostBeats,
       options.heldInBatch,
       options.hostHolds,
+      options.liveHosts,
     );
     const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
@@ -309,7 +313,8 @@ export class EnqueueCheck {
    * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
    * loss) and start it yet: it is asked, and while it says so (or does not answer) the job is
    * looked at again, until it starts or the host is gone. A host that twice in a row holds no
-   * such placement never received it. Either way nothing can run the job any more: failed
+   * such placement never received it. A placement gone before the first look names no host:
+   * every live host is asked. Either way nothing can run the job any more: failed
    * NOT_ENQUEUED, by compare-and-set from `queued` (a host that was only frozen and starts it
    * after that has its start refused). Returns true when failed.
    */
@@ -325,7 +330,26 @@ export class EnqueueCheck {
     if (!stored || stored.archived || stored.revision !== placed.revision) return false;
     if (stored.record.status !== 'queued') return false;
     let why = `its placement left ${placed.hostId ?? 'its actor host'}'s queue before it started, and that host is gone`;
-    if (placed.hostId !== null && (await this.hostBeats(placed.hostId))) {
+    if (placed.hostId === null) {
+      // Gone before the first look: whose subject it was on is not known. A live host that holds
+      // it says so (and is asked from then on); none saying so twice, nobody holds it.
+      const hosts = this.liveHosts();
+      const answers = await Promise.all(hosts.map((h) => this.hostHolds(h, placed.seq)));
+      const holder = hosts.find((_, i) => answers[i] === true);
+      if (holder !== undefined) {
+        this.#placedJobs.set(jobId, { ...placed, hostId: holder, notHeldSeen: false });
+        return false;
+      }
+      if (!placed.notHeldSeen) {
+        this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
+        this.log.info(
+          { job_id: jobId, seq: placed.seq, asked: hosts.length },
+          'enqueue check: placement gone, no live actor host holds it; asked again',
+        );
+        return false;
+      }
+      why = `its placement left its actor host's queue before it started, and no live actor host holds it`;
+    } else if (await this.hostBeats(placed.hostId)) {
       const where = { job_id: jobId, seq: placed.seq, host_id: placed.hostId };
       // Lost before its host received it, the job waits for nothing. A delivery still on its way
       // when the host answered is in its hands by the next look: only a second "no" ends it.

@@ -112,6 +112,7 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
           });
           return answer?.held ?? null;
         },
+        liveHosts: () => (beats.ready ? [...beats.entries()].map(([hostId]) => hostId) : []),
         heldInBatch: async (batchId, jobId) => {
           const key = BatchKeys.held(batchId, jobId);
           if (holds.ready && holds.get(key) !== null) return true;
