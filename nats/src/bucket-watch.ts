@@ -26,8 +26,11 @@ export interface BucketWatch extends AsyncIterable<BucketWatchEntry> {
    * not made yet): what the copy says is as of then, not now. Its opening until the first.
    */
   currentAt(): number;
-  /** Entries the watch had to give when it opened (the keys' last values): 0, it is whole at once. */
-  readonly pendingAtOpen: number;
+  /**
+   * With `countPending`: entries the watch had to give when it opened (the keys' last values);
+   * 0, it is whole at once. Null when not counted.
+   */
+  readonly pendingAtOpen: number | null;
   stop(): void;
 }
 
@@ -47,6 +50,8 @@ export async function watchBucket(
     log?: Pick<Logger, 'warn'>;
     /** Keys, revisions and operations only: every entry's `value` is empty. */
     keysOnly?: boolean;
+    /** Count `pendingAtOpen` (one API call more at open). */
+    countPending?: boolean;
   } = {},
 ): Promise<BucketWatch> {
   if (!(kv instanceof Bucket)) throw new TypeError('watchBucket needs a bucket opened by Kvm');
@@ -56,7 +61,7 @@ export async function watchBucket(
     filter: `${prefix}${options.key ?? '>'}`,
     from: 'last-per-subject',
     what: `watch ${kv.bucket} ${options.key ?? '>'}`,
-    countPending: true,
+    ...(options.countPending ? { countPending: true } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.keysOnly ? { headersOnly: true } : {}),
   });
@@ -84,7 +89,7 @@ export async function watchBucket(
   return {
     [Symbol.asyncIterator]: () => iterable,
     currentAt: () => follower.currentAt(),
-    pendingAtOpen: follower.pendingAtOpen,
+    pendingAtOpen: options.countPending ? follower.pendingAtOpen : null,
     stop: () => follower.stop(),
   };
 }

@@ -39,6 +39,7 @@ export class KvMirror {
       key,
       ...(log ? { log } : {}),
       ...(options.keysOnly ? { keysOnly: true } : {}),
+      countPending: true,
     });
     mirror.#watch = watch;
     // Counted on the watch's own filter: a bucket whose keys are all outside it is nothing to wait for.
