@@ -329,50 +329,8 @@ export class EnqueueCheck {
     const stored = await this.jobs.get(jobId);
     if (!stored || stored.archived || stored.revision !== placed.revision) return false;
     if (stored.record.status !== 'queued') return false;
-    let why = `its placement left ${placed.hostId ?? 'its actor host'}'s queue before it started, and that host is gone`;
-    if (placed.hostId === null) {
-      // Gone before the first look: whose subject it was on is not known. A live host that holds
-      // it says so (and is asked from then on); none saying so twice, nobody holds it.
-      const hosts = this.liveHosts();
-      const answers = await Promise.all(hosts.map((h) => this.hostHolds(h, placed.seq)));
-      const holder = hosts.find((_, i) => answers[i] === true);
-      if (holder !== undefined) {
-        this.#placedJobs.set(jobId, { ...placed, hostId: holder, notHeldSeen: false });
-        return false;
-      }
-      if (!placed.notHeldSeen) {
-        this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
-        this.log.info(
-          { job_id: jobId, seq: placed.seq, asked: hosts.length },
-          'enqueue check: placement gone, no live actor host holds it; asked again',
-        );
-        return false;
-      }
-      why = `its placement left its actor host's queue before it started, and no live actor host holds it`;
-    } else if (await this.hostBeats(placed.hostId)) {
-      const where = { job_id: jobId, seq: placed.seq, host_id: placed.hostId };
-      // Lost before its host received it, the job waits for nothing. A delivery still on its way
-      // when the host answered is in its hands by the next look: only a second "no" ends it.
-      const held = await this.hostHolds(placed.hostId, placed.seq);
-      if (held === false && !placed.notHeldSeen) {
-        this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
-        this.log.info(
-          where,
-          'enqueue check: placement gone, its host does not hold it; asked again',
-        );
-        return false;
-      }
-      if (held !== false) {
-        this.#placedJobs.set(jobId, { ...placed, goneSeen: true, notHeldSeen: false });
-        if (placed.goneSeen) return false;
-        this.log.info(
-          where,
-          'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
-        );
-        return false;
-      }
-      why = `its placement left ${placed.hostId}'s queue before that host received it, and the host holds no such job`;
-    }
+    const why = await this.#whyNoHolder(jobId, placed);
+    if (why === null) return false;
     const ended = await this.jobs.failNotEnqueued(jobId, why);
     if (!ended) return false;
     this.log.warn(
@@ -381,6 +339,55 @@ export class EnqueueCheck {
     );
     await this.onFailed(ended);
     return true;
+  }
+
+  /**
+   * Who may still hold a job whose placement is gone: the placement's host while it beats, or,
+   * when the placement was gone before the first look (its host not known), every live host.
+   * Each is asked; one that holds it, or the known host not answering (an earlier release, or
+   * stopping), keeps the job on the list (asked from then on, logged once). Null then; else, at
+   * the second look in a row that found no holder, why the job is to be failed.
+   */
+  async #whyNoHolder(jobId: string, placed: Placed): Promise<string | null> {
+    const known = placed.hostId;
+    if (known !== null && !(await this.hostBeats(known))) {
+      return `its placement left ${known}'s queue before it started, and that host is gone`;
+    }
+    const hosts = known !== null ? [known] : this.liveHosts();
+    const answers = await Promise.all(hosts.map((h) => this.hostHolds(h, placed.seq)));
+    const holder =
+      hosts.find((_, i) => answers[i] === true) ?? (answers[0] === null ? known : null);
+    const where = { job_id: jobId, seq: placed.seq, host_id: holder ?? known };
+    if (holder != null) {
+      this.#placedJobs.set(jobId, {
+        ...placed,
+        hostId: holder,
+        goneSeen: true,
+        notHeldSeen: false,
+      });
+      if (!placed.goneSeen) {
+        this.log.info(
+          where,
+          'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
+        );
+      }
+      return null;
+    }
+    // Lost before any host received it, the job waits for nothing. A delivery still on its way
+    // at the first answer is in its host's hands by the next look: only a second "no" ends it.
+    if (!placed.notHeldSeen) {
+      this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
+      this.log.info(
+        { ...where, asked: hosts.length },
+        known !== null
+          ? 'enqueue check: placement gone, its host does not hold it; asked again'
+          : 'enqueue check: placement gone, no live actor host holds it; asked again',
+      );
+      return null;
+    }
+    return known !== null
+      ? `its placement left ${known}'s queue before that host received it, and the host holds no such job`
+      : `its placement left its actor host's queue before it started, and no live actor host holds it`;
   }
 
   /**
