@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
 import {
@@ -163,17 +163,8 @@ test('when the placement of a job is lost before its live host received it, then
   });
   assert.equal(submitted.status, 202, submitted.text);
   const jobId = submitted.json.job_id as string;
-  await waitUntil(
-    () =>
-      reaper.output.find(
-        (l) => l.includes(jobId) && l.includes('placed on an actor host, not started yet'),
-      ),
-    "the enqueue check's look at the job, placed and not delivered",
-  );
-  assert.ok(
-    await loseMessage(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(jobId, 0)),
-    'the placement of the job is stored on its host subject',
-  );
+  // Not delivered: the host has no consumer.
+  await loseOnceFoundPlaced(reaper, jsm, hostId, jobId);
 
   const ended = await waitForJob(url, jobId, auth, 20_000);
   assert.equal(ended.json.status, 'failed', ended.text);
@@ -291,17 +282,29 @@ async function jobWaitingBehindHang(t: TestContext, extraEnv: Record<string, str
 async function placementLostOnLiveHost(t: TestContext) {
   const stack = await jobWaitingBehindHang(t);
   const { reaper, jsm, hostId, waiting } = stack;
-  // The enqueue check looked at the waiting job (past its grace) and found it placed.
+  await loseOnceFoundPlaced(reaper, jsm, hostId, waiting);
+  return stack;
+}
+
+/**
+ * Once the enqueue check has looked at the job (past its grace) and found it placed, its
+ * placement is deleted from `SVC_ACTOR`, as a stream loses one.
+ */
+async function loseOnceFoundPlaced(
+  reaper: ServiceProcess,
+  jsm: JetStreamManager,
+  hostId: string,
+  jobId: string,
+) {
   await waitUntil(
     () =>
       reaper.output.find(
-        (l) => l.includes(waiting) && l.includes('placed on an actor host, not started yet'),
+        (l) => l.includes(jobId) && l.includes('placed on an actor host, not started yet'),
       ),
-    "the enqueue check's look at the waiting job",
+    "the enqueue check's look at the job, found placed",
   );
   assert.ok(
-    await loseMessage(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(waiting, 0)),
-    'the placement of the waiting job is stored on its host subject',
+    await loseMessage(jsm, Streams.actor, Subjects.actor(hostId), MessageIds.placement(jobId, 0)),
+    'the placement of the job is stored on its host subject',
   );
-  return stack;
 }
