@@ -20,6 +20,8 @@ export {
   LockKeys,
   BatchKeys,
   UUID_V4_PATTERN,
+  JOB_SHARDS,
+  jobShardOf,
   isJobId,
   Headers,
   MessageIds,
@@ -118,6 +120,7 @@ export {
   HeldEnvelope,
   ResultsObject,
   DevicePlacementEntry,
+  ShardOwner,
   HostDrain,
 } from './messages/stored.js';
 export {

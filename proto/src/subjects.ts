@@ -36,6 +36,33 @@ export function encodeToken(value: string): string {
   return out;
 }
 
+/**
+ * How many shards a context's job subject is split into (`Subjects.jobShard`). Part of the
+ * contract: a device's shard decides which consumer and so which actor host takes its jobs, and
+ * every gateway, dispatcher and actor host must agree on it.
+ */
+export const JOB_SHARDS = 32;
+
+/**
+ * The shard of a device's jobs: FNV-1a (32 bit) of its device key, modulo `JOB_SHARDS`. Every
+ * job of one device is on one shard subject, in the order it was stored.
+ */
+export function jobShardOf(deviceKey: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(deviceKey, 'utf8')) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % JOB_SHARDS;
+}
+
+function shardToken(shard: number): string {
+  if (!Number.isInteger(shard) || shard < 0 || shard >= JOB_SHARDS) {
+    throw new Error(`not a job shard: ${shard}`);
+  }
+  return String(shard);
+}
+
 export const Streams = {
   /** Accepted jobs, one subject per routing context. Work-queue retention. */
   jobs: 'SVC_JOBS',
@@ -50,6 +77,11 @@ export const Streams = {
 export const Subjects = {
   jobsAll: 'svc.jobs.>',
   jobs: (context: string) => `svc.jobs.${subjectToken(context)}`,
+  /** One shard of a context's jobs (`jobShardOf` the device key): one consumer, one owner. */
+  jobShard: (context: string, shard: number) =>
+    `svc.jobs.${subjectToken(context)}.${shardToken(shard)}`,
+  /** Every shard of a context's jobs. */
+  jobShards: (context: string) => `svc.jobs.${subjectToken(context)}.*`,
   actorAll: 'svc.actor.>',
   actor: (hostId: string) => `svc.actor.${subjectToken(hostId)}`,
   /**
@@ -131,6 +163,13 @@ export const SubjectParsers = {
     const own = tokensAfter(subject, 'svc.events.batch', 2);
     return own && own[1] !== 'job' ? { batchId: own[0]!, job: false, name: own[1]! } : null;
   },
+  /** `svc.jobs.<context>.<shard>` → the context and the shard. */
+  jobShard(subject: string): { context: string; shard: number } | null {
+    const t = tokensAfter(subject, 'svc.jobs', 2);
+    if (!t || !/^(0|[1-9][0-9]*)$/.test(t[1]!)) return null;
+    const shard = Number(t[1]);
+    return shard < JOB_SHARDS ? { context: t[0]!, shard } : null;
+  },
   /** `svc.actor.<host>` → the host id (not the reaper's probe subject, a token longer). */
   actorHost(subject: string): string | null {
     return tokensAfter(subject, 'svc.actor', 1)?.[0] ?? null;
@@ -147,6 +186,8 @@ export const SubjectParsers = {
 export const Consumers = {
   /** The dispatcher's durable consumer for one context. */
   dispatch: (context: string) => `dispatch_${encodeToken(context)}`,
+  /** The durable consumer of one shard of a context's jobs, consumed by the shard's owner. */
+  shard: (context: string, shard: number) => `shard_${encodeToken(context)}_${shardToken(shard)}`,
   /** An actor host's durable consumer of its own placement subject. */
   actor: (hostId: string) => `actor_${encodeToken(hostId)}`,
   /** The consumer a drain of an actor host empties that host's placement subject with. */
@@ -208,6 +249,13 @@ export const LockKeys = {
    * handed back. Removed when the host is reaped for good (or long after an early drain).
    */
   drain: (hostId: string) => `drain.${encodeToken(hostId)}`,
+  /**
+   * The owner of one shard of a context's jobs (`ShardOwner`), written by the context's leading
+   * dispatcher and by the owner when it releases the shard.
+   */
+  shard: (context: string, shard: number) => `shard.${encodeToken(context)}.${shardToken(shard)}`,
+  /** Every shard's owner key (`shard`): what actor hosts and dispatchers watch. */
+  shardAll: 'shard.>',
   /** Every device's placement key (`placement`): what dispatchers watch. */
   placementAll: 'placement.>',
   /** Every host's drain record (`drain`): what dispatchers and the reaper watch. */

@@ -79,6 +79,27 @@ export const DevicePlacementEntry = Type.Object(
 export type DevicePlacementEntry = Static<typeof DevicePlacementEntry>;
 
 /**
+ * Value of `LockKeys.shard` in `svc-locks`: who consumes one shard of a context's jobs
+ * (docs/shards.md). Written by compare-and-set only: by the context's leading dispatcher when it
+ * assigns the shard (`owned`, a new `epoch`) or asks its owner to give it up (`releasing`, `to`
+ * the next owner), and by the owner when it has (`released`).
+ */
+export const ShardOwner = Type.Object(
+  {
+    context: Type.String(),
+    shard: Type.Integer({ minimum: 0 }),
+    /** Grows by one with every new owner: the placement a taken-over job is fenced to. */
+    epoch: Type.Integer({ minimum: 1 }),
+    host: Type.String(),
+    state: Type.Enum(['owned', 'releasing', 'released']),
+    /** While `releasing`: the host the shard goes to next. */
+    to: Type.Optional(Type.String()),
+  },
+  { $id: 'ShardOwner' },
+);
+export type ShardOwner = Static<typeof ShardOwner>;
+
+/**
  * Value of `LockKeys.drain` in `svc-locks`: the reaper's latest drain of an actor host, written
  * `draining` before the host is marked draining and `done` once its placement subject is empty
  * of jobs to hand back. A drain that failed stays `draining` with what it had fenced by then, until
