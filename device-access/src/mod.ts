@@ -1,4 +1,4 @@
-export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
+export { CircuitBreaker, LockoutLedger, deviceKeyOf, envelopeSubjectOf } from './device-guards.js';
 export {
   HostKeySettings,
   HostKeyStore,

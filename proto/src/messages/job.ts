@@ -405,6 +405,12 @@ export const RecordSummary = Type.Object(
     enqueued_at: DateTime(),
     started_at: NullableDateTime,
     ended_at: NullableDateTime,
+    /**
+     * The actor host that started it: the reaper fails a `started` job whose host it reaps
+     * without reading the host's queue (a shard's job never is on one, docs/shards.md). Absent
+     * from writers of an earlier release.
+     */
+    actor_host: Type.Optional(NullableString),
   },
   { $id: 'RecordSummary' },
 );
@@ -417,6 +423,7 @@ export function recordSummaryOf(record: {
   enqueued_at: string;
   started_at: string | null;
   ended_at: string | null;
+  actor_host?: string | null;
 }): RecordSummary {
   return {
     status: record.status,
@@ -424,6 +431,7 @@ export function recordSummaryOf(record: {
     enqueued_at: record.enqueued_at,
     started_at: record.started_at,
     ended_at: record.ended_at,
+    actor_host: record.actor_host ?? null,
   };
 }
 

@@ -27,6 +27,8 @@ import {
   topologyFrom,
   DevicePlacementEntry,
   HostDrain,
+  JOB_SHARDS,
+  ShardOwner,
 } from '@svc/proto';
 import {
   closeWhenStalled,
@@ -52,6 +54,7 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
 import type { DispatcherConfig } from './config.js';
 import { Placement } from './placement.js';
+import { planShards, type ShardEntry } from './shard-assignment.js';
 
 export interface DispatcherDeps {
   nc: NatsConnection;
@@ -190,6 +193,77 @@ export async function startDispatcher(
     }
   })();
 
+  // Who owns each shard of each context's jobs (docs/shards.md), as the leader last read it.
+  const shardEntries = new Map<string, Map<number, { owner: ShardOwner; revision: number }>>();
+  const shardsOpenedAt = Date.now();
+  const shardWatch = await watchBucket(locks, { key: LockKeys.shardAll, log });
+  void (async () => {
+    for await (const e of shardWatch) {
+      const owner =
+        e.operation === 'PUT'
+          ? decodeOrDrop(ShardOwner, e.value, {
+              consumer: 'dispatcher_shards',
+              log,
+              where: { key: e.key },
+            })
+          : null;
+      if (!owner) continue;
+      let ofContext = shardEntries.get(owner.context);
+      if (!ofContext) shardEntries.set(owner.context, (ofContext = new Map()));
+      ofContext.set(owner.shard, { owner, revision: e.revision });
+    }
+  })();
+
+  /**
+   * Assigns the context's shards to its live hosts (`planShards`), each change written by
+   * compare-and-set on the revision read: a change another leader made meanwhile wins, and the
+   * next plan starts from it. Only once both watched copies (heartbeats, owners) were whole.
+   */
+  const planning = new Set<string>();
+  async function planContext(context: string): Promise<void> {
+    if (planning.has(context)) return;
+    if (watch.currentAt() <= shardsOpenedAt || shardWatch.currentAt() <= shardsOpenedAt) return;
+    planning.add(context);
+    try {
+      const now = Date.now();
+      const known = shardEntries.get(context) ?? new Map();
+      const entries = new Map<number, ShardEntry>(
+        [...known].map(([shard, { owner }]) => [
+          shard,
+          {
+            host: owner.host,
+            epoch: owner.epoch,
+            state: owner.state,
+            ...(owner.to !== undefined ? { to: owner.to } : {}),
+          },
+        ]),
+      );
+      const changes = planShards(
+        JOB_SHARDS,
+        placement.liveHosts(context, now),
+        entries,
+        new Set(placement.silentHosts(context, now)),
+      );
+      for (const change of changes) {
+        const key = LockKeys.shard(context, change.shard);
+        const before = known.get(change.shard);
+        const value: ShardOwner =
+          change.kind === 'assign'
+            ? { context, shard: change.shard, epoch: change.epoch, host: change.host, state: 'owned' }
+            : { ...before!.owner, state: 'releasing', to: change.to };
+        try {
+          if (before) await locks.update(key, encodeJson(value), before.revision);
+          else await locks.create(key, encodeJson(value));
+          log.info({ context, ...change }, change.kind === 'assign' ? 'shard assigned' : 'shard release asked');
+        } catch (err) {
+          log.debug({ err, context, shard: change.shard }, 'shard change not written; planned again');
+        }
+      }
+    } finally {
+      planning.delete(context);
+    }
+  }
+
   async function ensureDispatchConsumer(context: string): Promise<void> {
     const durable = Consumers.dispatch(context);
     await jsm.consumers
@@ -245,6 +319,8 @@ export async function startDispatcher(
         checkHeld = true;
       }
       leadingGauge.set({ context }, 1);
+      void planContext(context);
+      const shardPlan = setInterval(() => void planContext(context), SHARD_PLAN_MS);
       let messages: ConsumerMessages;
       let consumer: Consumer;
       try {
@@ -273,6 +349,7 @@ export async function startDispatcher(
       } catch (err) {
         // The stream may be electing a leader (cluster node lost): try again shortly.
         log.warn({ err, context }, 'cannot consume jobs yet');
+        clearInterval(shardPlan);
         await sleep(500);
         continue;
       }
@@ -310,6 +387,7 @@ export async function startDispatcher(
       } finally {
         clearInterval(renewal);
         clearInterval(pastCheck);
+        clearInterval(shardPlan);
       }
       leadingGauge.set({ context }, 0);
     }
@@ -471,6 +549,7 @@ export async function startDispatcher(
       for (const m of activeMessages) await m.close().catch(() => undefined);
       watch.stop();
       drainWatch.stop();
+      shardWatch.stop();
       placements.stop();
       await Promise.allSettled(loops);
     },
@@ -479,6 +558,9 @@ export async function startDispatcher(
 
 /** How often a leader checks that its job consumer has not run past jobs on its subject. */
 const PAST_CHECK_MS = 5_000;
+
+/** How often a leader plans its context's shards (and at once when it takes the lead). */
+const SHARD_PLAN_MS = 1_000;
 
 /** Placements of one context under way at once, at most. */
 const PLACEMENTS_IN_FLIGHT = 64;

@@ -153,6 +153,13 @@ export class Placement {
     return out;
   }
 
+  /** The hosts serving the context that beat late and are not reaped (`suspect`). */
+  silentHosts(context: string, now = Date.now()): string[] {
+    return [...this.#hosts]
+      .filter(([id, beat]) => beat.contexts.includes(context) && this.hostState(id, now) === 'suspect')
+      .map(([id]) => id);
+  }
+
   /**
    * The host for a device's job, or null to hold the job for now (no live host serves the
    * context, or the device's earlier jobs are coming back from a host that left). `endedAt`

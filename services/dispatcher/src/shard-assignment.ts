@@ -26,11 +26,14 @@ export type ShardChange =
  * joins, only the shards an owner holds above the bound move, those it scores lowest first, and
  * they are released by their owner (`release`), never taken from it. A shard whose owner is gone
  * (`hosts` no longer lists it) is assigned at once: a gone owner is not asked, it is fenced.
+ * A shard of a `silent` owner (beating late, not yet reaped) is left where it is: a host that is
+ * only slow keeps its shards, as it keeps its devices today.
  */
 export function planShards(
   shards: number,
   hosts: readonly string[],
   entries: ReadonlyMap<number, ShardEntry>,
+  silent: ReadonlySet<string> = new Set(),
 ): ShardChange[] {
   if (hosts.length === 0) return [];
   const live = new Set(hosts);
@@ -74,6 +77,7 @@ export function planShards(
   for (let shard = 0; shard < shards; shard++) {
     if (kept.has(shard)) continue;
     const entry = entries.get(shard);
+    if (entry && entry.state !== 'released' && silent.has(entry.host)) continue;
     const ownerLive = entry !== undefined && live.has(entry.host);
     if (entry?.state === 'releasing') {
       const toLive = entry.to !== undefined && live.has(entry.to);

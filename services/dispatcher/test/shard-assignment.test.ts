@@ -146,3 +146,9 @@ test('when hosts come and go at random, then every plan settles with each shard 
     { numRuns: 200 },
   );
 });
+
+test('when an owner is only silent (beating late, not reaped), then its shards stay where they are', () => {
+  const { entries } = settle(new Map(), ['h1', 'h2', 'h3']);
+  const changes = planShards(SHARDS, ['h1', 'h3'], entries, new Set(['h2']));
+  assert.deepEqual(changes, []);
+});

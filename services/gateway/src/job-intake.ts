@@ -33,6 +33,7 @@ import { BUILTIN_DRIVERS } from '@svc/drivers';
 import { AuditEvent, injectTraceContext, type AuditLog } from '@svc/telemetry';
 import {
   deviceKeyOf,
+  envelopeSubjectOf,
   resolveHost,
   type HostKeyStore,
   type LockoutLedger,
@@ -914,7 +915,10 @@ export class JobIntake {
     };
   }
 
-  /** Queues an envelope on its context's stream; JetStream drops a repeat of the same job id. */
+  /**
+   * Queues an envelope on its device's shard of its context's jobs; JetStream drops a repeat of
+   * the same job id (the duplicate window is the stream's, whatever the subject).
+   */
   async publishEnvelope(
     envelope: JobEnvelope,
     traceparent?: string,
@@ -922,7 +926,7 @@ export class JobIntake {
   ): Promise<void> {
     const h = natsHeaders();
     injectTraceContext(h, traceparent); // the route's span; the caller's traceparent when off
-    await this.js.publish(Subjects.jobs(envelope.spec.context), encodeJson(envelope), {
+    await this.js.publish(envelopeSubjectOf(envelope), encodeJson(envelope), {
       msgID: MessageIds.envelope(envelope.job_id),
       headers: h,
       ...(timeoutMs !== undefined ? { timeout: timeoutMs } : {}),

@@ -92,6 +92,7 @@ export class QueueDepth {
     const hosts = await this.hosts();
     const counts = await Promise.all([
       this.#dispatchBacklog(context),
+      this.#shardBacklog(context),
       ...hosts.filter((h) => h.contexts.includes(context)).map((h) => this.#hostBacklog(h.host_id)),
     ]);
     return counts.reduce((a, b) => a + b, 0);
@@ -102,6 +103,7 @@ export class QueueDepth {
     const hosts = await this.hosts();
     const counts = await Promise.all([
       ...this.contexts.map((c) => this.#dispatchBacklog(c)),
+      ...this.contexts.map((c) => this.#shardBacklog(c)),
       ...hosts.map((h) => this.#hostBacklog(h.host_id)),
     ]);
     return counts.reduce((a, b) => a + b, 0);
@@ -114,6 +116,17 @@ export class QueueDepth {
     const subject = Subjects.jobs(context);
     const stream = await this.jsm.streams.info(Streams.jobs, { subjects_filter: subject });
     return stream.state.subjects?.[subject] ?? 0;
+  }
+
+  /**
+   * Jobs on the context's shard subjects (docs/shards.md): each stays there until it ends, so
+   * the subjects' message counts are the backlog, read in one request.
+   */
+  async #shardBacklog(context: string): Promise<number> {
+    const stream = await this.jsm.streams.info(Streams.jobs, {
+      subjects_filter: Subjects.jobShards(context),
+    });
+    return Object.values(stream.state.subjects ?? {}).reduce((a, b) => a + b, 0);
   }
 
   async #hostBacklog(hostId: string): Promise<number> {

@@ -98,6 +98,8 @@ export class EnqueueCheck {
   readonly #placedJobs = new Map<string, Placed>();
   /** Batch jobs found held: checked once released (`#released`). */
   readonly #heldJobs = new Map<string, Held>();
+  /** Jobs whose last write left them `started`, and the host that started them. */
+  readonly #startedOn = new Map<string, string>();
   #bucket = '';
   #feed: BurstFeed | null = null;
   /** Made at its first use (no request: the API is not checked). */
@@ -181,8 +183,14 @@ export class EnqueueCheck {
     if (key === null) return;
     const put = !m.headers?.get(Headers.kvOperation);
     const created = put && m.headers?.get(Headers.expectedLastSubjectSequence) === '0';
+    const summary = put && !created ? this.#summary(m, key) : null;
+    if (summary?.status === 'started' && summary.actor_host) {
+      this.#startedOn.set(key, summary.actor_host);
+    } else {
+      this.#startedOn.delete(key);
+    }
     // A later write that leaves the job queued is a drain's fence: its copy is looked for next.
-    if (created || (put && this.#summaryStatus(m, key) === 'queued')) {
+    if (created || summary?.status === 'queued') {
       this.#fresh.set(key, {
         revision: m.seq,
         writtenAt: Math.floor(m.info.timestampNanos / 1_000_000),
@@ -221,16 +229,24 @@ export class EnqueueCheck {
     return failed;
   }
 
-  /** The status a record write's summary header gives, or null (none, or not one). */
-  #summaryStatus(m: JsMsg, key: string): string | null {
+  /** A record write's summary header, or null (none, or not one). */
+  #summary(m: JsMsg, key: string): RecordSummary | null {
     const raw = m.headers?.get(Headers.recordSummary);
     if (!raw) return null;
-    const summary = decodeOrDrop(RecordSummary, raw, {
+    return decodeOrDrop(RecordSummary, raw, {
       consumer: 'reaper',
       log: this.log,
       where: { key, seq: m.seq },
     });
-    return summary?.status ?? null;
+  }
+
+  /**
+   * The jobs the record writes read so far (every write stored before this call) leave
+   * `started` on `hostId`: what a reap of that host fails besides its queue's (docs/shards.md).
+   */
+  async startedOn(hostId: string): Promise<string[]> {
+    await this.#feed?.catchUp();
+    return [...this.#startedOn].filter(([, host]) => host === hostId).map(([jobId]) => jobId);
   }
 
   /** Probes the records queued longer than the grace; returns the jobs failed. */

@@ -47,6 +47,8 @@ export interface ActorContext {
   readonly ended: EndedJobs;
   /** Whether a host still beats (`beatReader`); undefined when the store does not answer. */
   readonly beating: (hostId: string) => Promise<boolean | undefined>;
+  /** Whether a host's heartbeat is gone from `svc-workers` (reaped, or stopped cleanly). */
+  readonly hostGone: (hostId: string) => Promise<boolean>;
   readonly transcripts: KV;
   /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
   readonly transcriptWanted: (context: string) => boolean;

@@ -12,6 +12,7 @@ import {
   SvcError,
   decodeOrDrop,
   encodeJson,
+  jobShardOf,
   topologyFrom,
   type DeviceSecrets,
   JobEnvelope,
@@ -33,6 +34,7 @@ import { Semaphore } from './mailbox.js';
 import { beatReader, heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
 import { PlacementIntake, placementConsumerConfig } from './placement-intake.js';
 import { EndedJobs } from './ended-jobs.js';
+import { ShardOwnership, type ShardDelivery } from './shard-ownership.js';
 
 export type { ParseOutputs } from './actor-context.js';
 
@@ -101,6 +103,10 @@ export async function startActorHost(
     running,
     ended: new EndedJobs(),
     beating: beatReader(stores[Buckets.workers], config, log),
+    hostGone: async (host) => {
+      const entry = await stores[Buckets.workers].get(host).catch(() => undefined);
+      return entry === null || (entry !== undefined && entry.operation !== 'PUT');
+    },
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
     jobsEnded: new Counter({
@@ -143,7 +149,7 @@ export async function startActorHost(
     },
   });
 
-  const deliver = (msg: JsMsg) => {
+  const deliver = (msg: JsMsg, shard?: ShardDelivery) => {
     const envelope = decodeOrDrop(JobEnvelope, msg.data, {
       consumer: 'actor_host',
       log,
@@ -163,9 +169,33 @@ export async function startActorHost(
       actor = new DeviceActor(ctx, () => actors.delete(key));
       actors.set(key, actor);
     }
-    actor.push({ envelope, msg });
+    if (!shard) {
+      actor.push({ envelope, msg });
+      return;
+    }
+    const { context, epoch } = shard;
+    const owned = () => shards.owns(context, shard.shard, epoch);
+    actor.push({ envelope, msg, shard: { epoch, fence: shard.fence, owned } });
   };
-  const intake = new PlacementIntake(nc, jsm, hostId, log, () => draining, deliver);
+  const intake = new PlacementIntake(nc, jsm, hostId, log, () => draining, (m) => deliver(m));
+  // The shards of the contexts' jobs this host owns (docs/shards.md).
+  const shards = await ShardOwnership.start({
+    nc,
+    jsm,
+    locks: stores[Buckets.locks],
+    hostId,
+    contexts: config.WORKER_CONTEXTS,
+    log,
+    draining: () => draining,
+    deliver,
+    release: async (context, shard) => {
+      const ofShard = [...actors].filter(
+        ([key]) => key.startsWith(`${context}|`) && jobShardOf(key) === shard,
+      );
+      for (const [, actor] of ofShard) actor.takeWaiting();
+      while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
+    },
+  });
   // The reaper asks before it fails a job whose placement the stream lost while this host beats.
   const heldQueries: Subscription = nc.subscribe(Subjects.placementHeld(hostId), {
     callback: (_err, msg) => {
@@ -186,6 +216,7 @@ export async function startActorHost(
       draining = true;
       await beat().catch(() => undefined);
       await intake.close();
+      await shards.stop();
       cancels.unsubscribe();
       heldQueries.unsubscribe();
       // Jobs waiting in mailboxes never started: they go back for placement elsewhere.
@@ -198,6 +229,7 @@ export async function startActorHost(
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
       admission.stop();
+      await shards.releaseAll();
       await jobs.batchEventsStored();
       const drained = await jobs
         .drain(hostId, {

@@ -62,6 +62,12 @@ interface JobRun {
 export interface Delivery {
   envelope: JobEnvelope;
   msg: JsMsg;
+  /**
+   * Taken from a shard this host owns (docs/shards.md) rather than placed on it. `owned` says
+   * whether the shard is still this host's at the epoch it came with: a job not started when
+   * the shard is given up stays in the stream for the next owner.
+   */
+  shard?: { epoch: number; fence: boolean; owned: () => boolean };
 }
 
 /**
@@ -94,11 +100,24 @@ export class DeviceActor {
     return this.#mailbox.takeWaiting();
   }
 
+  /** Whether none of the device's jobs is under way here (its shard may go to another host). */
+  idle(): boolean {
+    return this.#mailbox.running === 0;
+  }
+
   /** Runs one delivery in a host session slot and acks it once the job's end is stored. */
-  async #settle(delivery: Delivery): Promise<void> {
+  async #settle(taken: Delivery): Promise<void> {
     const { ctx } = this;
+    let delivery = taken;
+    const given = () => ctx.draining() || (delivery.shard !== undefined && !delivery.shard.owned());
+    if (given()) return; // handed back on stop, or left in its shard for the next owner
+    if (delivery.shard?.fence) {
+      const fenced = await this.#takeOver(delivery);
+      if (fenced === 'ended') delivery.msg.ack();
+      if (fenced === 'ended' || fenced === 'not-ours') return;
+      delivery = fenced;
+    }
     const { envelope, msg } = delivery;
-    if (ctx.draining()) return; // handed back on stop
     if (!(await this.#awaitJobBefore(delivery))) return; // handed back on stop
     // One session per device whatever address reaches it: a device known by its pinned host
     // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
@@ -109,7 +128,7 @@ export class DeviceActor {
         ? await ctx.admission.pinnedDeviceOf(envelope.spec, envelope.address)
         : null;
     if (pinned !== null) await claim.take(pinned, new AbortController().signal);
-    if (ctx.draining()) {
+    if (given()) {
       claim.release();
       return; // handed back on stop
     }
@@ -139,12 +158,12 @@ export class DeviceActor {
     }
   }
 
-  async #run({ envelope, msg }: Delivery, claim: DeviceClaim): Promise<void> {
+  async #run({ envelope, msg, shard }: Delivery, claim: DeviceClaim): Promise<void> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
     const t0 = performance.now();
-    const startedStored = await this.#start(envelope, msg, jlog);
+    const startedStored = await this.#start(envelope, msg, jlog, shard !== undefined);
     if (!startedStored) return;
     const started = startedStored.record;
     ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
@@ -240,8 +259,68 @@ export class DeviceActor {
     return (await ctx.beating(host)) !== false; // the store silent: still waited for
   }
 
+  /**
+   * A job an earlier owner of its shard may hold (docs/shards.md): its record moved to this
+   * owner's epoch while `queued`, so that owner's start is refused, and the delivery to start
+   * on it; `ended` when there is nothing to run; `not-ours` when a later owner fenced it. A job
+   * the earlier owner started is waited for until it ends (the reaper fails it WORKER_LOST when
+   * it reaps that host), or failed here once that host's heartbeat is gone: it never runs again.
+   */
+  async #takeOver(delivery: Delivery): Promise<Delivery | 'ended' | 'not-ours'> {
+    const { ctx } = this;
+    const { envelope } = delivery;
+    const epoch = delivery.shard!.epoch;
+    const jobId = envelope.job_id;
+    for (let pause = 50, told = false; ; pause = Math.min(2 * pause, 1000)) {
+      if (ctx.draining() || !delivery.shard!.owned()) return 'not-ours';
+      const stored = await ctx.jobs.get(jobId).catch(() => undefined);
+      const record = stored?.record;
+      if (stored === null || stored?.archived || (record && isTerminal(record.status))) {
+        ctx.ended.add(jobId);
+        return 'ended';
+      }
+      if (stored && record?.status === 'queued') {
+        const placement = record.placement ?? 0;
+        if (placement > epoch) return 'not-ours';
+        if (placement === epoch) {
+          const { record_revision: _known, ...rest } = envelope;
+          return { ...delivery, envelope: { ...rest, placement: epoch } };
+        }
+        await ctx.jobs.fence(envelope, epoch, stored);
+        continue;
+      }
+      if (stored && record?.status === 'started') {
+        const host = record.actor_host;
+        if (host === ctx.hostId) return 'not-ours';
+        // The reaper fails it (WORKER_LOST) when it reaps that host; a host reaped already, its
+        // heartbeat gone, is failed here (the reaper may not have known of it).
+        if (host && (await ctx.beating(host)) === false && (await ctx.hostGone(host))) {
+          await ctx.jobs.fail(
+            jobId,
+            'started',
+            new SvcError(
+              ErrorCode.WORKER_LOST,
+              `actor host ${host} stopped beating while the job ran`,
+            ),
+          );
+          continue;
+        }
+        if (!told) {
+          ctx.log.info({ job_id: jobId, host }, 'taken over while its earlier owner runs it; waits');
+          told = true;
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+
   /** `queued → started`, or null when the job must not run here (cancelled, started elsewhere). */
-  async #start(envelope: JobEnvelope, msg: JsMsg, jlog: Logger): Promise<StoredRecord | null> {
+  async #start(
+    envelope: JobEnvelope,
+    msg: JsMsg,
+    jlog: Logger,
+    fromShard: boolean,
+  ): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     for (let attempt = 1; ; attempt++) {
@@ -285,7 +364,7 @@ export class DeviceActor {
           );
           // The drain that fenced it may have failed before its copy was stored (a store
           // outage): this copy is then the job's last, so the later one is sent (stored once).
-          if (why.later > envelope.placement) {
+          if (why.later > envelope.placement && !fromShard) {
             await ctx.jobs.handBack(envelope, why.later, msg.headers);
           }
           return null;

@@ -13,16 +13,61 @@ import { Consumers, Streams, Subjects } from '@svc/proto';
 import { closeWhenStalled, isConsumerNotFound, RanPastWatch, workConsumeOptions } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
-/** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
-export function placementConsumerConfig(hostId: string) {
+/** A durable consumer of jobs a host runs: its placement subject, or a shard it owns. */
+function intakeConsumerConfig(durable: string, subject: string) {
   return {
-    durable_name: Consumers.actor(hostId),
-    filter_subject: Subjects.actor(hostId),
+    durable_name: durable,
+    filter_subject: subject,
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     // Jobs wait in device mailboxes until their turn; they are acked when they end.
     ack_wait: nanos(6 * 3600_000),
     max_ack_pending: 20_000,
+  };
+}
+
+/** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
+export function placementConsumerConfig(hostId: string) {
+  return intakeConsumerConfig(Consumers.actor(hostId), Subjects.actor(hostId));
+}
+
+/** Where an intake takes its jobs from. */
+export interface IntakeSource {
+  stream: string;
+  subject: string;
+  consumer: ReturnType<typeof intakeConsumerConfig>;
+  /** Names the intake in its log lines. */
+  label: string;
+  /**
+   * Called before each consume is opened (`first`: the intake's first), after a stalled consumer
+   * was deleted: false ends the intake (a shard that is no longer this host's).
+   */
+  prepare?: (first: boolean) => Promise<boolean>;
+}
+
+/** An actor host's placement subject in `SVC_ACTOR`. */
+export function placementSource(hostId: string): IntakeSource {
+  return {
+    stream: Streams.actor,
+    subject: Subjects.actor(hostId),
+    consumer: placementConsumerConfig(hostId),
+    label: 'placement',
+  };
+}
+
+/** One shard of a context's jobs in `SVC_JOBS` (docs/shards.md), consumed by its owner. */
+export function shardSource(
+  context: string,
+  shard: number,
+  prepare: (first: boolean) => Promise<boolean>,
+): IntakeSource {
+  const subject = Subjects.jobShard(context, shard);
+  return {
+    stream: Streams.jobs,
+    subject,
+    consumer: intakeConsumerConfig(Consumers.shard(context, shard), subject),
+    label: `shard ${context}/${shard}`,
+    prepare,
   };
 }
 
@@ -45,6 +90,7 @@ export class PlacementIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
+  #closed = false;
   readonly #ranPast: RanPastWatch;
   readonly #done: Promise<void>;
   /**
@@ -66,8 +112,9 @@ export class PlacementIntake {
     private readonly log: Logger,
     private readonly draining: () => boolean,
     private readonly deliver: (msg: JsMsg) => void,
+    private readonly source: IntakeSource = placementSource(hostId),
   ) {
-    this.#ranPast = new RanPastWatch(jsm, Streams.actor, Subjects.actor(hostId));
+    this.#ranPast = new RanPastWatch(jsm, source.stream, source.subject);
     this.#done = this.#run();
     this.#ackCheck = setInterval(() => void this.#check(), ACK_CHECK_MS);
     this.#ackCheck.unref();
@@ -81,8 +128,9 @@ export class PlacementIntake {
     return this.#held.has(seq);
   }
 
-  /** Stops consuming (call once draining) and waits for the loop to end. */
+  /** Stops consuming (the host draining, or the shard no longer its) and waits for the loop to end. */
   async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#ackCheck);
     await this.#messages?.close().catch(() => undefined);
     await this.#done.catch(() => undefined);
@@ -112,7 +160,7 @@ export class PlacementIntake {
   /** Every ACK_CHECK_MS: one read of the consumer's state, for both checks. */
   async #check(): Promise<void> {
     const consumer = this.#consumer;
-    if (!consumer || this.draining()) {
+    if (!consumer || this.#ending()) {
       this.#ranPast.reset();
       return;
     }
@@ -121,7 +169,7 @@ export class PlacementIntake {
     if (!info || consumer !== this.#consumer) return;
     this.#resendLostAcks(info, askedAt);
     if (!(await this.#ranPast.check(consumer, info)) || consumer !== this.#consumer) return;
-    this.log.warn('placement consumer ran past jobs on its subject; replaced');
+    this.log.warn(`${this.source.label} consumer ran past jobs on its subject; replaced`);
     this.#stalled = true;
     await this.#messages?.close().catch(() => undefined);
   }
@@ -140,15 +188,18 @@ export class PlacementIntake {
     for (const a of lost) this.nc.publish(a.subject, ACK);
     this.log.warn(
       { ack_floor: floor, resent: lost.length, first: lost[0]!.seq },
-      'placement acknowledgements lost; sent again',
+      `${this.source.label} acknowledgements lost; sent again`,
     );
   }
 
+  #ending(): boolean {
+    return this.#closed || this.draining();
+  }
+
   async #run(): Promise<void> {
-    const { jsm, hostId, log } = this;
+    const { jsm, log, source } = this;
     const js = jetstream(this.nc);
-    const consumerConfig = placementConsumerConfig(hostId);
-    while (!this.draining()) {
+    for (let first = true; !this.#ending(); first = false) {
       try {
         if (this.#stalled) {
           // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
@@ -156,7 +207,7 @@ export class PlacementIntake {
           // the one kept would never send again what it sent into a connection that lost it
           // (its ack_wait is hours), and those jobs would wait in the stream for that long.
           await jsm.consumers
-            .delete(Streams.actor, Consumers.actor(hostId))
+            .delete(source.stream, source.consumer.durable_name)
             .catch((err: unknown) => {
               if (!isConsumerNotFound(err)) throw err;
             });
@@ -165,15 +216,19 @@ export class PlacementIntake {
           // are delivered again by the new one.
           this.#acked = [];
         }
+        if (source.prepare && !(await source.prepare(first))) {
+          this.#closed = true;
+          break;
+        }
         // Re-declared each time: a reaper that took this host for dead deleted it.
-        await jsm.consumers.add(Streams.actor, consumerConfig);
-        const consumer = await js.consumers.get(Streams.actor, Consumers.actor(hostId));
+        await jsm.consumers.add(source.stream, source.consumer);
+        const consumer = await js.consumers.get(source.stream, source.consumer.durable_name);
         this.#consumer = consumer;
         this.#messages = await consumer.consume(workConsumeOptions(512));
         // A close that came while this consume was being opened closed only the one before it.
         // Closed here, it ends where the loop below reads it (close() resolves only there).
-        if (this.draining()) void this.#messages.close();
-        closeWhenStalled(this.#messages, log, 'placement', () => {
+        if (this.#ending()) void this.#messages.close();
+        closeWhenStalled(this.#messages, log, source.label, () => {
           this.#stalled = true;
         });
         for await (const msg of this.#messages) {
@@ -188,9 +243,9 @@ export class PlacementIntake {
         // A cluster node going away can end the consumer: consume again, never stop serving.
         // What the failed consume had taken and not handed over is lost with it: replaced too.
         this.#stalled = true;
-        if (!this.draining()) log.warn({ err }, 'placement consumer failed; consuming again');
+        if (!this.#ending()) log.warn({ err }, `${source.label} consumer failed; consuming again`);
       }
-      if (!this.draining()) await sleep(500);
+      if (!this.#ending()) await sleep(500);
     }
   }
 }

@@ -1,0 +1,209 @@
+import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { LockKeys, ShardOwner, Streams, decodeOrDrop, encodeJson } from '@svc/proto';
+import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
+import type { Logger } from '@svc/telemetry';
+import { PlacementIntake, shardSource } from './placement-intake.js';
+
+/** How a job came from a shard this host owns (docs/shards.md). */
+export interface ShardDelivery {
+  context: string;
+  shard: number;
+  epoch: number;
+  /** An earlier owner may hold it: fenced to `epoch` before it starts. */
+  fence: boolean;
+}
+
+export interface ShardOwnershipDeps {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  locks: KV;
+  hostId: string;
+  contexts: readonly string[];
+  log: Logger;
+  draining: () => boolean;
+  deliver: (msg: JsMsg, shard: ShardDelivery) => void;
+  /**
+   * Gives up the shard's jobs on this host: those waiting leave their mailboxes (not
+   * acknowledged: the next owner gets them first), and it resolves once none of them runs.
+   */
+  release: (context: string, shard: number) => Promise<void>;
+}
+
+interface Owned {
+  epoch: number;
+  intake: PlacementIntake;
+}
+
+/**
+ * The shards of job subjects this host owns: one intake per shard while the context's leading
+ * dispatcher names this host its owner (`LockKeys.shard`), given up when asked (`releasing`:
+ * its jobs here end first, then `released` by compare-and-set) or when another host took it.
+ */
+export class ShardOwnership {
+  readonly #owned = new Map<string, Owned>();
+  #watch: BucketWatch | null = null;
+  /** Entries are handled one at a time, in the order the watch gives them. */
+  #turn: Promise<void> = Promise.resolve();
+
+  private constructor(private readonly deps: ShardOwnershipDeps) {}
+
+  static async start(deps: ShardOwnershipDeps): Promise<ShardOwnership> {
+    const ownership = new ShardOwnership(deps);
+    const watch = await watchBucket(deps.locks, { key: LockKeys.shardAll, log: deps.log });
+    ownership.#watch = watch;
+    void (async () => {
+      for await (const e of watch) {
+        const owner =
+          e.operation === 'PUT'
+            ? decodeOrDrop(ShardOwner, e.value, {
+                consumer: 'actor_shards',
+                log: deps.log,
+                where: { key: e.key },
+              })
+            : null;
+        if (!owner) continue;
+        ownership.#turn = ownership.#turn
+          .then(() => ownership.#onEntry(owner))
+          .catch((err: unknown) => deps.log.warn({ err, key: e.key }, 'shard change not handled'));
+      }
+    })();
+    return ownership;
+  }
+
+  /** Whether this host owns the shard at `epoch` now (its jobs that have not started check). */
+  owns(context: string, shard: number, epoch: number): boolean {
+    return this.#owned.get(keyOf(context, shard))?.epoch === epoch;
+  }
+
+  /** Stops every intake (the host stopping); the shards are released by `releaseAll`. */
+  async stop(): Promise<void> {
+    this.#watch?.stop();
+    await this.#turn;
+    await Promise.all([...this.#owned.values()].map((o) => o.intake.close()));
+  }
+
+  /**
+   * Marks every shard this host owns `released` (a graceful stop, once its jobs have ended or
+   * were failed): the dispatcher gives them to another host at once.
+   */
+  async releaseAll(): Promise<void> {
+    for (const key of [...this.#owned.keys()]) {
+      const [context, shard] = splitKey(key);
+      await this.#markReleased(context, shard).catch((err: unknown) =>
+        this.deps.log.warn({ err, context, shard }, 'shard not released'),
+      );
+    }
+    this.#owned.clear();
+  }
+
+  async #onEntry(owner: ShardOwner): Promise<void> {
+    const { hostId, contexts, log } = this.deps;
+    const key = keyOf(owner.context, owner.shard);
+    const mine = owner.host === hostId && contexts.includes(owner.context);
+    const current = this.#owned.get(key);
+    if (mine && owner.state === 'owned') {
+      if (current?.epoch === owner.epoch || this.deps.draining()) return;
+      if (current) await this.#giveUp(owner.context, owner.shard);
+      this.#take(owner);
+      return;
+    }
+    if (mine && owner.state === 'releasing') {
+      if (current) await this.#giveUp(owner.context, owner.shard);
+      await this.#markReleased(owner.context, owner.shard);
+      log.info({ context: owner.context, shard: owner.shard, to: owner.to }, 'shard released');
+      return;
+    }
+    // Released, or another host's now (this one was taken for gone): its jobs here stop.
+    if (current) {
+      await this.#giveUp(owner.context, owner.shard);
+      log.warn(
+        { context: owner.context, shard: owner.shard, owner: owner.host, epoch: owner.epoch },
+        'shard no longer this host’s',
+      );
+    }
+  }
+
+  #take(owner: ShardOwner): void {
+    const { nc, jsm, locks, hostId, log } = this.deps;
+    const { context, shard, epoch } = owner;
+    const key = LockKeys.shard(context, shard);
+    let fenceTo = 0;
+    // Before each consume: the shard still this host's at this epoch, read from the bucket (the
+    // watched copy lags after a freeze). At the first, the earlier owner's consumer is deleted
+    // and what it may have been given is everything stored by then (`fenceTo`).
+    const prepare = async (first: boolean): Promise<boolean> => {
+      const entry = await locks.get(key);
+      const now =
+        entry?.operation === 'PUT'
+          ? decodeOrDrop(ShardOwner, entry.value, {
+              consumer: 'actor_shards',
+              log,
+              where: { key },
+            })
+          : null;
+      if (now?.host !== hostId || now.epoch !== epoch || now.state !== 'owned') return false;
+      if (first) {
+        await jsm.consumers
+          .delete(Streams.jobs, shardSource(context, shard, prepare).consumer.durable_name)
+          .catch((err: unknown) => {
+            if (!isConsumerNotFound(err)) throw err;
+          });
+        fenceTo = (await jsm.streams.info(Streams.jobs)).state.last_seq;
+        log.info({ context, shard, epoch, fence_to: fenceTo }, 'shard taken');
+      }
+      return true;
+    };
+    const intake = new PlacementIntake(
+      nc,
+      jsm,
+      hostId,
+      log,
+      this.deps.draining,
+      (msg) => this.deps.deliver(msg, { context, shard, epoch, fence: msg.seq <= fenceTo }),
+      shardSource(context, shard, prepare),
+    );
+    this.#owned.set(keyOf(context, shard), { epoch, intake });
+  }
+
+  /** Stops the shard's intake and waits until none of its jobs runs here. */
+  async #giveUp(context: string, shard: number): Promise<void> {
+    const owned = this.#owned.get(keyOf(context, shard));
+    this.#owned.delete(keyOf(context, shard));
+    await owned?.intake.close();
+    await this.deps.release(context, shard);
+  }
+
+  async #markReleased(context: string, shard: number): Promise<void> {
+    const { locks, hostId, log } = this.deps;
+    const key = LockKeys.shard(context, shard);
+    for (let attempt = 1; ; attempt++) {
+      const entry = await locks.get(key);
+      if (entry?.operation !== 'PUT') return;
+      const owner = decodeOrDrop(ShardOwner, entry.value, {
+        consumer: 'actor_shards',
+        log,
+        where: { key },
+      });
+      if (!owner || owner.host !== hostId || owner.state === 'released') return;
+      const released: ShardOwner = { ...owner, state: 'released' };
+      try {
+        await locks.update(key, encodeJson(released), entry.revision);
+        return;
+      } catch (err) {
+        // Written meanwhile (the dispatcher): read again, a few times.
+        if (attempt >= 5) throw err;
+      }
+    }
+  }
+}
+
+function keyOf(context: string, shard: number): string {
+  return `${context}\0${shard}`;
+}
+
+function splitKey(key: string): [string, number] {
+  const at = key.lastIndexOf('\0');
+  return [key.slice(0, at), Number(key.slice(at + 1))];
+}
