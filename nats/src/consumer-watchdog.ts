@@ -72,10 +72,15 @@ export class RanPastWatch {
    * True when `consumer` is to be replaced; a read that fails says no. `state`: its info, when
    * the caller has just read it for another check (not read again).
    */
-  async check(consumer: Consumer, state?: ConsumerInfo): Promise<boolean> {
-    const past = await ranPastMessage(this.jsm, this.stream, this.subject, consumer, state).catch(
-      () => null,
-    );
+  async check(consumer: Consumer, state?: ConsumerInfo, stored?: number): Promise<boolean> {
+    const past = await ranPastMessage(
+      this.jsm,
+      this.stream,
+      this.subject,
+      consumer,
+      state,
+      stored,
+    ).catch(() => null);
     const replace = past !== null && past === this.#last;
     this.#last = replace ? null : past;
     return replace;
@@ -108,7 +113,13 @@ export async function ranPastMessage(
   subject: string,
   consumer: Consumer,
   known?: ConsumerInfo,
+  stored?: number,
 ): Promise<number | null> {
+  // How many messages the subject holds (`stored`, read with `known`): no more than the consumer
+  // has still to deliver or to be acknowledged leaves none it ran past, and nothing to read.
+  if (known && stored !== undefined && stored <= known.num_pending + known.num_ack_pending) {
+    return null;
+  }
   const first = await nextMessageOn(jsm, stream, subject);
   if (!first) return null;
   // Read after the stream, or just before it by the caller (`known`): either way a message

@@ -41,7 +41,7 @@ export function encodeToken(value: string): string {
  * contract: a device's shard decides which consumer and so which actor host takes its jobs, and
  * every gateway, dispatcher and actor host must agree on it.
  */
-export const JOB_SHARDS = 32;
+export const JOB_SHARDS = 16;
 
 /**
  * The shard of a device's jobs: FNV-1a (32 bit) of its device key, modulo `JOB_SHARDS`. Every
@@ -82,6 +82,8 @@ export const Subjects = {
     `svc.jobs.${subjectToken(context)}.${shardToken(shard)}`,
   /** Every shard of a context's jobs. */
   jobShards: (context: string) => `svc.jobs.${subjectToken(context)}.*`,
+  /** Every shard of every context's jobs (not `svc.jobs.<context>`, a token shorter). */
+  jobShardsAll: 'svc.jobs.*.*',
   actorAll: 'svc.actor.>',
   actor: (hostId: string) => `svc.actor.${subjectToken(hostId)}`,
   /**

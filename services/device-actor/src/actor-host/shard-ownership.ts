@@ -4,7 +4,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { LockKeys, ShardOwner, Streams, decodeOrDrop, encodeJson } from '@svc/proto';
 import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
-import { PlacementIntake, shardSource } from './placement-intake.js';
+import { IntakeChecks, PlacementIntake, shardSource } from './placement-intake.js';
 
 /** How a job came from a shard this host owns (docs/shards.md). */
 export interface ShardDelivery {
@@ -43,11 +43,14 @@ interface Owned {
  */
 export class ShardOwnership {
   readonly #owned = new Map<string, Owned>();
+  readonly #checks: IntakeChecks;
   #watch: BucketWatch | null = null;
   /** Entries are handled one at a time, in the order the watch gives them. */
   #turn: Promise<void> = Promise.resolve();
 
-  private constructor(private readonly deps: ShardOwnershipDeps) {}
+  private constructor(private readonly deps: ShardOwnershipDeps) {
+    this.#checks = new IntakeChecks(deps.jsm, deps.log);
+  }
 
   static async start(deps: ShardOwnershipDeps): Promise<ShardOwnership> {
     const ownership = new ShardOwnership(deps);
@@ -80,6 +83,7 @@ export class ShardOwnership {
   /** Stops every intake (the host stopping); the shards are released by `releaseAll`. */
   async stop(): Promise<void> {
     this.#watch?.stop();
+    this.#checks.stop();
     await this.#turn;
     await Promise.all([...this.#owned.values()].map((o) => o.intake.close()));
   }
@@ -162,7 +166,7 @@ export class ShardOwnership {
       log,
       this.deps.draining,
       (msg) => this.deps.deliver(msg, { context, shard, epoch, fence: msg.seq <= fenceTo }),
-      shardSource(context, shard, prepare),
+      shardSource(context, shard, prepare, this.#checks),
     );
     this.#owned.set(keyOf(context, shard), { epoch, intake });
   }
