@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startDevice } from '@svc/test/support';
-import { Buckets, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
+import { Buckets, MessageIds, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
@@ -170,13 +170,12 @@ test('when the jobs stream holds messages no consumer waits on, then health, met
 test('when a stored envelope leaves the queue without being placed, then the reaper fails its job with NOT_ENQUEUED and leaves queued jobs whose envelope waits', async (t) => {
   const { nc, url, auth, assertWaitingUntouched, submit } = await recordsWithoutMessages(t);
   const lost = await submit('show clock');
-  // Its envelope is the last on the context's subject; gone as a lost message is.
+  // Its envelope, on its device's shard of the context's jobs; gone as a lost message is.
   const jsm = await jetstreamManager(nc);
-  const envelope = await jsm.streams.getMessage(Streams.jobs, {
-    last_by_subj: Subjects.jobs('default'),
-  });
-  assert.equal(envelope?.header.get(Headers.msgId), lost, 'the envelope of the job to lose');
-  assert.ok(await jsm.streams.deleteMessage(Streams.jobs, envelope.seq));
+  assert.ok(
+    await loseMessage(jsm, Streams.jobs, Subjects.jobShards('default'), MessageIds.envelope(lost)),
+    'the envelope of the job to lose is stored',
+  );
   const ended = await waitForJob(url, lost, auth);
   assert.equal(ended.json.status, 'failed', ended.text);
   assert.equal(ended.json.error_code, 'NOT_ENQUEUED');
@@ -198,7 +197,7 @@ test('when an envelope the reaper found waiting later leaves the queue without b
   // Its envelope, found by its message id (the sweep's probes may still be on the subject).
   const jsm = await jetstreamManager(nc);
   assert.ok(
-    await loseMessage(jsm, Streams.jobs, Subjects.jobs('default'), MessageIds.envelope(later)),
+    await loseMessage(jsm, Streams.jobs, Subjects.jobShards('default'), MessageIds.envelope(later)),
     'the envelope of the job to lose is stored',
   );
   const ended = await waitForJob(url, later, auth);
@@ -229,7 +228,7 @@ test("when the envelope of a batch's job leaves the queue unplaced, then the rea
   const [first, held] = (created.json.jobs as { job_id: string }[]).map((j) => j.job_id);
   const jsm = await jetstreamManager(nc);
   const lose = (jobId: string) =>
-    loseMessage(jsm, Streams.jobs, Subjects.jobs('default'), MessageIds.envelope(jobId));
+    loseMessage(jsm, Streams.jobs, Subjects.jobShards('default'), MessageIds.envelope(jobId));
   // A record created after both, failed by a sweep: that sweep or an earlier one looked at both.
   assert.equal((await waitForJob(url, await ghost(), auth)).json.error_code, 'NOT_ENQUEUED');
   for (const id of [first, held]) {

@@ -70,7 +70,7 @@ after(async () => {
   collector?.forceShutdown();
 });
 
-test('when the deprecated OTEL_ENABLED is set (OTLP over gRPC by default), then one trace spans gateway route, dispatcher placement, actor job and device session', async () => {
+test('when the deprecated OTEL_ENABLED is set (OTLP over gRPC by default), then one trace spans gateway route, actor job and device session', async () => {
   const url = await procs[2]!.httpUrl();
   await waitHealthy(url);
   const auth = { basic: { username: device.username, password: device.password } };
@@ -97,16 +97,13 @@ test('when the deprecated OTEL_ENABLED is set (OTLP over gRPC by default), then 
     assert.fail(`spans missing; got ${JSON.stringify(received.map((s) => [s.component, s.name]))}`),
   );
   const route = find('POST /v2/send-command', 'gateway')!;
-  const dispatch = received.find((s) => s.name === 'dispatch job' && s.traceId === route.traceId);
   const job = received.find((s) => s.name === 'job run' && s.traceId === route.traceId);
   const session = received.find((s) => s.name === 'device session' && s.traceId === route.traceId);
-  assert.ok(dispatch, 'the dispatcher continued the trace');
   assert.ok(job, 'the actor continued the trace');
   assert.ok(session, 'the device session is in the trace');
-  assert.equal(dispatch.component, 'dispatcher');
   assert.equal(job.component, 'device-actor');
-  assert.equal(dispatch.parentSpanId, route.spanId);
-  assert.equal(job.parentSpanId, dispatch.spanId);
+  // The job goes from the gateway to its shard's owner (docs/shards.md): no hop between.
+  assert.equal(job.parentSpanId, route.spanId);
   assert.equal(session.parentSpanId, job.spanId);
   assert.equal(route.serviceName, 'svc');
   assert.equal(route.parentSpanId, '', 'the route span is the root');

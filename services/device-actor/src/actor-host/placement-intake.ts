@@ -39,10 +39,10 @@ export interface IntakeSource {
   /** Names the intake in its log lines. */
   label: string;
   /**
-   * Called before each consume is opened (`first`: the intake's first), after a stalled consumer
-   * was deleted: false ends the intake (a shard that is no longer this host's).
+   * Called before each consume is opened, after a stalled consumer was deleted: false ends the
+   * intake (a shard that is no longer this host's).
    */
-  prepare?: (first: boolean) => Promise<boolean>;
+  prepare?: () => Promise<boolean>;
   /** Checks this intake with the host's other shard intakes instead of on its own timer. */
   checks?: IntakeChecks;
 }
@@ -61,7 +61,7 @@ export function placementSource(hostId: string): IntakeSource {
 export function shardSource(
   context: string,
   shard: number,
-  prepare: (first: boolean) => Promise<boolean>,
+  prepare: () => Promise<boolean>,
   checks?: IntakeChecks,
 ): IntakeSource {
   const subject = Subjects.jobShard(context, shard);
@@ -200,6 +200,11 @@ export class PlacementIntake {
     return this.#held.has(seq);
   }
 
+  /** Settles once the intake has stopped consuming for good. */
+  get done(): Promise<void> {
+    return this.#done;
+  }
+
   /** Stops consuming (the host draining, or the shard no longer its) and waits for the loop to end. */
   async close(): Promise<void> {
     this.#closed = true;
@@ -281,7 +286,7 @@ export class PlacementIntake {
     const { jsm, log } = this;
     const source = this.#source;
     const js = jetstream(this.nc);
-    for (let first = true; !this.#ending(); first = false) {
+    while (!this.#ending()) {
       try {
         if (this.#stalled) {
           // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
@@ -298,7 +303,7 @@ export class PlacementIntake {
           // are delivered again by the new one.
           this.#acked = [];
         }
-        if (source.prepare && !(await source.prepare(first))) {
+        if (source.prepare && !(await source.prepare())) {
           this.#closed = true;
           break;
         }

@@ -1,7 +1,16 @@
 import type { JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { LockKeys, ShardOwner, Streams, decodeOrDrop, encodeJson } from '@svc/proto';
+import {
+  Buckets,
+  Headers,
+  LockKeys,
+  ShardOwner,
+  Streams,
+  Subjects,
+  decodeOrDrop,
+  encodeJson,
+} from '@svc/proto';
 import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
 import { IntakeChecks, PlacementIntake, shardSource } from './placement-intake.js';
@@ -134,27 +143,37 @@ export class ShardOwnership {
     const { context, shard, epoch } = owner;
     const key = LockKeys.shard(context, shard);
     let fenceTo = 0;
-    // Before each consume: the shard still this host's at this epoch, read from the bucket (the
-    // watched copy lags after a freeze). At the first, the earlier owner's consumer is deleted
-    // and what it may have been given is everything stored by then (`fenceTo`).
-    const prepare = async (first: boolean): Promise<boolean> => {
-      const entry = await locks.get(key);
+    let taken = false;
+    // Before each consume: the shard still this host's at this epoch, read from the bucket's
+    // leader (the watched copy lags after a freeze, and so may a replica answering a direct get:
+    // fault run 498 read no entry 1 ms after it was written, and the shard was never consumed).
+    // Until it has once succeeded, the earlier owner's consumer is deleted and what it may have
+    // been given is everything stored by then (`fenceTo`).
+    const prepare = async (): Promise<boolean> => {
+      // Null when the bucket holds no entry for the key.
+      const stored = await jsm.streams.getMessage(Streams.kv(Buckets.locks), {
+        last_by_subj: Subjects.kvEntry(Buckets.locks, key),
+      });
       const now =
-        entry?.operation === 'PUT'
-          ? decodeOrDrop(ShardOwner, entry.value, {
+        stored && !stored.header?.get(Headers.kvOperation)
+          ? decodeOrDrop(ShardOwner, stored.data, {
               consumer: 'actor_shards',
               log,
               where: { key },
             })
           : null;
-      if (now?.host !== hostId || now.epoch !== epoch || now.state !== 'owned') return false;
-      if (first) {
+      if (now?.host !== hostId || now.epoch !== epoch || now.state !== 'owned') {
+        log.info({ context, shard, epoch, now }, 'shard not this host’s at its epoch; not consumed');
+        return false;
+      }
+      if (!taken) {
         await jsm.consumers
           .delete(Streams.jobs, shardSource(context, shard, prepare).consumer.durable_name)
           .catch((err: unknown) => {
             if (!isConsumerNotFound(err)) throw err;
           });
         fenceTo = (await jsm.streams.info(Streams.jobs)).state.last_seq;
+        taken = true;
         log.info({ context, shard, epoch, fence_to: fenceTo }, 'shard taken');
       }
       return true;
@@ -169,6 +188,13 @@ export class ShardOwnership {
       shardSource(context, shard, prepare, this.#checks),
     );
     this.#owned.set(keyOf(context, shard), { epoch, intake });
+    // An intake that ends by itself (the shard not this host's after all) is forgotten: a later
+    // assignment takes the shard afresh.
+    void intake.done.then(() => {
+      if (this.#owned.get(keyOf(context, shard))?.intake === intake) {
+        this.#owned.delete(keyOf(context, shard));
+      }
+    });
   }
 
   /** Stops the shard's intake and waits until none of its jobs runs here. */
