@@ -85,6 +85,8 @@ test('when a job record is written, then the write carries the record summary in
     enqueued_at: done.json.enqueued_at,
     started_at: done.json.started_at,
     ended_at: done.json.ended_at,
+    // The host that started it: what a reaper reaping that host fails (docs/shards.md).
+    actor_host: lab.stack.actors[0]!.hostId,
   });
 });
 
