@@ -30,7 +30,10 @@ export function envelopeSubjectOf(envelope: {
   spec: { context: string; host: string; port: number };
 }): string {
   const { context, host, port } = envelope.spec;
-  return Subjects.jobShard(context, jobShardOf(deviceKeyOf(context, envelope.address ?? host, port)));
+  return Subjects.jobShard(
+    context,
+    jobShardOf(deviceKeyOf(context, envelope.address ?? host, port)),
+  );
 }
 
 type BreakerState = BreakerRecord;

@@ -194,7 +194,8 @@ export async function startDispatcher(
   })();
 
   // Who owns each shard of each context's jobs (docs/shards.md), as the leader last read it.
-  const shardEntries = new Map<string, Map<number, { owner: ShardOwner; revision: number }>>();
+  type KnownShard = { owner: ShardOwner; revision: number };
+  const shardEntries = new Map<string, Map<number, KnownShard>>();
   const shardsOpenedAt = Date.now();
   const shardWatch = await watchBucket(locks, { key: LockKeys.shardAll, log });
   void (async () => {
@@ -209,7 +210,7 @@ export async function startDispatcher(
           : null;
       if (!owner) continue;
       let ofContext = shardEntries.get(owner.context);
-      if (!ofContext) shardEntries.set(owner.context, (ofContext = new Map()));
+      if (!ofContext) shardEntries.set(owner.context, (ofContext = new Map<number, KnownShard>()));
       ofContext.set(owner.shard, { owner, revision: e.revision });
     }
   })();
@@ -226,7 +227,7 @@ export async function startDispatcher(
     planning.add(context);
     try {
       const now = Date.now();
-      const known = shardEntries.get(context) ?? new Map();
+      const known = shardEntries.get(context) ?? new Map<number, KnownShard>();
       const entries = new Map<number, ShardEntry>(
         [...known].map(([shard, { owner }]) => [
           shard,
@@ -249,14 +250,26 @@ export async function startDispatcher(
         const before = known.get(change.shard);
         const value: ShardOwner =
           change.kind === 'assign'
-            ? { context, shard: change.shard, epoch: change.epoch, host: change.host, state: 'owned' }
+            ? {
+                context,
+                shard: change.shard,
+                epoch: change.epoch,
+                host: change.host,
+                state: 'owned',
+              }
             : { ...before!.owner, state: 'releasing', to: change.to };
         try {
           if (before) await locks.update(key, encodeJson(value), before.revision);
           else await locks.create(key, encodeJson(value));
-          log.info({ context, ...change }, change.kind === 'assign' ? 'shard assigned' : 'shard release asked');
+          log.info(
+            { context, ...change },
+            change.kind === 'assign' ? 'shard assigned' : 'shard release asked',
+          );
         } catch (err) {
-          log.debug({ err, context, shard: change.shard }, 'shard change not written; planned again');
+          log.debug(
+            { err, context, shard: change.shard },
+            'shard change not written; planned again',
+          );
         }
       }
     } finally {

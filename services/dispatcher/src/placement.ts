@@ -156,7 +156,9 @@ export class Placement {
   /** The hosts serving the context that beat late and are not reaped (`suspect`). */
   silentHosts(context: string, now = Date.now()): string[] {
     return [...this.#hosts]
-      .filter(([id, beat]) => beat.contexts.includes(context) && this.hostState(id, now) === 'suspect')
+      .filter(
+        ([id, beat]) => beat.contexts.includes(context) && this.hostState(id, now) === 'suspect',
+      )
       .map(([id]) => id);
   }
 

@@ -37,8 +37,9 @@ function apply(entries: Map<number, ShardEntry>, c: ShardChange): void {
     assert.equal(c.epoch, (before?.epoch ?? 0) + 1, `shard ${c.shard}: the next epoch`);
     entries.set(c.shard, { host: c.host, epoch: c.epoch, state: 'owned' });
   } else {
-    assert.equal(before?.host, c.from);
-    entries.set(c.shard, { ...before!, state: 'releasing', to: c.to });
+    assert.ok(before, `shard ${c.shard} has an owner to release it`);
+    assert.equal(before.host, c.from);
+    entries.set(c.shard, { ...before, state: 'releasing', to: c.to });
   }
 }
 
@@ -71,7 +72,10 @@ test('when an owner is gone, then only its shards move, at once, to a new epoch,
   const before = new Map(entries);
   const changes = planShards(SHARDS, ['h1', 'h3'], entries);
   const h2Shards = [...before].filter(([, e]) => e.host === 'h2').map(([s]) => s);
-  assert.deepEqual(changes.map((c) => c.shard).sort((x, y) => x - y), h2Shards);
+  assert.deepEqual(
+    changes.map((c) => c.shard).sort((x, y) => x - y),
+    h2Shards,
+  );
   for (const c of changes) {
     assert.equal(c.kind, 'assign', 'a gone owner is not asked');
     if (c.kind === 'assign') assert.equal(c.epoch, before.get(c.shard)!.epoch + 1);

@@ -6,7 +6,6 @@ import {
   SendCommandRequest,
   SendCommandStructuredRequest,
   SendConfigRequest,
-  Subjects,
   MessageIds,
   JOBS_DUPLICATE_WINDOW_MARGIN_MS,
   JOBS_DUPLICATE_WINDOW_SECONDS,

@@ -254,7 +254,8 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
       // the record writes say which they are.
       for (const jobId of (await enqueueCheck?.startedOn(beat.host_id)) ?? []) {
         const stored = await jobs.get(jobId).catch(() => null);
-        if (stored?.record.status !== 'started' || stored.record.actor_host !== beat.host_id) continue;
+        if (stored?.record.status !== 'started' || stored.record.actor_host !== beat.host_id)
+          continue;
         const failed = await jobs
           .fail(jobId, 'started', new SvcError(ErrorCode.WORKER_LOST, reason))
           .catch(() => null);

@@ -177,7 +177,14 @@ export async function startActorHost(
     const owned = () => shards.owns(context, shard.shard, epoch);
     actor.push({ envelope, msg, shard: { epoch, fence: shard.fence, owned } });
   };
-  const intake = new PlacementIntake(nc, jsm, hostId, log, () => draining, (m) => deliver(m));
+  const intake = new PlacementIntake(
+    nc,
+    jsm,
+    hostId,
+    log,
+    () => draining,
+    (m) => deliver(m),
+  );
   // The shards of the contexts' jobs this host owns (docs/shards.md).
   const shards = await ShardOwnership.start({
     nc,

@@ -283,8 +283,10 @@ export class DeviceActor {
         const placement = record.placement ?? 0;
         if (placement > epoch) return 'not-ours';
         if (placement === epoch) {
-          const { record_revision: _known, ...rest } = envelope;
-          return { ...delivery, envelope: { ...rest, placement: epoch } };
+          // Started on the record as read (the one the gateway wrote is not the fenced one).
+          const fenced: JobEnvelope = { ...envelope, placement: epoch };
+          delete fenced.record_revision;
+          return { ...delivery, envelope: fenced };
         }
         await ctx.jobs.fence(envelope, epoch, stored);
         continue;
@@ -306,7 +308,10 @@ export class DeviceActor {
           continue;
         }
         if (!told) {
-          ctx.log.info({ job_id: jobId, host }, 'taken over while its earlier owner runs it; waits');
+          ctx.log.info(
+            { job_id: jobId, host },
+            'taken over while its earlier owner runs it; waits',
+          );
           told = true;
         }
       }

@@ -239,11 +239,19 @@ export class PlacementIntake {
    * Every ACK_CHECK_MS: one read of the consumer's state, for both checks; or the state read for
    * several intakes at once (`known`: read at `askedAt`, with how many messages its subject holds).
    */
-  async check(known?: { info: ConsumerInfo | null; stored: number; askedAt: number }): Promise<void> {
+  async check(known?: {
+    info: ConsumerInfo | null;
+    stored: number;
+    askedAt: number;
+  }): Promise<void> {
     await this.#check(known);
   }
 
-  async #check(known?: { info: ConsumerInfo | null; stored: number; askedAt: number }): Promise<void> {
+  async #check(known?: {
+    info: ConsumerInfo | null;
+    stored: number;
+    askedAt: number;
+  }): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.#ending()) {
       this.#ranPast.reset();

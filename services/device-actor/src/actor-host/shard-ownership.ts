@@ -139,7 +139,7 @@ export class ShardOwnership {
   }
 
   #take(owner: ShardOwner): void {
-    const { nc, jsm, locks, hostId, log } = this.deps;
+    const { nc, jsm, hostId, log } = this.deps;
     const { context, shard, epoch } = owner;
     const key = LockKeys.shard(context, shard);
     let fenceTo = 0;
@@ -163,7 +163,10 @@ export class ShardOwnership {
             })
           : null;
       if (now?.host !== hostId || now.epoch !== epoch || now.state !== 'owned') {
-        log.info({ context, shard, epoch, now }, 'shard not this host’s at its epoch; not consumed');
+        log.info(
+          { context, shard, epoch, now },
+          'shard not this host’s at its epoch; not consumed',
+        );
         return false;
       }
       if (!taken) {
