@@ -54,8 +54,11 @@ export class ShardOwnership {
   readonly #owned = new Map<string, Owned>();
   readonly #checks: IntakeChecks;
   #watch: BucketWatch | null = null;
-  /** Entries are handled one at a time, in the order the watch gives them. */
-  #turn: Promise<void> = Promise.resolve();
+  /**
+   * Each shard's entries are handled one at a time, in the order the watch gives them; shards
+   * apart: a release waiting for a shard's running jobs holds up no other shard's takeover.
+   */
+  readonly #turns = new Map<string, Promise<void>>();
 
   private constructor(private readonly deps: ShardOwnershipDeps) {
     this.#checks = new IntakeChecks(deps.jsm, deps.log);
@@ -76,9 +79,13 @@ export class ShardOwnership {
               })
             : null;
         if (!owner) continue;
-        ownership.#turn = ownership.#turn
+        const turn = (ownership.#turns.get(e.key) ?? Promise.resolve())
           .then(() => ownership.#onEntry(owner))
           .catch((err: unknown) => deps.log.warn({ err, key: e.key }, 'shard change not handled'));
+        ownership.#turns.set(e.key, turn);
+        void turn.then(() => {
+          if (ownership.#turns.get(e.key) === turn) ownership.#turns.delete(e.key);
+        });
       }
     })();
     return ownership;
@@ -89,11 +96,13 @@ export class ShardOwnership {
     return this.#owned.get(keyOf(context, shard))?.epoch === epoch;
   }
 
-  /** Stops every intake (the host stopping); the shards are released by `releaseAll`. */
+  /**
+   * Stops every intake (the host stopping); the shards are released by `releaseAll`. A shard's
+   * release under way is not waited for: it waits for running jobs, which the stop ends.
+   */
   async stop(): Promise<void> {
     this.#watch?.stop();
     this.#checks.stop();
-    await this.#turn;
     await Promise.all([...this.#owned.values()].map((o) => o.intake.close()));
   }
 
