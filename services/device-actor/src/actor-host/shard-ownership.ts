@@ -54,6 +54,8 @@ export class ShardOwnership {
   readonly #owned = new Map<string, Owned>();
   readonly #checks: IntakeChecks;
   #watch: BucketWatch | null = null;
+  /** Set by `stop`: its intakes end then, and stay known for `releaseAll`. */
+  #stopping = false;
   /**
    * Each shard's entries are handled one at a time, in the order the watch gives them; shards
    * apart: a release waiting for a shard's running jobs holds up no other shard's takeover.
@@ -101,6 +103,7 @@ export class ShardOwnership {
    * release under way is not waited for: it waits for running jobs, which the stop ends.
    */
   async stop(): Promise<void> {
+    this.#stopping = true;
     this.#watch?.stop();
     this.#checks.stop();
     await Promise.all([...this.#owned.values()].map((o) => o.intake.close()));
@@ -203,7 +206,7 @@ export class ShardOwnership {
     // An intake that ends by itself (the shard not this host's after all) is forgotten: a later
     // assignment takes the shard afresh.
     void intake.done.then(() => {
-      if (this.#owned.get(keyOf(context, shard))?.intake === intake) {
+      if (!this.#stopping && this.#owned.get(keyOf(context, shard))?.intake === intake) {
         this.#owned.delete(keyOf(context, shard));
       }
     });
