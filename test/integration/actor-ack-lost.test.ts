@@ -3,7 +3,8 @@
 // (`nats-node-killed`: 6 of 695 once): the job had finished, but its message stayed pending on
 // the consumer for its ack wait (6 h), and the queue depth counted it all that time (a phantom
 // queue; a stream that never empties). Here the acknowledgement is dropped on its way to a real
-// nats-server (a relay between the actor host and the server), then let through again.
+// nats-server (a relay between the actor host and the server), then let through again. The job
+// comes from its shard of `SVC_JOBS` (docs/shards.md), where it stays until acknowledged.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Streams } from '@svc/proto';
@@ -21,7 +22,7 @@ test("when an actor host's acknowledgement of a finished job is lost, then it is
     return a.json.contexts[0].queue_depth as number;
   };
 
-  filter.drop((subject) => subject.startsWith(`$JS.ACK.${Streams.actor}.`));
+  filter.drop((subject) => subject.startsWith(`$JS.ACK.${Streams.jobs}.`));
   const submitted = await http('POST', `${stack.url}/v2/send-command`, {
     ...auth,
     body: {
@@ -36,7 +37,7 @@ test("when an actor host's acknowledgement of a finished job is lost, then it is
   assert.equal(job.json.status, 'finished', job.text);
   await waitUntil(() => filter.dropped > 0, "the job's acknowledgement dropped");
   filter.drop(null);
-  // The finished job still counts: its message is pending on the host's consumer.
+  // The finished job still counts: its message is still on its shard, pending on its consumer.
   assert.equal(await depth(), 1);
 
   await waitUntil(async () => (await depth()) === 0, 'the queue depth back to 0', {

@@ -1,5 +1,6 @@
-// A replaced placement consumer (stalled, or ran past its jobs) delivers again every job the
-// host holds. With DEVICE_MAX_SESSIONS above 1 the second copy of a running job took the
+// A replaced consumer of a host's jobs (stalled, or ran past its jobs) delivers again every job
+// the host holds; here a shard's consumer (docs/shards.md), whose jobs stay in `SVC_JOBS` until
+// they end. With DEVICE_MAX_SESSIONS above 1 the second copy of a running job took the
 // device's other slot at once: its start was refused (the job runs here) and the copy was
 // acknowledged, which removes the job's message from the host's subject while the job still
 // runs. Had the host died then, its drain would not have found the job, and the record would
@@ -7,11 +8,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Consumers, Headers, MessageIds, Streams, Subjects } from '@svc/proto';
+import { Consumers, Headers, MessageIds, Streams, Subjects, jobShardOf } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
 import { connectNats, nextMessageOn } from '@svc/nats';
 import { deviceStackForTest, http, submitCommand, waitForJob, waitUntil } from '../harness/mod.js';
 
-test('when the placement consumer is replaced while a job runs, then the copy it delivers again neither runs nor settles the running job’s message', async (t) => {
+test('when the consumer of a host’s jobs is replaced while a job runs, then the copy it delivers again neither runs nor settles the running job’s message', async (t) => {
   const { nats, device, stack, auth } = await deviceStackForTest(
     t,
     { platform: 'cisco_ios', enable: 'svc-demo' },
@@ -20,7 +22,8 @@ test('when the placement consumer is replaced while a job runs, then the copy it
   const nc = await connectNats(nats.url, 'test');
   t.after(() => nc.close());
   const jsm = await jetstreamManager(nc);
-  const host = stack.actors[0]!.hostId;
+  const shard = jobShardOf(deviceKeyOf('default', device.host, device.port));
+  const consumer = Consumers.shard('default', shard);
   const submit = (command: string) => submitCommand(stack.url, auth, device, command);
   await device.setFaults({ hold: 'show ip interface brief' });
   const running = await submit('show ip interface brief');
@@ -28,14 +31,14 @@ test('when the placement consumer is replaced while a job runs, then the copy it
     () => device.stats.commands.some((c) => c.command === 'show ip interface brief'),
     'the held command to reach the device',
   );
-  const placed = await nextMessageOn(jsm, Streams.actor, Subjects.actor(host));
-  assert.equal(placed?.header.get(Headers.msgId), MessageIds.placement(running, 0));
+  const placed = await nextMessageOn(jsm, Streams.jobs, Subjects.jobShard('default', shard));
+  assert.equal(placed?.header.get(Headers.msgId), MessageIds.envelope(running));
 
   // The consumer goes (as a stalled one is replaced); the host makes it again, and the new one
   // delivers the running job's message a second time.
-  await jsm.consumers.delete(Streams.actor, Consumers.actor(host));
+  await jsm.consumers.delete(Streams.jobs, consumer);
   await waitUntil(async () => {
-    const info = await jsm.consumers.info(Streams.actor, Consumers.actor(host)).catch(() => null);
+    const info = await jsm.consumers.info(Streams.jobs, consumer).catch(() => null);
     return (info?.delivered.stream_seq ?? 0) >= placed.seq;
   }, 'the running job delivered again by the new consumer');
   // The device's next job comes behind that copy in the device's mailbox: once it has ended,
@@ -46,8 +49,8 @@ test('when the placement consumer is replaced while a job runs, then the copy it
   const still = await http('GET', `${stack.url}/v2/send-command/${running}`, auth);
   assert.equal(still.json.status, 'started', still.text);
   assert.ok(
-    await jsm.streams.getMessage(Streams.actor, { seq: placed.seq }),
-    'the running job keeps its message on the host subject',
+    await jsm.streams.getMessage(Streams.jobs, { seq: placed.seq }),
+    'the running job keeps its message on its shard',
   );
 
   await device.setFaults({});
@@ -59,7 +62,7 @@ test('when the placement consumer is replaced while a job runs, then the copy it
     'ran once',
   );
   await waitUntil(
-    async () => (await jsm.streams.getMessage(Streams.actor, { seq: placed.seq })) === null,
+    async () => (await jsm.streams.getMessage(Streams.jobs, { seq: placed.seq })) === null,
     'its message settled once it ended',
   );
 });
