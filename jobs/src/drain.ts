@@ -18,7 +18,6 @@ import {
   MessageIds,
   Streams,
   Subjects,
-  SvcError,
   decodeOrDrop,
   encodeJson,
   type JobRecord,
@@ -43,6 +42,12 @@ export interface DrainOptions {
   log?: { warn(obj: object, msg: string): void };
   /** Called as soon as a started job has been failed (and its event sent): audit. */
   onOrphaned?: (record: JobRecord) => Promise<void>;
+  /**
+   * With `failStarted`: the jobs the host started that are on no subject of its own (from a
+   * shard it owned, docs/shards.md), read once its subject is empty; each is failed as a started
+   * job found there is.
+   */
+  startedElsewhere?: () => Promise<readonly string[]>;
   /**
    * Filled as the drain goes, so that a caller knows what a drain that failed half way had
    * handed back (a fenced job is listed before its copy is sent: its copy comes from the next
@@ -147,6 +152,14 @@ export async function drainHost(
     drainConsumerConfig(hostId, options.consumerIdleMs ?? DRAIN_CONSUMER_IDLE_MS),
   );
   const outcome: DrainOutcome = options.into ?? { handedBack: [], orphaned: [], left: [] };
+  /** Fails a job the host started (by compare-and-set on that host), counted and audited. */
+  const orphan = async (jobId: string): Promise<void> => {
+    const failed = await jobs.failLost(jobId, hostId, options.reason);
+    if (failed) {
+      outcome.orphaned.push(failed);
+      await options.onOrphaned?.(failed);
+    }
+  };
   try {
     const consumer = await js.consumers.get(Streams.actor, durable);
     for (;;) {
@@ -184,20 +197,15 @@ export async function drainHost(
             outcome.left.push(jobId);
             continue;
           }
-          const failed = await jobs.fail(
-            jobId,
-            'started',
-            new SvcError('WORKER_LOST', options.reason),
-          );
-          if (failed) {
-            outcome.orphaned.push(failed);
-            await options.onOrphaned?.(failed);
-          }
+          await orphan(jobId);
         }
         // Anything else (ended, started by another host, a copy of an older placement): done.
         await m.ackAck();
       }
       if (seen === 0) break;
+    }
+    if (options.failStarted && options.startedElsewhere) {
+      for (const jobId of await options.startedElsewhere()) await orphan(jobId);
     }
   } finally {
     // Retried briefly (a node's election); past that, the idle threshold removes it.

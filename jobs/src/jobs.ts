@@ -202,6 +202,26 @@ export class Jobs {
    * all and it started, or it ended). Said by the gateway whose admission failed and by the
    * reaper's check for records left without their message.
    */
+  /** Why a job `failLost` ends was lost: its host's heartbeats stopped. */
+  static lostHostReason(hostId: string): string {
+    return `actor host ${hostId} stopped sending heartbeats`;
+  }
+
+  /**
+   * `started → failed` WORKER_LOST, only while the record says `hostId` started it (by the
+   * compare-and-set: no read before): the host stopped beating and was reaped, or gone when a
+   * shard's next owner took the job over. `why` says which.
+   */
+  failLost(jobId: string, hostId: string, why: string): Promise<JobRecord | null> {
+    return this.fail(
+      jobId,
+      'started',
+      new SvcError(ErrorCode.WORKER_LOST, why),
+      {},
+      { startedOn: hostId },
+    );
+  }
+
   failNotEnqueued(jobId: string, why: string): Promise<JobRecord | null> {
     return this.fail(
       jobId,
@@ -213,27 +233,32 @@ export class Jobs {
   /**
    * `from → failed` with `error`, then the failed-job registry entry, the release of its dedup
    * key and its event. Returns the record written, or null when the job was no longer in
-   * `from` (cancelled, or already ended elsewhere).
+   * `from` (cancelled, or already ended elsewhere), or not started on `startedOn` when given.
    */
   async fail(
     jobId: string,
     from: FromOf<'failed'>,
     error: SvcError,
     patch: Partial<JobRecord> = {},
+    options: { startedOn?: string } = {},
   ): Promise<JobRecord | null> {
     // The end time marks this attempt, so a retry after a lost answer recognises its own write.
     const endedAt = new Date().toISOString();
+    const { startedOn } = options;
     const written = await this.store.move(
       jobId,
       [from],
       'failed',
-      () => ({
-        ...patch,
-        ended_at: endedAt,
-        error: error.message,
-        error_code: error.code,
-        error_retryable: error.retryable,
-      }),
+      (current) =>
+        startedOn !== undefined && current.actor_host !== startedOn
+          ? null
+          : {
+              ...patch,
+              ended_at: endedAt,
+              error: error.message,
+              error_code: error.code,
+              error_retryable: error.retryable,
+            },
       { mine: (current) => current.ended_at === endedAt },
     );
     if (!written) return null;

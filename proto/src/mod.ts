@@ -121,6 +121,7 @@ export {
   ResultsObject,
   DevicePlacementEntry,
   ShardOwner,
+  shardOwnerOf,
   HostDrain,
 } from './messages/stored.js';
 export {

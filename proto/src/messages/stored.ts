@@ -1,5 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { JobEnvelope } from './job.js';
+import { decodeOrDrop, type DropContext } from '../codec.js';
+import { LockKeys, JOB_SHARDS } from '../subjects.js';
 
 /**
  * Records of the small buckets, as services write them and read them back (`decodeMessage`).
@@ -98,6 +100,23 @@ export const ShardOwner = Type.Object(
   { $id: 'ShardOwner' },
 );
 export type ShardOwner = Static<typeof ShardOwner>;
+
+/**
+ * The owner stored under `key` (`LockKeys.shard`), or null (and dropped as malformed) when it is
+ * not one or names another shard than its key: every reader acts on the key's shard only.
+ */
+export function shardOwnerOf(key: string, value: Uint8Array, drop: DropContext): ShardOwner | null {
+  const owner = decodeOrDrop(ShardOwner, value, drop);
+  if (owner === null) return null;
+  if (owner.shard >= JOB_SHARDS || LockKeys.shard(owner.context, owner.shard) !== key) {
+    drop.log.warn(
+      { ...drop.where, consumer: drop.consumer },
+      'dropping a shard owner of another key',
+    );
+    return null;
+  }
+  return owner;
+}
 
 /**
  * Value of `LockKeys.drain` in `svc-locks`: the reaper's latest drain of an actor host, written

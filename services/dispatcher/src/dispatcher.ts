@@ -28,7 +28,8 @@ import {
   DevicePlacementEntry,
   HostDrain,
   JOB_SHARDS,
-  ShardOwner,
+  type ShardOwner,
+  shardOwnerOf,
 } from '@svc/proto';
 import {
   closeWhenStalled,
@@ -193,25 +194,25 @@ export async function startDispatcher(
     }
   })();
 
-  // Who owns each shard of each context's jobs (docs/shards.md), as the leader last read it.
-  type KnownShard = { owner: ShardOwner; revision: number };
-  const shardEntries = new Map<string, Map<number, KnownShard>>();
+  // Who owns each shard of each context's jobs (docs/shards.md), as the leader last read it, by
+  // key: an entry deleted is gone from here too, so that the next plan creates it afresh; one
+  // that is not an owner (null) is planned as none and overwritten on its revision.
+  type KnownShard = { owner: ShardOwner | null; revision: number };
+  const shardEntries = new Map<string, KnownShard>();
   const shardsOpenedAt = Date.now();
   const shardWatch = await watchBucket(locks, { key: LockKeys.shardAll, log });
   void (async () => {
     for await (const e of shardWatch) {
       const owner =
         e.operation === 'PUT'
-          ? decodeOrDrop(ShardOwner, e.value, {
+          ? shardOwnerOf(e.key, e.value, {
               consumer: 'dispatcher_shards',
               log,
               where: { key: e.key },
             })
           : null;
-      if (!owner) continue;
-      let ofContext = shardEntries.get(owner.context);
-      if (!ofContext) shardEntries.set(owner.context, (ofContext = new Map<number, KnownShard>()));
-      ofContext.set(owner.shard, { owner, revision: e.revision });
+      if (e.operation === 'PUT') shardEntries.set(e.key, { owner, revision: e.revision });
+      else shardEntries.delete(e.key);
     }
   })();
 
@@ -227,18 +228,17 @@ export async function startDispatcher(
     planning.add(context);
     try {
       const now = Date.now();
-      const known = shardEntries.get(context) ?? new Map<number, KnownShard>();
-      const entries = new Map<number, ShardEntry>(
-        [...known].map(([shard, { owner }]) => [
-          shard,
-          {
-            host: owner.host,
-            epoch: owner.epoch,
-            state: owner.state,
-            ...(owner.to !== undefined ? { to: owner.to } : {}),
-          },
-        ]),
-      );
+      const known = new Map<number, KnownShard>();
+      for (let shard = 0; shard < JOB_SHARDS; shard++) {
+        const entry = shardEntries.get(LockKeys.shard(context, shard));
+        if (entry) known.set(shard, entry);
+      }
+      const entries = new Map<number, ShardEntry>();
+      for (const [shard, { owner }] of known) {
+        if (!owner) continue;
+        const { host, epoch, state, to } = owner;
+        entries.set(shard, { host, epoch, state, ...(to !== undefined ? { to } : {}) });
+      }
       const changes = planShards(
         JOB_SHARDS,
         placement.liveHosts(context, now),
@@ -257,7 +257,7 @@ export async function startDispatcher(
                 host: change.host,
                 state: 'owned',
               }
-            : { ...before!.owner, state: 'releasing', to: change.to };
+            : { ...before!.owner!, state: 'releasing', to: change.to };
         try {
           if (before) await locks.update(key, encodeJson(value), before.revision);
           else await locks.create(key, encodeJson(value));

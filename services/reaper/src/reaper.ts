@@ -16,9 +16,6 @@ import {
   encodeJson,
   topologyFrom,
   WorkerHeartbeat,
-  ErrorCode,
-  SvcError,
-  type JobRecord,
 } from '@svc/proto';
 import {
   AuditEvent,
@@ -228,42 +225,29 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
         await new Promise((r) => setTimeout(r, 200));
         return true;
       };
-      const reason = `actor host ${beat.host_id} stopped sending heartbeats`;
-      const onOrphaned = (record: JobRecord) => {
-        audit.emit(AuditEvent.jobOrphaned, {
-          event: 'job.orphaned',
-          request_id: record.job_id,
-          job_id: record.job_id,
-          worker_name: beat.host_id,
-          username: record.username,
-          device_ip: record.spec.host,
-          platform: record.spec.platform,
-          status: 'failed',
-          duration_ms: 0,
-        });
-        return Promise.resolve();
-      };
       const outcome = await announcedDrain(beat.host_id, mark, {
         failStarted: true,
-        reason,
+        reason: Jobs.lostHostReason(beat.host_id),
         log,
-        onOrphaned,
+        onOrphaned: (record) => {
+          audit.emit(AuditEvent.jobOrphaned, {
+            event: 'job.orphaned',
+            request_id: record.job_id,
+            job_id: record.job_id,
+            worker_name: beat.host_id,
+            username: record.username,
+            device_ip: record.spec.host,
+            platform: record.spec.platform,
+            status: 'failed',
+            duration_ms: 0,
+          });
+          return Promise.resolve();
+        },
+        // The jobs it started from a shard it owned (docs/shards.md) are on no subject of its
+        // own: the record writes say which they are.
+        startedElsewhere: () => enqueueCheck?.startedOn(beat.host_id) ?? Promise.resolve([]),
       });
       if (!outcome) continue;
-      // The jobs it started from a shard it owned (docs/shards.md) are on no queue of its own:
-      // the record writes say which they are.
-      for (const jobId of (await enqueueCheck?.startedOn(beat.host_id)) ?? []) {
-        const stored = await jobs.get(jobId).catch(() => null);
-        if (stored?.record.status !== 'started' || stored.record.actor_host !== beat.host_id)
-          continue;
-        const failed = await jobs
-          .fail(jobId, 'started', new SvcError(ErrorCode.WORKER_LOST, reason))
-          .catch(() => null);
-        if (failed) {
-          outcome.orphaned.push(failed);
-          await onOrphaned(failed);
-        }
-      }
       await workers.delete(key).catch(() => undefined);
       log.warn(
         {

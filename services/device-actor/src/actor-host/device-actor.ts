@@ -16,7 +16,7 @@ import {
 } from '@svc/proto';
 import { AuditEvent, SpanKind, extractTraceContext, withSpan, type Logger } from '@svc/telemetry';
 import { resolveHost } from '@svc/device-access';
-import type { Jobs, StoredRecord } from '@svc/jobs';
+import { Jobs, type StoredRecord } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import {
   DeviceJobFailure,
@@ -296,15 +296,8 @@ export class DeviceActor {
         if (host === ctx.hostId) return 'not-ours';
         // The reaper fails it (WORKER_LOST) when it reaps that host; a host reaped already, its
         // heartbeat gone, is failed here (the reaper may not have known of it).
-        if (host && (await ctx.beating(host)) === false && (await ctx.hostGone(host))) {
-          await ctx.jobs.fail(
-            jobId,
-            'started',
-            new SvcError(
-              ErrorCode.WORKER_LOST,
-              `actor host ${host} stopped beating while the job ran`,
-            ),
-          );
+        if (host && (await ctx.hostGone(host))) {
+          await ctx.jobs.failLost(jobId, host, Jobs.lostHostReason(host));
           continue;
         }
         if (!told) {

@@ -183,7 +183,7 @@ export class PlacementIntake {
     // A shard's intake is checked with the host's others (`IntakeChecks`): one read for all.
     this.#ackCheck = source.checks
       ? (source.checks.add(this), null)
-      : setInterval(() => void this.#check(), ACK_CHECK_MS);
+      : setInterval(() => void this.check(), ACK_CHECK_MS);
     this.#ackCheck?.unref();
   }
 
@@ -240,14 +240,6 @@ export class PlacementIntake {
    * several intakes at once (`known`: read at `askedAt`, with how many messages its subject holds).
    */
   async check(known?: {
-    info: ConsumerInfo | null;
-    stored: number;
-    askedAt: number;
-  }): Promise<void> {
-    await this.#check(known);
-  }
-
-  async #check(known?: {
     info: ConsumerInfo | null;
     stored: number;
     askedAt: number;

@@ -3,13 +3,14 @@ import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
+  Consumers,
   Headers,
   LockKeys,
-  ShardOwner,
   Streams,
   Subjects,
-  decodeOrDrop,
   encodeJson,
+  shardOwnerOf,
+  type ShardOwner,
 } from '@svc/proto';
 import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
@@ -41,6 +42,8 @@ export interface ShardOwnershipDeps {
 }
 
 interface Owned {
+  context: string;
+  shard: number;
   epoch: number;
   intake: PlacementIntake;
 }
@@ -51,6 +54,7 @@ interface Owned {
  * its jobs here end first, then `released` by compare-and-set) or when another host took it.
  */
 export class ShardOwnership {
+  /** By the shard's key in `svc-locks` (`LockKeys.shard`). */
   readonly #owned = new Map<string, Owned>();
   readonly #checks: IntakeChecks;
   #watch: BucketWatch | null = null;
@@ -72,17 +76,17 @@ export class ShardOwnership {
     ownership.#watch = watch;
     void (async () => {
       for await (const e of watch) {
+        // A delete, or an entry that is not an owner of its key: this host owns nothing there.
         const owner =
           e.operation === 'PUT'
-            ? decodeOrDrop(ShardOwner, e.value, {
+            ? shardOwnerOf(e.key, e.value, {
                 consumer: 'actor_shards',
                 log: deps.log,
                 where: { key: e.key },
               })
             : null;
-        if (!owner) continue;
         const turn = (ownership.#turns.get(e.key) ?? Promise.resolve())
-          .then(() => ownership.#onEntry(owner))
+          .then(() => ownership.#onEntry(e.key, owner))
           .catch((err: unknown) => deps.log.warn({ err, key: e.key }, 'shard change not handled'));
         ownership.#turns.set(e.key, turn);
         void turn.then(() => {
@@ -95,7 +99,7 @@ export class ShardOwnership {
 
   /** Whether this host owns the shard at `epoch` now (its jobs that have not started check). */
   owns(context: string, shard: number, epoch: number): boolean {
-    return this.#owned.get(keyOf(context, shard))?.epoch === epoch;
+    return this.#owned.get(LockKeys.shard(context, shard))?.epoch === epoch;
   }
 
   /**
@@ -114,66 +118,69 @@ export class ShardOwnership {
    * were failed): the dispatcher gives them to another host at once.
    */
   async releaseAll(): Promise<void> {
-    for (const key of [...this.#owned.keys()]) {
-      const [context, shard] = splitKey(key);
-      await this.#markReleased(context, shard).catch((err: unknown) =>
+    for (const [key, { context, shard }] of [...this.#owned]) {
+      await this.#markReleased(key).catch((err: unknown) =>
         this.deps.log.warn({ err, context, shard }, 'shard not released'),
       );
     }
     this.#owned.clear();
   }
 
-  async #onEntry(owner: ShardOwner): Promise<void> {
+  async #onEntry(key: string, owner: ShardOwner | null): Promise<void> {
     const { hostId, contexts, log } = this.deps;
-    const key = keyOf(owner.context, owner.shard);
-    const mine = owner.host === hostId && contexts.includes(owner.context);
+    const mine = owner?.host === hostId && contexts.includes(owner.context);
     const current = this.#owned.get(key);
     if (mine && owner.state === 'owned') {
       if (current?.epoch === owner.epoch || this.deps.draining()) return;
-      if (current) await this.#giveUp(owner.context, owner.shard);
-      this.#take(owner);
+      if (current) await this.#giveUp(key);
+      this.#take(key, owner);
       return;
     }
     if (mine && owner.state === 'releasing') {
-      if (current) await this.#giveUp(owner.context, owner.shard);
-      await this.#markReleased(owner.context, owner.shard);
+      if (current) await this.#giveUp(key);
+      await this.#markReleased(key);
       log.info({ context: owner.context, shard: owner.shard, to: owner.to }, 'shard released');
       return;
     }
-    // Released, or another host's now (this one was taken for gone): its jobs here stop.
+    // Released, another host's now (this one was taken for gone), or deleted: its jobs here stop.
     if (current) {
-      await this.#giveUp(owner.context, owner.shard);
+      await this.#giveUp(key);
       log.warn(
-        { context: owner.context, shard: owner.shard, owner: owner.host, epoch: owner.epoch },
+        { context: current.context, shard: current.shard, owner: owner?.host, epoch: owner?.epoch },
         'shard no longer this host’s',
       );
     }
   }
 
-  #take(owner: ShardOwner): void {
+  /**
+   * The shard's owner as the bucket's leader has it, with its revision, or null: the watched
+   * copy lags after a freeze, and so may a replica answering a direct get (fault run 498 read no
+   * entry 1 ms after it was written, and the shard was never consumed).
+   */
+  async #readOwner(key: string): Promise<{ owner: ShardOwner; revision: number } | null> {
+    // Null when the bucket holds no entry for the key.
+    const stored = await this.deps.jsm.streams.getMessage(Streams.kv(Buckets.locks), {
+      last_by_subj: Subjects.kvEntry(Buckets.locks, key),
+    });
+    if (!stored || stored.header?.get(Headers.kvOperation)) return null;
+    const owner = shardOwnerOf(key, stored.data, {
+      consumer: 'actor_shards',
+      log: this.deps.log,
+      where: { key },
+    });
+    return owner && { owner, revision: stored.seq };
+  }
+
+  #take(key: string, owner: ShardOwner): void {
     const { nc, jsm, hostId, log } = this.deps;
     const { context, shard, epoch } = owner;
-    const key = LockKeys.shard(context, shard);
     let fenceTo = 0;
     let taken = false;
-    // Before each consume: the shard still this host's at this epoch, read from the bucket's
-    // leader (the watched copy lags after a freeze, and so may a replica answering a direct get:
-    // fault run 498 read no entry 1 ms after it was written, and the shard was never consumed).
-    // Until it has once succeeded, the earlier owner's consumer is deleted and what it may have
-    // been given is everything stored by then (`fenceTo`).
+    // Before each consume: the shard still this host's at this epoch. Until it has once
+    // succeeded, the earlier owner's consumer is deleted and what it may have been given is
+    // everything stored by then (`fenceTo`).
     const prepare = async (): Promise<boolean> => {
-      // Null when the bucket holds no entry for the key.
-      const stored = await jsm.streams.getMessage(Streams.kv(Buckets.locks), {
-        last_by_subj: Subjects.kvEntry(Buckets.locks, key),
-      });
-      const now =
-        stored && !stored.header?.get(Headers.kvOperation)
-          ? decodeOrDrop(ShardOwner, stored.data, {
-              consumer: 'actor_shards',
-              log,
-              where: { key },
-            })
-          : null;
+      const now = (await this.#readOwner(key))?.owner;
       if (now?.host !== hostId || now.epoch !== epoch || now.state !== 'owned') {
         log.info(
           { context, shard, epoch, now },
@@ -183,7 +190,7 @@ export class ShardOwnership {
       }
       if (!taken) {
         await jsm.consumers
-          .delete(Streams.jobs, shardSource(context, shard, prepare).consumer.durable_name)
+          .delete(Streams.jobs, Consumers.shard(context, shard))
           .catch((err: unknown) => {
             if (!isConsumerNotFound(err)) throw err;
           });
@@ -202,39 +209,31 @@ export class ShardOwnership {
       (msg) => this.deps.deliver(msg, { context, shard, epoch, fence: msg.seq <= fenceTo }),
       shardSource(context, shard, prepare, this.#checks),
     );
-    this.#owned.set(keyOf(context, shard), { epoch, intake });
+    this.#owned.set(key, { context, shard, epoch, intake });
     // An intake that ends by itself (the shard not this host's after all) is forgotten: a later
     // assignment takes the shard afresh.
     void intake.done.then(() => {
-      if (!this.#stopping && this.#owned.get(keyOf(context, shard))?.intake === intake) {
-        this.#owned.delete(keyOf(context, shard));
-      }
+      if (!this.#stopping && this.#owned.get(key)?.intake === intake) this.#owned.delete(key);
     });
   }
 
   /** Stops the shard's intake and waits until none of its jobs runs here. */
-  async #giveUp(context: string, shard: number): Promise<void> {
-    const owned = this.#owned.get(keyOf(context, shard));
-    this.#owned.delete(keyOf(context, shard));
-    await owned?.intake.close();
-    await this.deps.release(context, shard);
+  async #giveUp(key: string): Promise<void> {
+    const owned = this.#owned.get(key);
+    if (!owned) return;
+    this.#owned.delete(key);
+    await owned.intake.close();
+    await this.deps.release(owned.context, owned.shard);
   }
 
-  async #markReleased(context: string, shard: number): Promise<void> {
-    const { locks, hostId, log } = this.deps;
-    const key = LockKeys.shard(context, shard);
+  async #markReleased(key: string): Promise<void> {
+    const { locks, hostId } = this.deps;
     for (let attempt = 1; ; attempt++) {
-      const entry = await locks.get(key);
-      if (entry?.operation !== 'PUT') return;
-      const owner = decodeOrDrop(ShardOwner, entry.value, {
-        consumer: 'actor_shards',
-        log,
-        where: { key },
-      });
-      if (!owner || owner.host !== hostId || owner.state === 'released') return;
-      const released: ShardOwner = { ...owner, state: 'released' };
+      const read = await this.#readOwner(key);
+      if (!read || read.owner.host !== hostId || read.owner.state === 'released') return;
+      const released: ShardOwner = { ...read.owner, state: 'released' };
       try {
-        await locks.update(key, encodeJson(released), entry.revision);
+        await locks.update(key, encodeJson(released), read.revision);
         return;
       } catch (err) {
         // Written meanwhile (the dispatcher): read again, a few times.
@@ -242,13 +241,4 @@ export class ShardOwnership {
       }
     }
   }
-}
-
-function keyOf(context: string, shard: number): string {
-  return `${context}\0${shard}`;
-}
-
-function splitKey(key: string): [string, number] {
-  const at = key.lastIndexOf('\0');
-  return [key.slice(0, at), Number(key.slice(at + 1))];
 }
