@@ -481,7 +481,7 @@ interface PhaseResult {
   /** Wake-ups (voluntary context switches of all threads) per completed job, by process. */
   wakeUpsPerJob: Record<string, number>;
   /** Most messages waiting in each work-queue stream during the phase (where jobs queue). */
-  peakBacklog: { jobs: number; actor: number };
+  peakBacklog: { jobs: number };
   /** nats-server's own counts per job (without the benchmark's traffic); null without `--monitor`. */
   nats: NatsPerJob | null;
   /** `--subjects`: messages published per job, by subject kind. */
@@ -529,23 +529,23 @@ function jobBody(kind: Kind, device: SimulatedDevice, context: string | undefine
   }
 }
 
-/** Samples the work-queue streams: SVC_JOBS (before placement), SVC_ACTOR (placed, not done). */
+/** Samples the work-queue stream SVC_JOBS: jobs accepted and not yet ended. */
 function backlogSampler(jsm: JetStreamManager | undefined): {
-  stop(): { jobs: number; actor: number };
+  stop(): { jobs: number };
   /** JetStream API requests sent so far (taken out of the per-job API calls). */
   apiCalls(): number;
 } {
-  const peak = { jobs: 0, actor: 0 };
+  const peak = { jobs: 0 };
   let busy = false;
   let calls = 0;
   const timer = setInterval(() => {
     if (!jsm || busy) return;
     busy = true;
-    calls += 2;
-    Promise.all([jsm.streams.info(Streams.jobs), jsm.streams.info(Streams.actor)])
-      .then(([j, a]) => {
+    calls += 1;
+    jsm.streams
+      .info(Streams.jobs)
+      .then((j) => {
         peak.jobs = Math.max(peak.jobs, j.state.messages);
-        peak.actor = Math.max(peak.actor, a.state.messages);
       })
       .catch(() => undefined)
       .finally(() => (busy = false));
@@ -887,7 +887,7 @@ function printReport(
     );
     out.push(`  SSH handshakes per job         ${col((r) => r.handshakesPerJob, f2)}`);
     out.push(
-      `  peak backlog                   SVC_JOBS ${col((r) => r.peakBacklog.jobs, f0)}, SVC_ACTOR ${col((r) => r.peakBacklog.actor, f0)} messages  (unplaced / placed-not-done)`,
+      `  peak backlog                   SVC_JOBS ${col((r) => r.peakBacklog.jobs, f0)} messages  (accepted, not yet ended)`,
     );
     for (const { name } of cpuWatch) {
       out.push(

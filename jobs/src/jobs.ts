@@ -15,7 +15,6 @@ import {
 } from '@svc/proto';
 import { retryTransient, type Stores } from '@svc/nats';
 import { DEFAULT_MAX_RESULT_BYTES, JobResults, type StoredResults } from './results.js';
-import { drainHost, publishHandBack, type DrainOptions, type DrainOutcome } from './drain.js';
 import type { FromOf } from './states.js';
 import {
   JobStore,
@@ -321,25 +320,21 @@ export class Jobs {
   }
 
   /**
-   * Names `placement` as the copy of a queued job that may start it (a hand-back): by
-   * compare-and-set from `stored`, only while the job is queued and this copy (`envelope`)
-   * could have started it. Returns the record as it is afterwards.
+   * Names `epoch` as the placement of a queued job that may start it: the owner of the job's
+   * shard at that epoch took the shard over, and only its copy may start the job (an earlier
+   * owner's start is refused, `placementMayStart`). By compare-and-set from `stored`, only while
+   * the job is queued and fenced to no later epoch. Returns the record as it is afterwards.
    */
-  async fence(
-    envelope: JobEnvelope,
-    placement: number,
-    stored: StoredRecord,
-  ): Promise<JobRecord | undefined> {
-    const jobId = envelope.job_id;
+  async fence(jobId: string, epoch: number, stored: StoredRecord): Promise<JobRecord | undefined> {
     const fenced = await this.store.transitionStored(
       jobId,
       (current) =>
-        current.status === 'queued' && placementMayStart(current, envelope)
-          ? { ...current, placement }
+        current.status === 'queued' && (current.placement ?? 0) < epoch
+          ? { ...current, placement: epoch }
           : null,
       stored,
     );
-    // Refused: the host (only slow) started it meanwhile, or it was cancelled.
+    // Refused: an earlier owner (only slow) started it meanwhile, or it was cancelled.
     return fenced?.record ?? (await this.store.get(jobId))?.record;
   }
 
@@ -350,23 +345,6 @@ export class Jobs {
    */
   batchEventsStored(): Promise<void> {
     return this.store.batchEventsStored();
-  }
-
-  /**
-   * Empties an actor host's placement subject (`drain.ts`): its unstarted jobs handed back,
-   * fenced; its started ones failed with WORKER_LOST (`failStarted`) or left for later.
-   */
-  drain(hostId: string, options: DrainOptions): Promise<DrainOutcome> {
-    return drainHost(this.nc, this, hostId, options);
-  }
-
-  /**
-   * Sends a queued job back for placement as its copy `placement` (the one its fenced record
-   * names), deduplicated with the drain's own copy: for a host holding an older copy of a job
-   * whose drain may have failed before its new copy was stored.
-   */
-  handBack(envelope: JobEnvelope, placement: number, placed?: MsgHdrs): Promise<void> {
-    return publishHandBack(jetstream(this.nc), envelope, placement, placed);
   }
 
   private async recordFailure(record: JobRecord): Promise<void> {

@@ -390,9 +390,9 @@ export class JobStore {
 
 /**
  * Whether this copy of a job (its envelope's placement) may start it: the record names the
- * placement that may (`placement`, written when a host's unstarted job is handed back), or none
- * when the job was never handed back that way (then any copy may; starting stays one
- * compare-and-set from `queued`, so it still starts once).
+ * placement that may (`placement`, the epoch of the shard owner that fenced it on a takeover,
+ * `Jobs.fence`), or none when no owner took its shard over while it waited (then any copy may;
+ * starting stays one compare-and-set from `queued`, so it still starts once).
  */
 export function placementMayStart(record: JobRecord, envelope: JobEnvelope): boolean {
   return record.placement === undefined || record.placement === envelope.placement;

@@ -62,7 +62,6 @@ async function createTopology(nc: NatsConnection, opts: TopologyOptions): Promis
     duplicate_window: JOBS_DUPLICATE_WINDOW_SECONDS * NS_PER_S,
   });
   await ensureStream(jsm, workQueue(Streams.jobs, [Subjects.jobsAll]));
-  await ensureStream(jsm, workQueue(Streams.actor, [Subjects.actorAll]));
   await ensureStream(jsm, {
     name: Streams.events,
     // A job's status events are core messages unless kept for replay (JOB_EVENTS_REPLAY): the

@@ -4,8 +4,7 @@ import type { JobSpec } from './messages/job.js';
  * What an actor host understands beyond the jobs every release runs, so that no host runs a job
  * it would misread: an actor host of an earlier release ignores the spec fields it does not
  * know and would run a dry run as a real push. The gateway lists a job's needs in its envelope
- * (`requires`), actor hosts list theirs in their heartbeat (`capabilities`), the dispatcher
- * places a job only on a host that has them all, and an actor host refuses a job that needs one
+ * (`requires`), actor hosts list theirs in their heartbeat (`capabilities`), and an actor host refuses a job that needs one
  * it lacks (`ACTOR_OUTDATED`). docs/operations.md (upgrade order).
  */
 export const ActorCapability = {
@@ -15,11 +14,11 @@ export const ActorCapability = {
    */
   configWorkflows: 'config_workflows',
   /**
-   * The host starts a job only from the copy its record names (`placementMayStart`), so the
-   * reaper may hand its never-started jobs back early when it falls silent: a host of an
-   * earlier release would start the old copy too, so its jobs wait for WORKER_STALE_THRESHOLD.
+   * The host consumes the shards of a context's jobs it is assigned (docs/architecture.md, job
+   * path): a host of an earlier release takes jobs only from its own placement subject, so the
+   * dispatcher assigns shards only to hosts that list this.
    */
-  placementFence: 'placement_fence',
+  jobShards: 'job_shards',
 } as const;
 export type ActorCapability = (typeof ActorCapability)[keyof typeof ActorCapability];
 

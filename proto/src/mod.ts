@@ -62,8 +62,6 @@ export {
   RecordSummary,
   recordSummaryOf,
   WorkerHeartbeat,
-  PlacementHeldQuery,
-  PlacementHeldAnswer,
   PrePostCheck,
 } from './messages/job.js';
 export type { DeviceSecrets } from './messages/job.js';
@@ -119,10 +117,8 @@ export {
   ApiKeyRecord,
   HeldEnvelope,
   ResultsObject,
-  DevicePlacementEntry,
   ShardOwner,
   shardOwnerOf,
-  HostDrain,
 } from './messages/stored.js';
 export {
   SharedSettings,

@@ -66,8 +66,6 @@ function shardToken(shard: number): string {
 export const Streams = {
   /** Accepted jobs, one subject per routing context. Work-queue retention. */
   jobs: 'SVC_JOBS',
-  /** Jobs placed on one actor host. Work-queue retention. */
-  actor: 'SVC_ACTOR',
   /** Job status and result events for SSE, webhooks and outside subscribers. */
   events: 'SVC_EVENTS',
   /** The stream that holds a KV bucket's entries. */
@@ -84,13 +82,6 @@ export const Subjects = {
   jobShards: (context: string) => `svc.jobs.${subjectToken(context)}.*`,
   /** Every shard of every context's jobs (not `svc.jobs.<context>`, a token shorter). */
   jobShardsAll: 'svc.jobs.*.*',
-  actorAll: 'svc.actor.>',
-  actor: (hostId: string) => `svc.actor.${subjectToken(hostId)}`,
-  /**
-   * The reaper's probe for a job's placement in `SVC_ACTOR` (message id `<job>.p0`): one token
-   * more than a host's subject, so no host's consumer reads it; deleted once stored.
-   */
-  actorProbe: 'svc.actor.probe.enqueue',
   eventsAll: 'svc.events.job.>',
   jobEvents: (jobId: string) => `svc.events.job.${subjectToken(jobId)}.>`,
   jobEvent: (jobId: string, status: string) =>
@@ -106,8 +97,6 @@ export const Subjects = {
     `svc.events.batch.${subjectToken(batchId)}.${subjectToken(name)}`,
   cancelAll: 'svc.control.cancel.>',
   cancel: (jobId: string) => `svc.control.cancel.${subjectToken(jobId)}`,
-  /** The reaper asks a live actor host whether it holds a placement (`PlacementHeldQuery`). */
-  placementHeld: (hostId: string) => `svc.control.holds.${subjectToken(hostId)}`,
   /** `$KV.<bucket>.<key>`: where a KV bucket stores a key (what the KV client's put publishes to). */
   kvEntry: (bucket: string, key: string) => `$KV.${bucket}.${key}`,
 } as const;
@@ -117,12 +106,13 @@ export const Subjects = {
  * with the same id is dropped, which is what makes each of these publishes safe to repeat.
  */
 export const MessageIds = {
-  /** A job's envelope on `svc.jobs.<context>`, and the reaper's enqueue probe for it. */
+  /** A job's envelope on its shard subject, and the reaper's enqueue probe for it. */
   envelope: (jobId: string) => jobId,
-  /** The n-th placement of a job on an actor host (`svc.actor.<host>`). */
-  placement: (jobId: string, placement: number) => `${jobId}.p${placement}`,
-  /** A job handed back from a host, for its n-th placement (`svc.jobs.<context>`). */
-  handBack: (jobId: string, placement: number) => `${jobId}.h${placement}`,
+  /**
+   * An envelope a gateway of an earlier release stored on `svc.jobs.<context>`, forwarded by the
+   * dispatcher to its shard subject (the envelope's own id is taken in the same stream).
+   */
+  forwarded: (jobId: string) => `${jobId}.f`,
   /** A job's status event (`svc.events.job.<job>.<status>`). */
   jobEvent: (jobId: string, status: string) => `${jobId}.${status}`,
   /** A job's status event on its batch's subject. */
@@ -172,10 +162,6 @@ export const SubjectParsers = {
     const shard = Number(t[1]);
     return shard < JOB_SHARDS ? { context: t[0]!, shard } : null;
   },
-  /** `svc.actor.<host>` → the host id (not the reaper's probe subject, a token longer). */
-  actorHost(subject: string): string | null {
-    return tokensAfter(subject, 'svc.actor', 1)?.[0] ?? null;
-  },
   /** `$KV.<bucket>.<key>` (a KV bucket's stream subject) → the key, which may hold dots. */
   kvKey(bucket: string, subject: string): string | null {
     const prefix = `$KV.${bucket}.`;
@@ -186,14 +172,13 @@ export const SubjectParsers = {
 } as const;
 
 export const Consumers = {
-  /** The dispatcher's durable consumer for one context. */
+  /**
+   * The dispatcher's durable consumer of a context's `svc.jobs.<context>`, where gateways of an
+   * earlier release store jobs: it forwards them to their shard subjects.
+   */
   dispatch: (context: string) => `dispatch_${encodeToken(context)}`,
   /** The durable consumer of one shard of a context's jobs, consumed by the shard's owner. */
   shard: (context: string, shard: number) => `shard_${encodeToken(context)}_${shardToken(shard)}`,
-  /** An actor host's durable consumer of its own placement subject. */
-  actor: (hostId: string) => `actor_${encodeToken(hostId)}`,
-  /** The consumer a drain of an actor host empties that host's placement subject with. */
-  drain: (hostId: string) => `drain_${encodeToken(hostId)}`,
 } as const;
 
 export const Buckets = {
@@ -242,46 +227,26 @@ export const LockKeys = {
   dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
   device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
   /**
-   * The actor host a device's jobs are placed on (`DevicePlacementEntry`), written by the leading
-   * dispatcher when it changes: a new leader keeps each device where its jobs are queued.
-   */
-  placement: (deviceKey: string) => `placement.${encodeToken(deviceKey)}`,
-  /**
-   * The reaper's latest drain of an actor host (`HostDrain`): under way or done, and what it
-   * handed back. Removed when the host is reaped for good (or long after an early drain).
-   */
-  drain: (hostId: string) => `drain.${encodeToken(hostId)}`,
-  /**
    * The owner of one shard of a context's jobs (`ShardOwner`), written by the context's leading
    * dispatcher and by the owner when it releases the shard.
    */
   shard: (context: string, shard: number) => `shard.${encodeToken(context)}.${shardToken(shard)}`,
   /** Every shard's owner key (`shard`): what actor hosts and dispatchers watch. */
   shardAll: 'shard.>',
-  /** Every device's placement key (`placement`): what dispatchers watch. */
-  placementAll: 'placement.>',
-  /** Every host's drain record (`drain`): what dispatchers and the reaper watch. */
-  drainAll: 'drain.>',
 } as const;
 
 export const Headers = {
-  /** W3C trace context, carried from the gateway through the dispatcher to the actor. */
+  /** W3C trace context, carried from the gateway to the actor. */
   traceparent: 'traceparent',
   tracestate: 'tracestate',
   /** JetStream's own de-duplication header. */
   msgId: 'Nats-Msg-Id',
   /**
-   * Marks the reaper's probe for a job's envelope on `svc.jobs.<context>` (same message id as
-   * the envelope): stored only when the envelope never was, and then dropped by the dispatcher.
+   * Marks the reaper's probe for a job's envelope (same message id as the envelope, on the
+   * context's subject): stored only when the envelope never was, and then dropped by the
+   * dispatcher (an owner drops one found on a shard subject too).
    */
   enqueueProbe: 'Svc-Enqueue-Probe',
-  /**
-   * On a placement (`svc.actor.<host>`): the device's job the dispatcher placed just before this
-   * one. The actor host starts this job only once that one has ended, wherever it ran: a drain
-   * that handed back some of a device's jobs and not the later ones cannot reorder them. A
-   * handed-back copy keeps its first placement's value.
-   */
-  after: 'Svc-After',
   /**
    * On every write of a job's record in `svc-jobs`: the record's `RecordSummary` (status,
    * platform, times) as JSON, so a reader of the bucket's writes (the gateways' job counts)

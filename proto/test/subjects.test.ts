@@ -15,15 +15,14 @@ import {
 const JOB = '0b7a3c52-1f0e-4d7e-9c59-7c1e3c1d2a10';
 const BATCH = 'b-9f2c';
 
-test('message ids: one per job envelope, placement, hand-back, event and batch end', () => {
+test('message ids: one per job envelope, forwarded envelope, event and batch end', () => {
   assert.equal(MessageIds.envelope(JOB), JOB);
-  assert.equal(MessageIds.placement(JOB, 0), `${JOB}.p0`);
-  assert.equal(MessageIds.handBack(JOB, 2), `${JOB}.h2`);
+  assert.equal(MessageIds.forwarded(JOB), `${JOB}.f`);
   assert.equal(MessageIds.jobEvent(JOB, 'finished'), `${JOB}.finished`);
   assert.equal(MessageIds.batchJobEvent(BATCH, JOB, 'failed'), `${BATCH}.${JOB}.failed`);
   assert.equal(MessageIds.batchEnd(BATCH), `${BATCH}.end`);
-  // A placement and a hand-back of the same number are different messages.
-  assert.notEqual(MessageIds.placement(JOB, 1), MessageIds.handBack(JOB, 1));
+  // A forwarded envelope is stored beside its own id in the same stream.
+  assert.notEqual(MessageIds.forwarded(JOB), MessageIds.envelope(JOB));
 });
 
 test('each subject parser reads back what its builder wrote', () => {
@@ -42,7 +41,6 @@ test('each subject parser reads back what its builder wrote', () => {
     job: false,
     name: 'cancelled',
   });
-  assert.equal(SubjectParsers.actorHost(Subjects.actor('vm-1-ab')), 'vm-1-ab');
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.${JOB}`), JOB);
   assert.equal(
     SubjectParsers.kvKey(Buckets.templates, `$KV.${Buckets.templates}.ctx.name`),
@@ -59,8 +57,6 @@ test('subjects of another shape parse to null', () => {
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.job`), null);
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}.other.finished`), null);
   assert.equal(SubjectParsers.batchEvent(`svc.events.batch.${BATCH}..x`), null);
-  assert.equal(SubjectParsers.actorHost(Subjects.actorProbe), null);
-  assert.equal(SubjectParsers.actorHost(Subjects.jobs('default')), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.failed}.${JOB}`), null);
   assert.equal(SubjectParsers.kvKey(Buckets.jobs, `$KV.${Buckets.jobs}.`), null);
 });

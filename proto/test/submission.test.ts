@@ -134,7 +134,7 @@ test('when a subject token is unsafe, then the builder refuses it and encodeToke
   assert.throws(() => Subjects.jobs('a.b'));
   assert.throws(() => Subjects.jobs('a b'));
   assert.equal(encodeToken('fe80::1'), 'fe80_3a_3a1');
-  assert.equal(Subjects.actor(encodeToken('r1.example.net')), 'svc.actor.r1_2eexample_2enet');
+  assert.equal(Subjects.jobs(encodeToken('r1.example.net')), 'svc.jobs.r1_2eexample_2enet');
 });
 
 test('when a submission has an ssh field, then the record keeps profile, algorithms and hops, and the keys and passwords are only in the secrets', () => {

@@ -108,7 +108,7 @@ test('when the node leading SVC_JOBS is SIGKILLed and restarted under load, then
     try {
       const m = await jetstreamManager(c);
       const out: Record<string, unknown> = {};
-      for (const stream of [Streams.jobs, Streams.actor]) {
+      for (const stream of [Streams.jobs]) {
         const info = await m.streams.info(stream);
         out[stream] = { messages: info.state.messages, leader: info.cluster?.leader };
         for await (const ci of m.consumers.list(stream)) {

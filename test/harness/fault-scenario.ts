@@ -363,7 +363,7 @@ async function describeJobs(natsUrl: string, jobIds: readonly string[]): Promise
     const decoder = new TextDecoder();
     const inStreams = new Map<string, unknown[]>(jobIds.map((id) => [id, []]));
     const consumers: unknown[] = [];
-    for (const stream of [Streams.jobs, Streams.actor]) {
+    for (const stream of [Streams.jobs]) {
       const info = await jsm.streams.info(stream).catch(() => null);
       const count = info?.state.messages ?? 0;
       for await (const c of jsm.consumers.list(stream)) {

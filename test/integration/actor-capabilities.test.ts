@@ -2,23 +2,27 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { Streams, Subjects, decodeJson, encodeJson, type JobEnvelope } from '@svc/proto';
+import { Sealer, Streams, decodeJson, encodeJson, type JobEnvelope } from '@svc/proto';
 import { connectNats } from '@svc/nats';
+import { envelopeSubjectOf } from '@svc/device-access';
+import { loadDeviceActorConfig, startDeviceActorService } from '@svc/device-actor';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
 import {
   NatsServerProcess,
   http,
+  silentLogger,
   startInProcessStack,
+  testEnv,
   waitForJob,
-  waitHealthy,
+  waitUntil,
   type InProcessStack,
 } from '../harness/mod.js';
 
 /**
  * Jobs an actor host would misread never run there (docs/operations.md, upgrades): a real NATS
- * server, the in-process services, a simulated device over SSH and real HTTP. The dispatcher of
- * an earlier release is played by the test: it places a job on the actor host without looking
- * at what the job requires.
+ * server, the in-process services, a simulated device over SSH and real HTTP. A gateway of a
+ * later release is played by the test: the job it stores needs a capability this release's
+ * actor hosts lack.
  */
 
 let nats: NatsServerProcess;
@@ -31,8 +35,15 @@ before(async () => {
   nats = await NatsServerProcess.start();
   junos = await startDevice({ platform: 'juniper_junos', hostname: 'J1' });
   auth = { basic: { username: junos.username, password: junos.password } };
-  stack = await startInProcessStack(nats.url, { actors: 1 });
-  await waitHealthy(stack.url);
+  // No actor host yet: the job waits on its shard subject until the test has replaced it.
+  stack = await startInProcessStack(nats.url, { actors: 0 });
+  // Healthy but for its workers (none yet).
+  await waitUntil(
+    async () =>
+      (await http('GET', `${stack.url}/healthcheck`).catch(() => null))?.json?.components?.queue
+        ?.status === 'healthy',
+    'the gateway serving',
+  );
   nc = await connectNats(nats.url, 'actor-capabilities-test');
 });
 
@@ -43,9 +54,7 @@ after(async () => {
   await nats?.stop();
 });
 
-test('when a dry run reaches an actor host that lacks a capability it requires, then the job fails ACTOR_OUTDATED and the device is never contacted', async () => {
-  // No placement by the service's dispatcher: the test places the job as an older one would.
-  await stack.dispatcher.stop();
+test('when a dry run reaches an actor host that lacks a capability it requires, then the job fails ACTOR_OUTDATED and the device is never contacted', async (t) => {
   const made = await http('POST', `${stack.url}/v2/send-config`, {
     ...auth,
     body: {
@@ -58,20 +67,33 @@ test('when a dry run reaches an actor host that lacks a capability it requires, 
   });
   assert.equal(made.status, 202, made.text);
   const jsm = await jetstreamManager(nc);
-  const stored = await jsm.streams.getMessage(Streams.jobs, {
-    last_by_subj: Subjects.jobs('default'),
+  const subject = envelopeSubjectOf({
+    spec: { context: 'default', host: '127.0.0.1', port: junos.port },
+    address: '127.0.0.1',
   });
-  assert.ok(stored, 'the envelope is in the context stream');
+  const stored = await jsm.streams.getMessage(Streams.jobs, { last_by_subj: subject });
+  assert.ok(stored, "the envelope is on its device's shard subject");
   const envelope = decodeJson<JobEnvelope>(stored.data);
   assert.equal(envelope.job_id, made.json.job_id);
   assert.deepEqual(envelope.requires, ['config_workflows'], 'the gateway says what it needs');
-  // A need of a later release: this actor host does not have it.
+  // A need of a later release in its place: the actor host started next does not have it.
   const later: JobEnvelope = {
     ...envelope,
     requires: ['config_workflows', 'from_a_later_release'],
   };
-  const host = stack.actors[0]!.hostId;
-  await jetstream(nc).publish(Subjects.actor(host), encodeJson(later));
+  assert.ok(await jsm.streams.deleteMessage(Streams.jobs, stored.seq));
+  await jetstream(nc).publish(subject, encodeJson(later));
+  const env = testEnv(nats.url);
+  const actorNc = await connectNats(nats.url, 'actor-capabilities-host');
+  const actor = await startDeviceActorService(loadDeviceActorConfig(env), {
+    nc: actorNc,
+    log: silentLogger('device-actor'),
+    sealer: Sealer.fromSetting(env['SVC_ENCRYPTION_KEY']!),
+  });
+  t.after(async () => {
+    await actor.stop();
+    await actorNc.close();
+  });
   const done = await waitForJob(stack.url, envelope.job_id, auth);
   assert.equal(done.json.status, 'failed', done.text);
   assert.equal(done.json.error_code, 'ACTOR_OUTDATED');

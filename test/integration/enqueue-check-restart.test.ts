@@ -9,7 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Consumers, Streams } from '@svc/proto';
+import { Consumers, Streams, jobShardOf } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
 import { connectNats } from '@svc/nats';
 import { startDevice } from '@svc/test/support';
 import {
@@ -24,6 +25,8 @@ import {
 } from '../harness/mod.js';
 
 test('when nats-server restarts while a job waits on its actor host past ENQUEUE_GRACE, then the enqueue check leaves it to run', async (t) => {
+  // Its envelope stays stored on its shard subject until it ends, so a restarted server still
+  // knows its message id (it rebuilds the ids from what it stores).
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-enqueue-restart-'));
   let nats = await NatsServerProcess.start({ dataDir });
   const logs = captureLogs();
@@ -48,7 +51,8 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
   const submit = (command: string) => submitCommand(stack.url, auth, device, command);
 
   // The device holds a first job (its command never answered); the second waits behind it on
-  // the actor host, its envelope consumed from SVC_JOBS, its record `queued`.
+  // the actor host, its envelope delivered from its shard and not acknowledged, its record
+  // `queued`.
   await device.setFaults({ hang: 'show clock' });
   const held = await submit('show clock');
   await waitUntil(
@@ -56,13 +60,14 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
     'the first job to reach the device',
   );
   const waiting = await submit('show version');
-  const host = stack.actors[0]!.hostId;
+  const shard = jobShardOf(deviceKeyOf('default', '127.0.0.1', device.port));
   const nc = await connectNats(nats.url, 'enqueue-check-restart-test');
   const jsm = await jetstreamManager(nc);
   await waitUntil(
     async () =>
-      (await jsm.consumers.info(Streams.actor, Consumers.actor(host))).num_ack_pending === 2,
-    'the second job placed on the actor host',
+      (await jsm.consumers.info(Streams.jobs, Consumers.shard('default', shard)))
+        .num_ack_pending === 2,
+    'the second job delivered to the actor host',
   );
   await nc.close();
 
@@ -76,7 +81,7 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
       logs.lines.some(
         (l) =>
           l.includes(waiting) &&
-          (l.includes('never reached the queue') || l.includes('enqueue check: placed')),
+          (l.includes('failed a job') || l.includes('enqueue check: envelope stored')),
       ),
     "the reaper's enqueue check of the waiting job",
     { timeoutMs: 60_000 },

@@ -5,8 +5,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { Buckets, Streams, Subjects, encodeJson } from '@svc/proto';
+import {
+  Buckets,
+  JOB_SHARDS,
+  LockKeys,
+  Streams,
+  Subjects,
+  encodeJson,
+  jobShardOf,
+} from '@svc/proto';
 import { connectNats } from '@svc/nats';
+import { deviceKeyOf, envelopeSubjectOf } from '@svc/device-access';
 import { deviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 const NOT_JSON = new TextEncoder().encode('{"v":1, not json');
@@ -32,14 +41,23 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   const jsm = await jetstreamManager(nc);
   const workers = await new Kvm(js).open(Buckets.workers);
   const records = await new Kvm(js).open(Buckets.jobs);
-  const hostId = stack.actors[0]!.hostId;
+  const locks = await new Kvm(js).open(Buckets.locks);
+  // The good job's device (the gateway resolves 127.0.0.1 to itself): its shard subject.
+  const spec = { context: 'default', host: '127.0.0.1', port: device.port };
+  const shard = jobShardOf(deviceKeyOf('default', '127.0.0.1', device.port));
 
-  // The dispatcher's job consumer.
+  // The dispatcher's consumer of jobs from gateways of an earlier release.
   await js.publish(Subjects.jobs('default'), NOT_JSON);
   await js.publish(Subjects.jobs('default'), encodeJson({ v: 1, job_id: 'wrong-shape' }));
-  // The actor host's intake.
-  await js.publish(Subjects.actor(hostId), NOT_JSON);
-  await js.publish(Subjects.actor(hostId), encodeJson({ v: 1, job_id: 'x', spec: {} }));
+  // The actor host's intake of the good job's shard.
+  await js.publish(envelopeSubjectOf({ spec, address: '127.0.0.1' }), NOT_JSON);
+  await js.publish(
+    envelopeSubjectOf({ spec, address: '127.0.0.1' }),
+    encodeJson({ v: 1, job_id: 'x', spec: {} }),
+  );
+  // Shard owners (the dispatcher's plan and the actor host's ownership): another shard's entry
+  // of the wrong shape, which the plan overwrites with an owner.
+  await locks.put(LockKeys.shard('default', (shard + 1) % JOB_SHARDS), encodeJson({ host: 7 }));
   // Events: no service consumes job events (they are for outside subscribers; the gateway's
   // counts read the record writes, below), so these reach no consumer of ours.
   nc.publish(Subjects.jobEvent('bad-event', 'finished'), NOT_JSON);
@@ -55,9 +73,8 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // header, as by an earlier release, the counts read each record and drop these two).
   await records.put('bad-record', NOT_JSON);
   await records.put('bad-shape', encodeJson({ job_id: 'bad-shape', status: 'nonsense' }));
-  // A silent host with a wrong-shaped job on its subject: the reaper drains it.
+  // A silent host: the reaper reaps it past the bad heartbeats.
   const long_ago = new Date(Date.now() - 3_600_000).toISOString();
-  await js.publish(Subjects.actor('ghost'), encodeJson({ v: 1, job_id: 'ghost-job' }));
   await workers.put(
     'ghost',
     encodeJson({
@@ -84,18 +101,16 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   const done = await waitForJob(stack.url, a.json.job_id, auth);
   assert.equal(done.json.status, 'finished', done.text);
 
-  // The reaper went past the bad heartbeats and drained the silent host past its bad message.
+  // The reaper went past the bad heartbeats and reaped the silent host.
   await waitUntil(
     async () => (await workers.get('ghost'))?.operation !== 'PUT' || null,
     'the reaper to reap the silent host',
   );
   // The bad messages were terminated: nothing is left on the work queues.
-  for (const stream of [Streams.jobs, Streams.actor]) {
-    await waitUntil(
-      async () => (await jsm.streams.info(stream)).state.messages === 0,
-      `${stream} to be empty`,
-    );
-  }
+  await waitUntil(
+    async () => (await jsm.streams.info(Streams.jobs)).state.messages === 0,
+    `${Streams.jobs} to be empty`,
+  );
   // The job counts saw the good job's end after the bad records.
   await waitUntil(
     async () =>
@@ -115,7 +130,9 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   assert.equal(counts['job_index'], 2, JSON.stringify(counts));
   assert.equal(counts['dispatcher'], 2, JSON.stringify(counts));
   assert.equal(counts['actor_host'], 2, JSON.stringify(counts));
-  assert.equal(counts['host_drain'], 1, JSON.stringify(counts));
+  // The wrong-shaped owner entry was dropped by the dispatcher and by the actor host.
+  assert.ok((counts['dispatcher_shards'] ?? 0) >= 1, JSON.stringify(counts));
+  assert.ok((counts['actor_shards'] ?? 0) >= 1, JSON.stringify(counts));
   assert.equal(counts['gateway_metrics'], 2, JSON.stringify(counts));
   for (const consumer of ['dispatcher_heartbeats', 'reaper', 'cluster_status']) {
     assert.ok((counts[consumer] ?? 0) >= 2, `${consumer}: ${JSON.stringify(counts)}`);

@@ -5,12 +5,10 @@ import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/
 import { Kvm } from '@nats-io/kv';
 import {
   Buckets,
+  Consumers,
   ObjectBuckets,
-  PlacementHeldAnswer,
   Streams,
   Subjects,
-  decodeMessage,
-  encodeJson,
 } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { findNatsServer } from '@svc/launcher';
@@ -149,24 +147,6 @@ test(
 );
 
 test(
-  'when the reaper user asks the actor host whether it holds a placement, then the host answers it, and a gateway user may not ask',
-  { skip },
-  async () => {
-    const reaper = await as('reaper');
-    const subject = Subjects.placementHeld(stack.actors[0]!.hostId);
-    // The answer travels under the actor user's `allow_responses`, to this reply subject only.
-    const reply = await reaper.request(subject, encodeJson({ seq: 1 }), { timeout: 5000 });
-    assert.deepEqual(decodeMessage(PlacementHeldAnswer, reply.data), { held: false });
-    const gateway = await as('gateway');
-    await assert.rejects(
-      gateway.request(subject, encodeJson({ seq: 1 }), { timeout: 5000 }),
-      (err: Error) => /permission/i.test(err.message),
-      'a gateway user asked an actor host',
-    );
-  },
-);
-
-test(
   'when a job prints more than one NATS message holds, then the actor user stores it in svc-results and the gateway user reads it back',
   { skip },
   async () => {
@@ -212,17 +192,19 @@ test(
 );
 
 test(
-  'when the gateway user writes an actor subject or a heartbeat, then NATS refuses it',
+  'when the gateway user writes a heartbeat or a lock, or makes a consumer of the jobs, then NATS refuses it',
   { skip },
   async () => {
     const nc = await as('gateway');
-    await refusedPublish(nc, Subjects.actor('host-1'));
     await refusedPut(nc, Buckets.workers);
     await refusedPut(nc, Buckets.locks);
-    // A consumer on the actors' work queue would take their jobs away.
+    // A consumer on the jobs' work queue would take them away from the actor hosts.
     const jsm = await jetstreamManager(nc);
     await assert.rejects(
-      jsm.consumers.add(Streams.actor, { durable_name: 'intruder' }),
+      jsm.consumers.add(Streams.jobs, {
+        durable_name: 'intruder',
+        filter_subject: Subjects.jobShard('default', 0),
+      }),
       (err: Error) => /permission|timeout/i.test(err.message),
     );
     await assert.rejects(jsm.streams.delete(Streams.jobs), (err: Error) =>
@@ -256,8 +238,30 @@ test(
     const nc = await as('actor');
     await refusedPut(nc, Buckets.apiKeys);
     await refusedPut(nc, Buckets.revoked);
-    await refusedPublish(nc, Subjects.actor('host-1'));
+    // It consumes jobs, never queues them.
+    await refusedPublish(nc, Subjects.jobShard('default', 0));
+    await refusedPublish(nc, Subjects.jobs('default'));
     const jsm = await jetstreamManager(nc);
+    // Of SVC_JOBS only a shard's consumer: none on a context's own subject, none on every job.
+    for (const filter_subject of [Subjects.jobs('default'), Subjects.jobsAll]) {
+      await assert.rejects(
+        jsm.consumers.add(Streams.jobs, {
+          durable_name: 'intruder',
+          filter_subject,
+          ack_policy: AckPolicy.Explicit,
+        }),
+        (err: Error) => /permission|timeout/i.test(err.message),
+        `a consumer of ${filter_subject}`,
+      );
+    }
+    await assert.rejects(
+      jsm.consumers.add(Streams.jobs, { durable_name: 'intruder', ack_policy: AckPolicy.Explicit }),
+      (err: Error) => /permission|timeout/i.test(err.message),
+      'a consumer of every job',
+    );
+    // Its own shards' consumers it may make (the service does, for the shards it owns).
+    const info = await jsm.consumers.info(Streams.jobs, Consumers.shard('default', 0));
+    assert.equal(info.config.filter_subject, Subjects.jobShard('default', 0));
     await assert.rejects(jsm.streams.purge(`KV_${Buckets.apiKeys}`), (err: Error) =>
       /permission|timeout/i.test(err.message),
     );
@@ -275,7 +279,7 @@ test(
     const reaper = await as('reaper');
     await refusedPut(reaper, Buckets.apiKeys);
     await refusedPut(reaper, Buckets.revoked);
-    await refusedPublish(reaper, Subjects.actor('host-1'));
+    await refusedPublish(reaper, Subjects.jobShard('default', 0));
   },
 );
 

@@ -1,5 +1,5 @@
 // CI run 39: `cluster-failover` timed out after its load had passed, in `stack.stop()`. After a
-// cluster node dies, the dispatcher and the actor host open their work consumers again (a new
+// cluster node dies, the dispatcher and the actor host open their consumers again (a new
 // consume, the stalled consumer deleted and re-created). A stop that came while one was being
 // opened closed the consume it knew, the old one, and then waited for a loop that went on to read
 // the new one for good. Here the consumer API requests are held by the test, the service is
@@ -11,7 +11,7 @@ import { Kvm } from '@nats-io/kv';
 import { Buckets, Consumers, DefaultTopology, LockKeys } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
-import { PlacementIntake } from '@svc/device-actor';
+import { IntakeChecks, ShardIntake, shardSource } from '@svc/device-actor';
 import {
   NatsServerProcess,
   holdRequests,
@@ -42,7 +42,7 @@ async function ends(stopping: Promise<unknown>, what: string): Promise<void> {
   await waitUntil(() => ended, what, { timeoutMs: 20_000 });
 }
 
-test('when an actor host drains while its placement consumer is being opened, then its intake closes', async (t) => {
+test('when an actor host drains while a shard consumer is being opened, then its intake closes', async (t) => {
   const nats = await NatsServerProcess.start();
   const nc = await connectNats(nats.url, 'intake-stop-test');
   let draining = false;
@@ -71,13 +71,16 @@ test('when an actor host drains while its placement consumer is being opened, th
   const heldJsm = new Proxy(jsm, {
     get: (target, prop) => (prop === 'consumers' ? consumers : Reflect.get(target, prop, target)),
   });
-  const intake = new PlacementIntake(
+  const log = silentLogger('device-actor');
+  const checks = new IntakeChecks(heldJsm, log);
+  t.after(() => checks.stop());
+  const intake = new ShardIntake(
     nc,
     heldJsm,
-    'host-stopping',
-    silentLogger('device-actor'),
+    log,
     () => draining,
     () => undefined,
+    shardSource('default', 0, () => Promise.resolve(true), checks),
   );
   await hold.reached;
 

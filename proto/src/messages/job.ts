@@ -122,7 +122,10 @@ export const JobEnvelope = Type.Object(
      */
     device: Type.Optional(Type.String()),
     enqueued_at: Type.String(),
-    /** How many times the job has been placed; re-placement after a host loss increments it. */
+    /**
+     * The shard epoch this copy may start the job at: 0 as the gateway stores it; the epoch of a
+     * shard owner that fenced the job on a takeover (`JobRecord.placement`) in that owner's copy.
+     */
     placement: Type.Integer({ minimum: 0 }),
     /**
      * The revision of the record the gateway created (`queuedRecordOf` of this envelope): the
@@ -258,9 +261,10 @@ export const JobRecord = Type.Object(
     error_retryable: Type.Union([Type.Boolean(), Type.Null()]),
     detected_platform: NullableString,
     /**
-     * The placement (`JobEnvelope.placement`) that may start the job: written by compare-and-set
-     * when a host's unstarted job is handed back, so that a copy of an earlier placement still in
-     * a slow host's mailbox is never started. Absent: never handed back (any copy may start).
+     * The placement (`JobEnvelope.placement`) that may start the job: the epoch of the shard
+     * owner that took the job's shard over while it waited, written by compare-and-set, so that
+     * an earlier owner that still holds it in a mailbox never starts it. Absent: no takeover
+     * while it waited (any copy may start).
      */
     placement: Type.Optional(Type.Integer({ minimum: 0 })),
     /** Actor host that started the job; the reaper fails it when that host goes silent. */
@@ -493,20 +497,3 @@ export const WorkerHeartbeat = Type.Object(
 );
 export type WorkerHeartbeat = Static<typeof WorkerHeartbeat>;
 
-/**
- * The reaper's question to a live actor host (`svc.control.holds.<host>`, a request): does it
- * hold the placement stored at `seq` in `SVC_ACTOR` (delivered to it, not yet acknowledged,
- * terminated or sent back)? Asked of a job whose placement the stream no longer stores.
- */
-export const PlacementHeldQuery = Type.Object(
-  { seq: Type.Integer({ minimum: 1, description: 'stream sequence of the placement' }) },
-  { $id: 'PlacementHeldQuery' },
-);
-export type PlacementHeldQuery = Static<typeof PlacementHeldQuery>;
-
-/** The actor host's answer to a `PlacementHeldQuery`. */
-export const PlacementHeldAnswer = Type.Object(
-  { held: Type.Boolean() },
-  { $id: 'PlacementHeldAnswer' },
-);
-export type PlacementHeldAnswer = Static<typeof PlacementHeldAnswer>;

@@ -73,13 +73,6 @@ export type HeldEnvelope = Static<typeof HeldEnvelope>;
 /** A job's results kept in the object store (`svc-results`): the results map. */
 export const ResultsObject = Type.Record(Type.String(), Type.Unknown(), { $id: 'ResultsObject' });
 
-/** Value of `LockKeys.placement` in `svc-locks`: the actor host a device's jobs are placed on. */
-export const DevicePlacementEntry = Type.Object(
-  { device: Type.String(), host: Type.String() },
-  { $id: 'DevicePlacementEntry' },
-);
-export type DevicePlacementEntry = Static<typeof DevicePlacementEntry>;
-
 /**
  * Value of `LockKeys.shard` in `svc-locks`: who consumes one shard of a context's jobs
  * (docs/shards.md). Written by compare-and-set only: by the context's leading dispatcher when it
@@ -118,24 +111,3 @@ export function shardOwnerOf(key: string, value: Uint8Array, drop: DropContext):
   return owner;
 }
 
-/**
- * Value of `LockKeys.drain` in `svc-locks`: the reaper's latest drain of an actor host, written
- * `draining` before the host is marked draining and `done` once its placement subject is empty
- * of jobs to hand back. A drain that failed stays `draining` with what it had fenced by then, until
- * the next drain of the host (a dispatcher bounds its wait for either). A dispatcher holds
- * the devices whose last job is on that host until the drain is done, and then those whose last
- * job it handed back until that job is placed again, whatever the host's own heartbeat says
- * meanwhile (a host that was only frozen overwrites the draining mark when it beats again).
- */
-export const HostDrain = Type.Object(
-  {
-    host_id: Type.String(),
-    state: Type.Enum(['draining', 'done']),
-    /** Jobs fenced by this drain and sent back for placement (complete once `done`). */
-    handed_back: Type.Array(Type.String()),
-    started_at: Type.String(),
-    ended_at: Type.Union([Type.String(), Type.Null()]),
-  },
-  { $id: 'HostDrain' },
-);
-export type HostDrain = Static<typeof HostDrain>;

@@ -1,7 +1,7 @@
 export { startActorHost } from './actor-host/actor-host.js';
 export type { ActorHostDeps, RunningActorHost, ParseOutputs } from './actor-host/actor-host.js';
 export { startDeviceActorService } from './actor-host/service.js';
-export { PlacementIntake, placementConsumerConfig } from './actor-host/placement-intake.js';
+export { ShardIntake, IntakeChecks, shardSource } from './actor-host/shard-intake.js';
 export type { DeviceActorServiceDeps, RunningDeviceActorService } from './actor-host/service.js';
 export { DeviceActorConfig, loadDeviceActorConfig } from './config.js';
 export type { DeviceJob, DeviceOutcome, RunDeviceJob } from './device/device-job.js';

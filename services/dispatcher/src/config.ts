@@ -9,19 +9,13 @@ export const DispatcherConfig = Type.Object({
   SVC_CONTEXTS: Type.Array(Type.String({ pattern: '^[A-Za-z0-9_-]+$' }), {
     default: ['default'],
     minItems: 1,
-    description: 'Routing contexts this dispatcher places, comma-separated.',
+    description: 'Routing contexts whose shards this dispatcher assigns, comma-separated.',
   }),
   DISPATCH_HOST_LIVENESS: Type.Number({
     default: 15,
     minimum: 0.1,
     description:
-      "Seconds since its last heartbeat within which an actor host may receive new devices, counted to when the dispatcher's copy of the heartbeats was last known whole (a copy cut off from NATS does not age the hosts).",
-  }),
-  DISPATCH_REBALANCE_IDLE: Type.Number({
-    default: 330,
-    minimum: 0,
-    description:
-      "Seconds a device must have had no job before it moves to its preferred actor host (one that joined or came back); above the actor hosts' CONNECTION_POOL_TTL, so a device never has two sessions. 0: devices never move while their host is live.",
+      "Seconds since its last heartbeat within which an actor host is assigned shards and keeps them, counted to when the dispatcher's copy of the heartbeats was last known whole (a copy cut off from NATS does not age the hosts).",
   }),
   DISPATCH_LEASE: Type.Integer({
     default: 10,

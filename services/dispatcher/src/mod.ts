@@ -1,4 +1,5 @@
 export { startDispatcher } from './dispatcher.js';
 export type { DispatcherDeps, RunningDispatcher } from './dispatcher.js';
 export { DispatcherConfig, loadDispatcherConfig } from './config.js';
-export { Placement, rendezvousScore } from './placement.js';
+export { HostView } from './host-view.js';
+export { planShards, rendezvousScore } from './shard-assignment.js';

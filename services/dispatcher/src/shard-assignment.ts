@@ -1,4 +1,4 @@
-import { rendezvousScore } from './placement.js';
+import { createHash } from 'node:crypto';
 
 /** What the dispatcher knows of one shard's owner (`ShardOwner` in `svc-locks`). */
 export interface ShardEntry {
@@ -110,4 +110,9 @@ export function planShards(
 
 function compareScores(a: bigint, b: bigint): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The rendezvous (highest random weight) score of `hostId` for `key`: sha-256, first 64 bits. */
+export function rendezvousScore(key: string, hostId: string): bigint {
+  return createHash('sha256').update(key).update('\0').update(hostId).digest().readBigUInt64BE(0);
 }

@@ -186,8 +186,7 @@ export async function startGateway(
     transientRetryMs: 2000,
     onFailed: jobFailureCounter(registry),
   });
-  // Hosts come from the cluster status below (called only once requests are served).
-  const depth: QueueDepth = new QueueDepth(jsm, () => status.liveWorkers(), config.SVC_CONTEXTS);
+  const depth: QueueDepth = new QueueDepth(jsm, config.SVC_CONTEXTS);
   const lockoutMirror = await KvMirror.start(stores[Buckets.lockout], '>', log);
   // Checked by the config loader already: here only the drivers are needed.
   const userDrivers = loadDriverDir(config.SVC_DRIVERS_DIR).drivers;

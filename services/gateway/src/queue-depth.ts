@@ -1,9 +1,5 @@
 import type { ConsumerInfo, JetStreamManager } from '@nats-io/jetstream';
-import { Consumers, Streams, Subjects, type WorkerHeartbeat } from '@svc/proto';
-import { isConsumerNotFound } from '@svc/nats';
-
-/** The actor hosts the gateway knows of (their heartbeats). */
-export type HostsSource = () => Promise<readonly Pick<WorkerHeartbeat, 'host_id' | 'contexts'>[]>;
+import { Consumers, JOB_SHARDS, Streams, Subjects } from '@svc/proto';
 
 /**
  * How long one read of a context's backlog serves the queue positions of later submissions
@@ -20,12 +16,12 @@ interface Snapshot {
 }
 
 /**
- * Backlog of a context: jobs of the context accepted but not yet placed (its dispatch consumer)
- * plus jobs placed on the actor hosts that serve the context and not yet finished (their
- * placement consumers). `forContext` reads it fresh (the MAX_QUEUE_DEPTH check, the
- * cluster view); `ahead` answers queue positions, approximate as SPEC allows, from a shared
- * recent read. A host serving several contexts counts its whole backlog for each of them (its
- * placement subject does not say which context a job came from).
+ * Backlog of a context: its jobs accepted and not yet ended. A job's envelope stays on its shard
+ * subject until the job ends (docs/architecture.md, job path), so the backlog is what the shard
+ * consumers have not acknowledged, plus what waits on the context's own subject for the
+ * dispatcher to forward (gateways of an earlier release). `forContext` reads it fresh (the
+ * MAX_QUEUE_DEPTH check, the cluster view); `ahead` answers queue positions, approximate as SPEC
+ * allows, from a shared recent read.
  */
 export class QueueDepth {
   /** Submissions this gateway queued, per context, since it started. */
@@ -35,8 +31,7 @@ export class QueueDepth {
 
   constructor(
     private readonly jsm: JetStreamManager,
-    private readonly hosts: HostsSource,
-    /** SVC_CONTEXTS: whose dispatch consumers `total` reads. */
+    /** SVC_CONTEXTS: whose consumers `total` reads. */
     private readonly contexts: readonly string[],
   ) {}
 
@@ -82,65 +77,42 @@ export class QueueDepth {
   }
 
   /**
-   * The backlog read fresh now, from the consumers: the context's dispatch consumer (jobs not
-   * yet placed: pending, or delivered and not yet acknowledged) plus the placement consumers of
-   * the hosts serving the context (jobs placed and not yet finished). Not the streams' message
-   * counts: a stream replica that rejoined after a crash may keep messages its leader removed
-   * long ago (nats-server 2.9), and would report them for good once it leads.
+   * The backlog read fresh now, from the consumers of `SVC_JOBS` (one listing for all): each
+   * consumer's jobs not yet delivered plus those delivered and not yet acknowledged. Not the
+   * stream's message counts: a stream replica that rejoined after a crash may keep messages its
+   * leader removed long ago (nats-server 2.9), and would report them for good once it leads. A
+   * subject with no consumer yet (a shard no host took, a context no dispatcher led) counts what
+   * it stores, read only then.
    */
   async forContext(context: string): Promise<number> {
-    const hosts = await this.hosts();
-    const counts = await Promise.all([
-      this.#dispatchBacklog(context),
-      this.#shardBacklog(context),
-      ...hosts.filter((h) => h.contexts.includes(context)).map((h) => this.#hostBacklog(h.host_id)),
-    ]);
-    return counts.reduce((a, b) => a + b, 0);
+    return this.#backlog([context]);
   }
 
-  /** Every job not yet finished, all contexts (the same consumer counts). */
+  /** Every job not yet ended, all contexts (the same reads). */
   async total(): Promise<number> {
-    const hosts = await this.hosts();
-    const counts = await Promise.all([
-      ...this.contexts.map((c) => this.#dispatchBacklog(c)),
-      ...this.contexts.map((c) => this.#shardBacklog(c)),
-      ...hosts.map((h) => this.#hostBacklog(h.host_id)),
-    ]);
-    return counts.reduce((a, b) => a + b, 0);
+    return this.#backlog(this.contexts);
   }
 
-  async #dispatchBacklog(context: string): Promise<number> {
-    const info = await this.#consumer(Streams.jobs, Consumers.dispatch(context));
-    if (info) return info.num_pending + info.num_ack_pending;
-    // No dispatcher ever ran: the consumer does not exist yet and every message waits.
-    const subject = Subjects.jobs(context);
-    const stream = await this.jsm.streams.info(Streams.jobs, { subjects_filter: subject });
-    return stream.state.subjects?.[subject] ?? 0;
-  }
-
-  /**
-   * Jobs on the context's shard subjects (docs/shards.md): each stays there until it ends, so
-   * the subjects' message counts are the backlog, read in one request.
-   */
-  async #shardBacklog(context: string): Promise<number> {
-    const stream = await this.jsm.streams.info(Streams.jobs, {
-      subjects_filter: Subjects.jobShards(context),
-    });
-    return Object.values(stream.state.subjects ?? {}).reduce((a, b) => a + b, 0);
-  }
-
-  async #hostBacklog(hostId: string): Promise<number> {
-    const info = await this.#consumer(Streams.actor, Consumers.actor(hostId));
-    return info ? info.num_pending + info.num_ack_pending : 0;
-  }
-
-  /** A consumer's info, or null when it does not exist. */
-  async #consumer(stream: string, name: string): Promise<ConsumerInfo | null> {
-    try {
-      return await this.jsm.consumers.info(stream, name);
-    } catch (err) {
-      if (isConsumerNotFound(err)) return null;
-      throw err;
+  async #backlog(contexts: readonly string[]): Promise<number> {
+    const infos = new Map<string, ConsumerInfo>();
+    for await (const info of this.jsm.consumers.list(Streams.jobs)) infos.set(info.name, info);
+    let depth = 0;
+    const unconsumed: string[] = [];
+    for (const context of contexts) {
+      const subjects: [string, string][] = [[Consumers.dispatch(context), Subjects.jobs(context)]];
+      for (let shard = 0; shard < JOB_SHARDS; shard++) {
+        subjects.push([Consumers.shard(context, shard), Subjects.jobShard(context, shard)]);
+      }
+      for (const [durable, subject] of subjects) {
+        const info = infos.get(durable);
+        if (info) depth += info.num_pending + info.num_ack_pending;
+        else unconsumed.push(subject);
+      }
     }
+    if (unconsumed.length === 0) return depth;
+    const stream = await this.jsm.streams.info(Streams.jobs, { subjects_filter: Subjects.jobsAll });
+    const stored = stream.state.subjects ?? {};
+    for (const subject of unconsumed) depth += stored[subject] ?? 0;
+    return depth;
   }
 }

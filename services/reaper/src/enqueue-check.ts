@@ -4,8 +4,8 @@ import {
   Headers,
   JOBS_DUPLICATE_WINDOW_SECONDS,
   JOBS_DUPLICATE_WINDOW_MARGIN_MS,
-  Subjects,
   SubjectParsers,
+  Subjects,
   MessageIds,
   Streams,
   MalformedMessage,
@@ -13,7 +13,7 @@ import {
   decodeOrDrop,
   type JobRecord,
 } from '@svc/proto';
-import { BurstFeed, retryTransient } from '@svc/nats';
+import { BurstFeed } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 import type { Jobs } from '@svc/jobs';
 
@@ -21,36 +21,18 @@ import type { Jobs } from '@svc/jobs';
 const FEED_READ_MS = 2000;
 
 /**
- * A record whose last write left its job `queued`: its creation, or a drain's fence naming the
- * copy it handed back (`writtenAt`: when that write was stored).
+ * A record whose last write left its job `queued`: its creation, or a takeover's fence
+ * (`writtenAt`: when that write was stored).
  */
 interface Fresh {
   revision: number;
   writtenAt: number;
 }
 
-/**
- * A job whose copy (0: the gateway's envelope; n: the n-th handed back) a check found waiting in
- * `SVC_JOBS` (at `seq`), and when last seen so.
- */
+/** A job whose envelope a check found waiting in `SVC_JOBS` (at `seq`), and when last seen so. */
 interface Waiting extends Fresh {
-  copy: number;
   seq: number;
   seenAt: number;
-}
-
-/**
- * A job whose placement of copy `copy` a check found stored in `SVC_ACTOR` (at `seq`), and the
- * host whose subject it was on (null: gone already when first looked at).
- */
-interface Placed extends Fresh {
-  copy: number;
-  seq: number;
-  hostId: string | null;
-  /** Its placement was found gone while its host beat (logged once). */
-  goneSeen?: boolean;
-  /** At the last look, its host answered that it does not hold the placement. */
-  notHeldSeen?: boolean;
 }
 
 /** A batch job whose envelope its batch holds until its wave is released. */
@@ -58,44 +40,41 @@ interface Held extends Fresh {
   batchId: string;
 }
 
-/** Jobs of each list (waiting, placed, released) looked at again per sweep, at most. */
+/** Jobs of each list (waiting, released) looked at again per sweep, at most. */
 const LOOKED_AGAIN_PER_SWEEP = 500;
 
 /**
  * Finds job records that were created but whose envelope never reached `SVC_JOBS` (a gateway
  * killed between its two writes, or whose publish failed and whose rollback did not reach the
- * store), and fails them with NOT_ENQUEUED. Likewise a job a drain handed back (its record fenced
- * to name copy n, sent as message id `<job>.h<n>`) whose copy is not in the queue nor placed.
+ * store), or left it before the job started (a work-queue stream of nats-server 2.9 can lose a
+ * stored message across a leader change), and fails them with NOT_ENQUEUED.
  *
  * Candidates come from a headers-only ordered consumer of the `svc-jobs` bucket's stream: an
  * entry written with `Nats-Expected-Last-Subject-Sequence: 0` is a record's creation, one whose
- * summary header says `queued` a drain's fence, and any other entry of the key (start, end,
+ * summary header says `queued` a takeover's fence, and any other entry of the key (start, end,
  * cancel, delete) takes it off the list. The feed is read in bursts (every FEED_READ_MS and
  * before each sweep: what is pending, fetched at once), not as each write is stored: a job's
  * three writes would wake the reaper three times.
  *
  * A candidate older than ENQUEUE_GRACE is probed by publishing an empty message with the job id
- * (a handed-back copy's: `<job>.h<n>`) as message id on its context's subject: JetStream answers
- * `duplicate` when the envelope was stored (even if it was consumed since) and stores nothing;
- * otherwise the probe is stored (the dispatcher drops it), which also makes the stream drop the
- * envelope should it still arrive. A job whose envelope still waits in the stream is left;
- * otherwise, unless its placement is stored in `SVC_ACTOR` (`#placed`: a restarted server
- * forgets the ids of consumed messages), it is failed by compare-and-set from `queued`: its
- * envelope never arrived, or was stored and left the stream unplaced (`#waiting`).
+ * as message id on its context's subject in `SVC_JOBS`: JetStream answers `duplicate` when the
+ * envelope was stored (on its shard subject) and stores nothing; otherwise the probe is stored
+ * (the dispatcher drops it), which also
+ * makes the stream drop the envelope should it still arrive. An envelope stays in the stream
+ * until its job ends (its owner acknowledges it then), so the server keeps its id even across a
+ * restart. A job whose envelope still waits there is left; otherwise it is failed by
+ * compare-and-set from `queued`: its envelope never arrived, or was stored and lost.
  *
  * A job found waiting is looked at again at each sweep until it leaves `queued`
  * (`#stillWaiting`): an envelope the stream loses later in the job's wait would leave it
- * `queued` for good. Likewise a job found placed (`#stillPlaced`): a placement the stream loses
- * while its host is gone would. A batch job whose envelope its batch holds for a later wave is
- * left until released (`#released`). A record first checked past the streams' duplicate window
- * (120 s), as after a reaper outage that long, is not checked.
+ * `queued` for good. A batch job whose envelope its batch holds for a later wave is left until
+ * released (`#released`). A record first checked past the streams' duplicate window (120 s), as
+ * after a reaper outage that long, is not checked.
  */
 export class EnqueueCheck {
   readonly #fresh = new Map<string, Fresh>();
   /** Found waiting, and not written since: looked at again at each sweep (`#stillWaiting`). */
   readonly #waitingJobs = new Map<string, Waiting>();
-  /** Found placed and not started: looked at again at each sweep (`#stillPlaced`). */
-  readonly #placedJobs = new Map<string, Placed>();
   /** Batch jobs found held: checked once released (`#released`). */
   readonly #heldJobs = new Map<string, Held>();
   /** Jobs whose last write left them `started`, and the host that started them. */
@@ -111,10 +90,7 @@ export class EnqueueCheck {
     private readonly graceMs: number,
     private readonly log: Logger,
     private readonly onFailed: (record: JobRecord) => Promise<void>,
-    private readonly hostBeats: (hostId: string) => Promise<boolean>,
     private readonly heldInBatch: (batchId: string, jobId: string) => Promise<boolean>,
-    private readonly hostHolds: (hostId: string, seq: number) => Promise<boolean | null>,
-    private readonly liveHosts: () => string[],
   ) {}
 
   static start(
@@ -126,22 +102,10 @@ export class EnqueueCheck {
       /** Told of each job failed here (its event is out already). */
       onFailed: (record: JobRecord) => Promise<void>;
       /**
-       * Whether an actor host still beats (read from the bucket before a job is failed for its
-       * absence: a watched copy that fell behind must not make a live host look gone).
-       */
-      hostBeats: (hostId: string) => Promise<boolean>;
-      /**
        * Whether a batch still holds the job's envelope for a later wave (read from the bucket
        * before the job is probed: a watched copy behind would have the probe block the envelope).
        */
       heldInBatch: (batchId: string, jobId: string) => Promise<boolean>;
-      /**
-       * Whether a live actor host holds the placement stored at `seq` (delivered to it, not yet
-       * settled); null when it did not answer (an earlier release, or stopping).
-       */
-      hostHolds: (hostId: string, seq: number) => Promise<boolean | null>;
-      /** The actor hosts that beat now, as far as the watched copy knows. */
-      liveHosts: () => string[];
     },
   ): EnqueueCheck {
     const check = new EnqueueCheck(
@@ -150,10 +114,7 @@ export class EnqueueCheck {
       options.graceMs,
       options.log,
       options.onFailed,
-      options.hostBeats,
       options.heldInBatch,
-      options.hostHolds,
-      options.liveHosts,
     );
     const { stream, bucket } = jobs.recordStream();
     check.#bucket = bucket;
@@ -189,7 +150,7 @@ export class EnqueueCheck {
     } else {
       this.#startedOn.delete(key);
     }
-    // A later write that leaves the job queued is a drain's fence: its copy is looked for next.
+    // A later write that leaves the job queued is a takeover's fence: looked at again.
     if (created || summary?.status === 'queued') {
       this.#fresh.set(key, {
         revision: m.seq,
@@ -198,7 +159,6 @@ export class EnqueueCheck {
     } else {
       this.#fresh.delete(key);
       this.#waitingJobs.delete(key);
-      this.#placedJobs.delete(key);
       this.#heldJobs.delete(key);
     }
   }
@@ -242,7 +202,7 @@ export class EnqueueCheck {
 
   /**
    * The jobs the record writes read so far (every write stored before this call) leave
-   * `started` on `hostId`: what a reap of that host fails besides its queue's (docs/shards.md).
+   * `started` on `hostId`: what a reap of that host fails.
    */
   async startedOn(hostId: string): Promise<string[]> {
     await this.#feed?.catchUp();
@@ -272,7 +232,6 @@ export class EnqueueCheck {
       }
     }
     await this.#lookAgain(this.#waitingJobs, (id, w) => this.#stillWaiting(id, w, now), failed);
-    await this.#lookAgain(this.#placedJobs, (id, p) => this.#stillPlaced(id, p), failed);
     return failed;
   }
 
@@ -301,12 +260,11 @@ export class EnqueueCheck {
 
   /**
    * Looks again at a job whose envelope was found waiting: still stored, it waits on (seen again,
-   * it goes to the back of the line). Gone, it was placed (the dispatcher acknowledges an envelope
-   * only once its placement is stored) or lost by the stream after the first look, which would
-   * leave the job `queued` for good: settled as at the first look (`#settleGone`). Only while its
-   * placement, made since the last look, is still within the duplicate window, where its probe
-   * can tell placed from lost (the check reads its jobs at least that often while it leads).
-   * Returns true when the job was failed.
+   * it goes to the back of the line). Gone while the job's record is unchanged since it was
+   * found so (its owner acknowledges an envelope only once the job has ended, which writes the
+   * record first): the stream lost it, which would leave the job `queued` for good. Failed
+   * NOT_ENQUEUED by compare-and-set from `queued`: an owner that still holds the job in a
+   * mailbox has its start refused. Returns true when the job was failed.
    */
   async #stillWaiting(jobId: string, waiting: Waiting, now: number): Promise<boolean> {
     const jsm = await this.#manager();
@@ -314,115 +272,10 @@ export class EnqueueCheck {
       this.#waitingJobs.set(jobId, { ...waiting, seenAt: now });
       return false;
     }
-    const windowMs = JOBS_DUPLICATE_WINDOW_SECONDS * 1000 - JOBS_DUPLICATE_WINDOW_MARGIN_MS;
-    if (now - waiting.seenAt > windowMs) return false;
     const stored = await this.jobs.get(jobId);
     if (!stored || stored.archived || stored.revision !== waiting.revision) return false;
     if (stored.record.status !== 'queued') return false;
-    return this.#settleGone(jobId, waiting, waiting.copy, true, waiting.seq);
-  }
-
-  /**
-   * Looks again at a job whose placement was found stored. Still stored, it waits on. Gone
-   * while the job's record is unchanged since it was found so, its host did not start it (a start,
-   * a cancel and a drain's fence each write the record before the placement leaves the stream):
-   * the stream lost it. A host that still beats may hold it in a mailbox (delivered before the
-   * loss) and start it yet: it is asked, and while it says so (or does not answer) the job is
-   * looked at again, until it starts or the host is gone. A host that twice in a row holds no
-   * such placement never received it. A placement gone before the first look names no host:
-   * every live host is asked. Either way nothing can run the job any more: failed
-   * NOT_ENQUEUED, by compare-and-set from `queued` (a host that was only frozen and starts it
-   * after that has its start refused). Returns true when failed.
-   */
-  async #stillPlaced(jobId: string, placed: Placed): Promise<boolean> {
-    const jsm = await this.#manager();
-    const message = await jsm.streams.getMessage(Streams.actor, { seq: placed.seq });
-    if (message) {
-      const hostId = SubjectParsers.actorHost(message.subject);
-      this.#placedJobs.set(jobId, { ...placed, hostId });
-      return false;
-    }
-    const stored = await this.jobs.get(jobId);
-    if (!stored || stored.archived || stored.revision !== placed.revision) return false;
-    if (stored.record.status !== 'queued') return false;
-    const why = await this.#whyNoHolder(jobId, placed);
-    if (why === null) return false;
-    const ended = await this.jobs.failNotEnqueued(jobId, why);
-    if (!ended) return false;
-    this.log.warn(
-      { job_id: jobId, seq: placed.seq, host_id: placed.hostId },
-      `failed a job: ${why}`,
-    );
-    await this.onFailed(ended);
-    return true;
-  }
-
-  /**
-   * Who may still hold a job whose placement is gone: the placement's host while it beats, or,
-   * when the placement was gone before the first look (its host not known), every live host.
-   * Each is asked; one that holds it, or the known host not answering (an earlier release, or
-   * stopping), keeps the job on the list (asked from then on, logged once). Null then; else, at
-   * the second look in a row that found no holder, why the job is to be failed.
-   */
-  async #whyNoHolder(jobId: string, placed: Placed): Promise<string | null> {
-    const known = placed.hostId;
-    if (known !== null && !(await this.hostBeats(known))) {
-      return `its placement left ${known}'s queue before it started, and that host is gone`;
-    }
-    const hosts = known !== null ? [known] : this.liveHosts();
-    const answers = await Promise.all(hosts.map((h) => this.hostHolds(h, placed.seq)));
-    const holder =
-      hosts.find((_, i) => answers[i] === true) ?? (answers[0] === null ? known : null);
-    const where = { job_id: jobId, seq: placed.seq, host_id: holder ?? known };
-    if (holder != null) {
-      this.#placedJobs.set(jobId, {
-        ...placed,
-        hostId: holder,
-        goneSeen: true,
-        notHeldSeen: false,
-      });
-      if (!placed.goneSeen) {
-        this.log.info(
-          where,
-          'enqueue check: placement gone, its host still beats (it may hold the job); looked at again',
-        );
-      }
-      return null;
-    }
-    // Lost before any host received it, the job waits for nothing. A delivery still on its way
-    // at the first answer is in its host's hands by the next look: only a second "no" ends it.
-    if (!placed.notHeldSeen) {
-      this.#placedJobs.set(jobId, { ...placed, notHeldSeen: true });
-      this.log.info(
-        { ...where, asked: hosts.length },
-        known !== null
-          ? 'enqueue check: placement gone, its host does not hold it; asked again'
-          : 'enqueue check: placement gone, no live actor host holds it; asked again',
-      );
-      return null;
-    }
-    return known !== null
-      ? `its placement left ${known}'s queue before that host received it, and the host holds no such job`
-      : `its placement left its actor host's queue before it started, and no live actor host holds it`;
-  }
-
-  /**
-   * Whether the placement of the job's copy `copy` (`<job>.p<copy>`) is stored in `SVC_ACTOR`:
-   * it stays there until its job ends or a drain hands it back, so its id is remembered even by a server that restarted since, which forgets the ids
-   * of the messages it no longer stores (the envelope, consumed by the dispatcher). A probe that
-   * was stored instead is deleted (no host reads its subject). Returns the placement's sequence
-   * (0 when the server had not stored it yet when it answered), or null when not placed.
-   */
-  async #placed(jobId: string, copy: number): Promise<number | null> {
-    const ack = await this.js.publish(Subjects.actorProbe, new Uint8Array(), {
-      msgID: MessageIds.placement(jobId, copy),
-    });
-    if (ack.duplicate) return ack.seq;
-    const jsm = await this.#manager();
-    await retryTransient(() => jsm.streams.deleteMessage(Streams.actor, ack.seq, false)).catch(
-      (err: unknown) => this.log.warn({ err, seq: ack.seq }, 'enqueue check: probe not deleted'),
-    );
-    return null;
+    return this.#fail(jobId, 'its message left the queue before the job started', waiting.seq);
   }
 
   /**
@@ -439,10 +292,7 @@ export class EnqueueCheck {
     return stored !== null && !stored.header.get(Headers.enqueueProbe);
   }
 
-  /**
-   * True when the job's copy that may start it (its envelope, or the copy a drain handed back)
-   * is neither in the queue nor placed, and the job was failed.
-   */
+  /** True when the job's envelope is not in the queue, and the job was failed. */
   async #check(jobId: string, fresh: Fresh, now: number): Promise<boolean> {
     const stored = await this.jobs.get(jobId);
     const record = stored?.record;
@@ -465,64 +315,30 @@ export class EnqueueCheck {
       });
       return false;
     }
-    const copy = record.placement ?? 0;
     const h = natsHeaders();
     h.set(Headers.enqueueProbe, '1');
+    // A stream's duplicate window spans its subjects: the context's own subject (its shard
+    // depends on the address resolved at submission, not in the record) answers for the
+    // envelope's, and a probe stored there is dropped by the dispatcher that forwards it.
     const ack = await this.js.publish(Subjects.jobs(record.spec.context), new Uint8Array(), {
-      msgID: copy > 0 ? MessageIds.handBack(jobId, copy) : MessageIds.envelope(jobId),
+      msgID: MessageIds.envelope(jobId),
       headers: h,
     });
+    this.#fresh.delete(jobId);
     if (ack.duplicate && (await this.#waiting(ack.seq))) {
-      this.#fresh.delete(jobId);
       // Looked at again at each sweep while it waits (a sequence of 0 names nothing to look at).
-      if (ack.seq > 0) {
-        this.#waitingJobs.set(jobId, { ...fresh, copy, seq: ack.seq, seenAt: now });
-      }
-      this.log.debug({ job_id: jobId, seq: ack.seq, copy }, 'enqueue check: envelope stored; left');
+      if (ack.seq > 0) this.#waitingJobs.set(jobId, { ...fresh, seq: ack.seq, seenAt: now });
+      this.log.debug({ job_id: jobId, seq: ack.seq }, 'enqueue check: envelope stored; left');
       return false;
     }
-    this.#fresh.delete(jobId);
-    return this.#settleGone(jobId, fresh, copy, ack.duplicate, ack.seq);
+    const why = ack.duplicate
+      ? 'its message left the queue before the job started'
+      : 'its message never reached the queue';
+    return this.#fail(jobId, why, ack.seq);
   }
 
-  /**
-   * A queued job whose copy `copy` is not in the queue: left when that copy's placement is
-   * stored, else failed NOT_ENQUEUED by compare-and-set from `queued`. `stored`: the copy had
-   * been stored (at `seq`). A placed job is looked at again at each sweep (`#stillPlaced`). Returns
-   * true when the job was failed.
-   */
-  async #settleGone(
-    jobId: string,
-    fresh: Fresh,
-    copy: number,
-    stored: boolean,
-    seq: number,
-  ): Promise<boolean> {
-    // The dispatcher acknowledges an envelope only once its placement is stored: an envelope
-    // that was stored and is gone was placed, or lost by the stream.
-    const placedAt = await this.#placed(jobId, copy);
-    if (placedAt !== null) {
-      if (placedAt > 0) {
-        const jsm = await this.#manager();
-        const message = await jsm.streams.getMessage(Streams.actor, { seq: placedAt });
-        const hostId = message ? SubjectParsers.actorHost(message.subject) : null;
-        this.#placedJobs.set(jobId, {
-          revision: fresh.revision,
-          writtenAt: fresh.writtenAt,
-          copy,
-          seq: placedAt,
-          hostId,
-        });
-      }
-      this.log.info(
-        { job_id: jobId },
-        'enqueue check: placed on an actor host, not started yet; left to run',
-      );
-      return false;
-    }
-    const why = stored
-      ? 'its message left the queue without being placed'
-      : 'its message never reached the queue';
+  /** Fails a queued job NOT_ENQUEUED (by compare-and-set from `queued`); true when it was. */
+  async #fail(jobId: string, why: string, seq: number): Promise<boolean> {
     const ended = await this.jobs.failNotEnqueued(jobId, why);
     if (!ended) return false;
     this.log.warn({ job_id: jobId, seq }, `failed a job: ${why}`);

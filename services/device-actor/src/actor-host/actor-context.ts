@@ -9,7 +9,6 @@ import type { DeviceAdmission } from './device-admission.js';
 import type { DeviceLocks } from './device-claim.js';
 import type { Semaphore } from './mailbox.js';
 import type { ParsedOutputs } from './structured-output.js';
-import type { EndedJobs } from './ended-jobs.js';
 
 /**
  * Turns raw outputs of a structured job into parsed results (per command), with per command
@@ -43,17 +42,18 @@ export interface ActorContext {
   readonly deviceLocks: DeviceLocks;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
   readonly running: Map<string, AbortController>;
-  /** Jobs seen ended lately: the `Headers.after` a device's next job waits for. */
-  readonly ended: EndedJobs;
-  /** Whether a host still beats (`beatReader`); undefined when the store does not answer. */
-  readonly beating: (hostId: string) => Promise<boolean | undefined>;
+  /**
+   * Jobs whose bookkeeping failed past every retry (their message sent back): a host that stops
+   * fails those still started on it.
+   */
+  readonly unsettled: Set<string>;
   /** Whether a host's heartbeat is gone from `svc-workers` (reaped, or stopped cleanly). */
   readonly hostGone: (hostId: string) => Promise<boolean>;
   readonly transcripts: KV;
   /** Whether a finished job of this context keeps its transcript (failed jobs always do). */
   readonly transcriptWanted: (context: string) => boolean;
   readonly jobsEnded: Counter<'status'>;
-  /** Set once the host stops taking work: queued jobs are handed back, not run. */
+  /** Set once the host stops taking work: queued jobs stay in their shards, not run. */
   readonly draining: () => boolean;
   readonly onJobEnded: ((record: JobRecord, secrets: DeviceSecrets) => void) | undefined;
 }

@@ -6,17 +6,15 @@ import { Counter } from 'prom-client';
 import {
   Buckets,
   ErrorCode,
-  Streams,
+  Headers,
   Subjects,
   SubjectParsers,
   SvcError,
   decodeOrDrop,
-  encodeJson,
   jobShardOf,
   topologyFrom,
   type DeviceSecrets,
   JobEnvelope,
-  PlacementHeldQuery,
   type JobRecord,
   type Sealer,
 } from '@svc/proto';
@@ -31,9 +29,7 @@ import { DeviceAdmission } from './device-admission.js';
 import { DeviceLocks } from './device-claim.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
-import { beatReader, heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
-import { PlacementIntake, placementConsumerConfig } from './placement-intake.js';
-import { EndedJobs } from './ended-jobs.js';
+import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
 import { ShardOwnership, type ShardDelivery } from './shard-ownership.js';
 
 export type { ParseOutputs } from './actor-context.js';
@@ -61,10 +57,10 @@ export interface RunningActorHost {
 }
 
 /**
- * An actor host: takes the jobs placed on it (its `svc.actor.<hostId>` subject), hands each to
- * the `DeviceActor` of its device, beats its heartbeat, forwards cancels, and on stop hands the
- * jobs that have not started back for placement elsewhere. The device work, its guards and the
- * job's state changes live in `DeviceActor`.
+ * An actor host: takes the jobs of the shards it owns (`ShardOwnership`), hands each to the
+ * `DeviceActor` of its device, beats its heartbeat, forwards cancels, and on stop releases its
+ * shards, the jobs that have not started left in them for the next owner. The device work, its
+ * guards and the job's state changes live in `DeviceActor`.
  */
 export async function startActorHost(
   config: DeviceActorConfig,
@@ -101,8 +97,7 @@ export async function startActorHost(
     sessions,
     deviceLocks: new DeviceLocks(config.DEVICE_MAX_SESSIONS),
     running,
-    ended: new EndedJobs(),
-    beating: beatReader(stores[Buckets.workers], config, log),
+    unsettled: new Set(),
     hostGone: async (host) => {
       const entry = await stores[Buckets.workers].get(host).catch(() => undefined);
       return entry === null || (entry !== undefined && entry.operation !== 'PUT');
@@ -133,7 +128,6 @@ export async function startActorHost(
 
   const beat = heartbeatWriter(stores[Buckets.workers], host);
 
-  await jsm.consumers.add(Streams.actor, placementConsumerConfig(hostId));
   await beat();
   const heartbeat = setInterval(() => {
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
@@ -149,7 +143,14 @@ export async function startActorHost(
     },
   });
 
-  const deliver = (msg: JsMsg, shard?: ShardDelivery) => {
+  const deliver = (msg: JsMsg, shard: ShardDelivery) => {
+    // The reaper's probe for an envelope that never arrived (its message id is the job's): it
+    // only holds that id in the stream's duplicate window.
+    if (msg.headers?.get(Headers.enqueueProbe)) {
+      log.debug({ seq: msg.seq, subject: msg.subject }, 'enqueue probe dropped');
+      msg.ack();
+      return;
+    }
     const envelope = decodeOrDrop(JobEnvelope, msg.data, {
       consumer: 'actor_host',
       log,
@@ -169,22 +170,10 @@ export async function startActorHost(
       actor = new DeviceActor(ctx, () => actors.delete(key));
       actors.set(key, actor);
     }
-    if (!shard) {
-      actor.push({ envelope, msg });
-      return;
-    }
     const { context, epoch } = shard;
     const owned = () => shards.owns(context, shard.shard, epoch);
     actor.push({ envelope, msg, shard: { epoch, fence: shard.fence, owned } });
   };
-  const intake = new PlacementIntake(
-    nc,
-    jsm,
-    hostId,
-    log,
-    () => draining,
-    (m) => deliver(m),
-  );
   // The shards of the contexts' jobs this host owns (docs/shards.md).
   const shards = await ShardOwnership.start({
     nc,
@@ -203,17 +192,6 @@ export async function startActorHost(
       while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
     },
   });
-  // The reaper asks before it fails a job whose placement the stream lost while this host beats.
-  const heldQueries: Subscription = nc.subscribe(Subjects.placementHeld(hostId), {
-    callback: (_err, msg) => {
-      const query = decodeOrDrop(PlacementHeldQuery, msg.data, {
-        consumer: 'actor_host',
-        log,
-        where: { subject: msg.subject },
-      });
-      if (query) msg.respond(encodeJson({ held: intake.holds(query.seq) }));
-    },
-  });
   log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
 
   return {
@@ -222,11 +200,9 @@ export async function startActorHost(
     async stop() {
       draining = true;
       await beat().catch(() => undefined);
-      await intake.close();
       await shards.stop();
       cancels.unsubscribe();
-      heldQueries.unsubscribe();
-      // Jobs waiting in mailboxes never started: they go back for placement elsewhere.
+      // Jobs waiting in mailboxes never started: they stay in their shards for the next owner.
       const waiting = [...actors.values()].flatMap((a) => a.takeWaiting());
       const deadline = Date.now() + config.SHUTDOWN_GRACE * 1000;
       while (running.size > 0 && Date.now() < deadline) await sleep(50);
@@ -238,23 +214,17 @@ export async function startActorHost(
       admission.stop();
       await shards.releaseAll();
       await jobs.batchEventsStored();
-      const drained = await jobs
-        .drain(hostId, {
-          failStarted: true,
-          reason: 'actor host shut down while the job ran',
-          log,
-        })
-        .catch((err: unknown) => {
-          log.error({ err }, 'hand-back failed; the reaper will re-place these jobs');
-          return null;
-        });
-      if (drained) {
-        log.info(
-          { handed_back: drained.handedBack.length, waiting: waiting.length },
-          'jobs handed back',
-        );
-        await stores[Buckets.workers].delete(hostId).catch(() => undefined);
+      // A job whose end this host could not store is failed now (never run again); while one is
+      // left `started` the heartbeat stays, so that the reaper fails it once it goes stale.
+      let unsettled = 0;
+      for (const jobId of ctx.unsettled) {
+        const failed = await jobs
+          .failLost(jobId, hostId, 'actor host shut down before the job\'s end was stored')
+          .catch(() => undefined);
+        if (failed === undefined) unsettled++;
       }
+      log.info({ waiting: waiting.length, unsettled }, 'actor host stopped');
+      if (unsettled === 0) await stores[Buckets.workers].delete(hostId).catch(() => undefined);
     },
   };
 }

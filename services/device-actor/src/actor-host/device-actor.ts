@@ -3,11 +3,9 @@ import {
   ACTOR_CAPABILITIES,
   missingCapabilities,
   ErrorCode,
-  Headers,
   SvcError,
   MalformedMessage,
   encodeJson,
-  isJobId,
   isTerminal,
   type CommandStatus,
   type DeviceSecrets,
@@ -33,12 +31,6 @@ import { redactSecrets } from '../device/redaction.js';
 import type { ParsedOutputs } from './structured-output.js';
 import { TranscriptRecorder } from '../device/transcript.js';
 
-/**
- * How long a job waits for its device's job placed before it (`Headers.after`) to end elsewhere
- * before it starts anyway: a job that never ends (its record stranded) must not stop its device.
- */
-export const DEVICE_ORDER_WAIT_MS = 60_000;
-
 /** Starts of one copy refused by a record that allows it, before the message is tried later. */
 const START_ATTEMPTS = 3;
 
@@ -58,16 +50,16 @@ interface JobRun {
   keepTranscript(failed: boolean, platform?: string): Promise<void>;
 }
 
-/** A placed job and the message to settle once it has ended. */
+/** A job taken from a shard this host owns, and the message to settle once it has ended. */
 export interface Delivery {
   envelope: JobEnvelope;
   msg: JsMsg;
   /**
-   * Taken from a shard this host owns (docs/shards.md) rather than placed on it. `owned` says
-   * whether the shard is still this host's at the epoch it came with: a job not started when
-   * the shard is given up stays in the stream for the next owner.
+   * The shard it came from (docs/architecture.md, job path). `owned` says whether the shard is
+   * still this host's at the epoch it came with: a job not started when the shard is given up
+   * stays in the stream for the next owner. `fence`: an earlier owner may hold it.
    */
-  shard?: { epoch: number; fence: boolean; owned: () => boolean };
+  shard: { epoch: number; fence: boolean; owned: () => boolean };
 }
 
 /**
@@ -95,7 +87,7 @@ export class DeviceActor {
     this.#mailbox.push(delivery);
   }
 
-  /** The jobs that have not started (a stopping host hands them back for placement). */
+  /** The jobs that have not started, dropped unacknowledged: they stay in their shard. */
   takeWaiting(): Delivery[] {
     return this.#mailbox.takeWaiting();
   }
@@ -109,16 +101,15 @@ export class DeviceActor {
   async #settle(taken: Delivery): Promise<void> {
     const { ctx } = this;
     let delivery = taken;
-    const given = () => ctx.draining() || (delivery.shard !== undefined && !delivery.shard.owned());
-    if (given()) return; // handed back on stop, or left in its shard for the next owner
-    if (delivery.shard?.fence) {
+    const given = () => ctx.draining() || !delivery.shard.owned();
+    if (given()) return; // left in its shard for the next owner
+    if (delivery.shard.fence) {
       const fenced = await this.#takeOver(delivery);
       if (fenced === 'ended') delivery.msg.ack();
       if (fenced === 'ended' || fenced === 'not-ours') return;
       delivery = fenced;
     }
     const { envelope, msg } = delivery;
-    if (!(await this.#awaitJobBefore(delivery))) return; // handed back on stop
     // One session per device whatever address reaches it: a device known by its pinned host
     // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
     // holds its session. A first contact claims the key at the handshake instead.
@@ -130,16 +121,17 @@ export class DeviceActor {
     if (pinned !== null) await claim.take(pinned, new AbortController().signal);
     if (given()) {
       claim.release();
-      return; // handed back on stop
+      return; // left in its shard for the next owner
     }
     await ctx.sessions.acquire();
     try {
-      // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
+      // The job's span continues the gateway's trace (the envelope's headers).
       const parent = extractTraceContext(msg.headers);
       const attributes = { 'svc.job_id': envelope.job_id, 'svc.platform': envelope.spec.platform };
       await withSpan('job run', { parent, attributes, kind: SpanKind.CONSUMER }, () =>
         this.#run(delivery, claim),
       );
+      ctx.unsettled.delete(envelope.job_id);
       msg.ack();
     } catch (err) {
       if (err instanceof MalformedMessage) {
@@ -149,8 +141,9 @@ export class DeviceActor {
         return;
       }
       // The store stayed unreachable past every retry: try the message again later. It stays
-      // on this host's subject meanwhile, so it is never lost.
+      // in its shard meanwhile, so it is never lost.
       ctx.log.error({ err, job_id: envelope.job_id }, 'job bookkeeping failed; will retry');
+      ctx.unsettled.add(envelope.job_id);
       msg.nak(5000);
     } finally {
       claim.release();
@@ -158,12 +151,13 @@ export class DeviceActor {
     }
   }
 
-  async #run({ envelope, msg, shard }: Delivery, claim: DeviceClaim): Promise<void> {
+  async #run(delivery: Delivery, claim: DeviceClaim): Promise<void> {
+    const { envelope } = delivery;
     const { ctx } = this;
     const jobId = envelope.job_id;
     const jlog = ctx.log.child({ job_id: jobId });
     const t0 = performance.now();
-    const startedStored = await this.#start(envelope, msg, jlog, shard !== undefined);
+    const startedStored = await this.#start(envelope, jlog);
     if (!startedStored) return;
     const started = startedStored.record;
     ctx.audit.emit(AuditEvent.jobStarted, auditFields(started, 'started', 0));
@@ -182,9 +176,7 @@ export class DeviceActor {
               `actor host ${ctx.hostId} cannot run this job: it lacks ${missing.join(', ')}; nothing was sent to the device (upgrade actor hosts before dispatchers and gateways)`,
             ),
           )
-        : await this.#execute(startedStored, { envelope, msg }, secrets, jlog, t0, claim);
-    // Ended, here or by whoever refused our end (a cancel): the device's next job may start.
-    this.ctx.ended.add(jobId);
+        : await this.#execute(startedStored, delivery, secrets, jlog, t0, claim);
     if (!ended) return;
     ctx.jobsEnded.inc({ status: ended.status });
     ctx.audit.emit(
@@ -203,63 +195,6 @@ export class DeviceActor {
   }
 
   /**
-   * Waits until the device's job placed before this one (`Headers.after`) has ended, wherever
-   * it runs: a drain that handed back some of the device's jobs and not this one sent them round
-   * through the dispatcher, behind this one. That job's copy arriving in this mailbox meanwhile
-   * runs first. A job started on a host that no longer beats is not waited for (it ends
-   * `WORKER_LOST` after WORKER_STALE_THRESHOLD; its device's other jobs go on, as documented).
-   * Bounded by DEVICE_ORDER_WAIT_MS. False when the host stops meanwhile. With
-   * DEVICE_MAX_SESSIONS above 1 a device's jobs overlap anyway: no wait.
-   */
-  async #awaitJobBefore({ envelope, msg }: Delivery): Promise<boolean> {
-    const { ctx } = this;
-    const before = msg.headers?.get(Headers.after);
-    if (!before || ctx.ended.has(before) || ctx.config.DEVICE_MAX_SESSIONS > 1) return true;
-    // Read as a store key and logged: only a job id is one (the dispatcher writes nothing else).
-    if (!isJobId(before)) {
-      ctx.log.warn({ job_id: envelope.job_id }, `${Headers.after} is not a job id; not waited for`);
-      return true;
-    }
-    const deadline = performance.now() + DEVICE_ORDER_WAIT_MS;
-    for (let pause = 50, told = false; ; pause = Math.min(2 * pause, 500)) {
-      if (ctx.draining()) return false;
-      const copy = this.#mailbox.takeFirst((d) => d.envelope.job_id === before);
-      if (copy) await this.#settle(copy);
-      if (ctx.ended.has(before)) return true;
-      // Unanswered (a store outage): asked again.
-      const stored = await ctx.jobs.get(before).catch(() => undefined);
-      if (stored === null || (stored && isTerminal(stored.record.status))) return true;
-      if (stored?.record.status === 'started' && !(await this.#mayStillRun(stored.record))) {
-        return true;
-      }
-      if (performance.now() > deadline) {
-        ctx.log.warn(
-          { job_id: envelope.job_id, after: before, status: stored?.record.status },
-          `the device's earlier job has not ended after ${DEVICE_ORDER_WAIT_MS} ms; starting anyway`,
-        );
-        return true;
-      }
-      if (!told) {
-        ctx.log.info(
-          { job_id: envelope.job_id, after: before, status: stored?.record.status },
-          "waits for the device's earlier job to end",
-        );
-        told = true;
-      }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
-  }
-
-  /** Whether a started job may still be running: on this host, or on another that beats. */
-  async #mayStillRun(record: JobRecord): Promise<boolean> {
-    const { ctx } = this;
-    const host = record.actor_host;
-    if (!host) return false;
-    if (host === ctx.hostId) return ctx.running.has(record.job_id);
-    return (await ctx.beating(host)) !== false; // the store silent: still waited for
-  }
-
-  /**
    * A job an earlier owner of its shard may hold (docs/shards.md): its record moved to this
    * owner's epoch while `queued`, so that owner's start is refused, and the delivery to start
    * on it; `ended` when there is nothing to run; `not-ours` when a later owner fenced it. A job
@@ -269,14 +204,13 @@ export class DeviceActor {
   async #takeOver(delivery: Delivery): Promise<Delivery | 'ended' | 'not-ours'> {
     const { ctx } = this;
     const { envelope } = delivery;
-    const epoch = delivery.shard!.epoch;
+    const epoch = delivery.shard.epoch;
     const jobId = envelope.job_id;
     for (let pause = 50, told = false; ; pause = Math.min(2 * pause, 1000)) {
-      if (ctx.draining() || !delivery.shard!.owned()) return 'not-ours';
+      if (ctx.draining() || !delivery.shard.owned()) return 'not-ours';
       const stored = await ctx.jobs.get(jobId).catch(() => undefined);
       const record = stored?.record;
       if (stored === null || stored?.archived || (record && isTerminal(record.status))) {
-        ctx.ended.add(jobId);
         return 'ended';
       }
       if (stored && record?.status === 'queued') {
@@ -288,7 +222,7 @@ export class DeviceActor {
           delete fenced.record_revision;
           return { ...delivery, envelope: fenced };
         }
-        await ctx.jobs.fence(envelope, epoch, stored);
+        await ctx.jobs.fence(jobId, epoch, stored);
         continue;
       }
       if (stored && record?.status === 'started') {
@@ -313,17 +247,12 @@ export class DeviceActor {
   }
 
   /** `queued → started`, or null when the job must not run here (cancelled, started elsewhere). */
-  async #start(
-    envelope: JobEnvelope,
-    msg: JsMsg,
-    jlog: Logger,
-    fromShard: boolean,
-  ): Promise<StoredRecord | null> {
+  async #start(envelope: JobEnvelope, jlog: Logger): Promise<StoredRecord | null> {
     const { ctx } = this;
     const jobId = envelope.job_id;
     for (let attempt = 1; ; attempt++) {
       // From the record as the gateway created it (no read unless a cancel came between); a
-      // copy of an earlier placement (handed back since) never starts.
+      // copy a later owner of its shard fenced never starts.
       const started = await ctx.jobs.start(envelope, ctx.hostId);
       if (started) return started;
       const current = await ctx.jobs.get(jobId);
@@ -341,7 +270,6 @@ export class DeviceActor {
             throw new Error('start refused by a record that allows it');
           continue;
         case 'ended':
-          ctx.ended.add(jobId);
           jlog.debug('job ended already (cancelled, or its record expired); skipped');
           return null;
         case 'outcome-lost':
@@ -358,13 +286,8 @@ export class DeviceActor {
         case 'fenced':
           jlog.info(
             { placement: envelope.placement, record_placement: why.later },
-            'job handed back since this copy was placed; skipped',
+            "job taken over by its shard's later owner; skipped",
           );
-          // The drain that fenced it may have failed before its copy was stored (a store
-          // outage): this copy is then the job's last, so the later one is sent (stored once).
-          if (why.later > envelope.placement && !fromShard) {
-            await ctx.jobs.handBack(envelope, why.later, msg.headers);
-          }
           return null;
       }
     }

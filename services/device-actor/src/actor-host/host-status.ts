@@ -20,30 +20,6 @@ export interface HostState {
   startedAt: string;
 }
 
-/**
- * Whether a host still beats: its heartbeat in `svc-workers` is younger than three of this
- * host's intervals (hosts of one deployment beat alike) and not draining (a silent host is
- * marked so by the reaper). Undefined when the bucket does not answer.
- */
-export function beatReader(
-  workers: KV,
-  config: DeviceActorConfig,
-  log: Logger,
-): (hostId: string) => Promise<boolean | undefined> {
-  const livenessMs = 3 * config.HEARTBEAT_INTERVAL * 1000;
-  return async (hostId) => {
-    const entry = await workers.get(hostId).catch(() => undefined);
-    if (entry === undefined) return undefined;
-    if (entry === null || entry.operation !== 'PUT') return false;
-    const beat = decodeOrDrop(WorkerHeartbeat, entry.value, {
-      consumer: 'host_beat',
-      log,
-      where: { key: hostId },
-    });
-    return beat !== null && !beat.draining && Date.now() - Date.parse(beat.last_beat) <= livenessMs;
-  };
-}
-
 /** Writes the host's heartbeat record (`svc-workers`, key: the host id). */
 export function heartbeatWriter(workers: KV, host: HostState): () => Promise<void> {
   const { config } = host;

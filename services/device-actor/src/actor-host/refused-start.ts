@@ -9,7 +9,7 @@ export type RefusedStart =
   | { kind: 'outcome-lost' }
   /** Started by another host, or by this one and still running: not this copy's. */
   | { kind: 'started' }
-  /** Handed back since this copy was placed: the record names the later copy. */
+  /** Taken over since by a later owner of its shard: the record names its epoch. */
   | { kind: 'fenced'; later: number }
   /**
    * Queued, and this copy may start it: the refusal came from a read that did not see the

@@ -14,7 +14,7 @@ import {
 } from '@svc/proto';
 import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
-import { IntakeChecks, PlacementIntake, shardSource } from './placement-intake.js';
+import { IntakeChecks, ShardIntake, shardSource } from './shard-intake.js';
 
 /** How a job came from a shard this host owns (docs/shards.md). */
 export interface ShardDelivery {
@@ -45,7 +45,7 @@ interface Owned {
   context: string;
   shard: number;
   epoch: number;
-  intake: PlacementIntake;
+  intake: ShardIntake;
 }
 
 /**
@@ -200,10 +200,9 @@ export class ShardOwnership {
       }
       return true;
     };
-    const intake = new PlacementIntake(
+    const intake = new ShardIntake(
       nc,
       jsm,
-      hostId,
       log,
       this.deps.draining,
       (msg) => this.deps.deliver(msg, { context, shard, epoch, fence: msg.seq <= fenceTo }),

@@ -13,7 +13,7 @@ import { Consumers, Streams, Subjects } from '@svc/proto';
 import { closeWhenStalled, isConsumerNotFound, RanPastWatch, workConsumeOptions } from '@svc/nats';
 import { type Logger } from '@svc/telemetry';
 
-/** A durable consumer of jobs a host runs: its placement subject, or a shard it owns. */
+/** The durable consumer of a shard a host owns. */
 function intakeConsumerConfig(durable: string, subject: string) {
   return {
     durable_name: durable,
@@ -24,11 +24,6 @@ function intakeConsumerConfig(durable: string, subject: string) {
     ack_wait: nanos(6 * 3600_000),
     max_ack_pending: 20_000,
   };
-}
-
-/** The durable consumer of the jobs placed on one host (its `svc.actor.<hostId>` subject). */
-export function placementConsumerConfig(hostId: string) {
-  return intakeConsumerConfig(Consumers.actor(hostId), Subjects.actor(hostId));
 }
 
 /** Where an intake takes its jobs from. */
@@ -42,19 +37,9 @@ export interface IntakeSource {
    * Called before each consume is opened, after a stalled consumer was deleted: false ends the
    * intake (a shard that is no longer this host's).
    */
-  prepare?: () => Promise<boolean>;
-  /** Checks this intake with the host's other shard intakes instead of on its own timer. */
-  checks?: IntakeChecks;
-}
-
-/** An actor host's placement subject in `SVC_ACTOR`. */
-export function placementSource(hostId: string): IntakeSource {
-  return {
-    stream: Streams.actor,
-    subject: Subjects.actor(hostId),
-    consumer: placementConsumerConfig(hostId),
-    label: 'placement',
-  };
+  prepare: () => Promise<boolean>;
+  /** Checks this intake with the host's other shard intakes (one read for all). */
+  checks: IntakeChecks;
 }
 
 /** One shard of a context's jobs in `SVC_JOBS` (docs/shards.md), consumed by its owner. */
@@ -62,7 +47,7 @@ export function shardSource(
   context: string,
   shard: number,
   prepare: () => Promise<boolean>,
-  checks?: IntakeChecks,
+  checks: IntakeChecks,
 ): IntakeSource {
   const subject = Subjects.jobShard(context, shard);
   return {
@@ -71,7 +56,7 @@ export function shardSource(
     consumer: intakeConsumerConfig(Consumers.shard(context, shard), subject),
     label: `shard ${context}/${shard}`,
     prepare,
-    ...(checks ? { checks } : {}),
+    checks,
   };
 }
 
@@ -82,7 +67,7 @@ export function shardSource(
  * every 5 s, whatever the load: with 32 shards the larger part of a job's requests at 50 jobs/s.
  */
 export class IntakeChecks {
-  readonly #intakes = new Set<PlacementIntake>();
+  readonly #intakes = new Set<ShardIntake>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(
@@ -93,11 +78,11 @@ export class IntakeChecks {
     this.#timer.unref();
   }
 
-  add(intake: PlacementIntake): void {
+  add(intake: ShardIntake): void {
     this.#intakes.add(intake);
   }
 
-  delete(intake: PlacementIntake): void {
+  delete(intake: ShardIntake): void {
     this.#intakes.delete(intake);
   }
 
@@ -134,8 +119,8 @@ export class IntakeChecks {
 }
 
 /**
- * The host's intake: consumes the jobs placed on it and hands each message to `deliver`, until
- * the host drains. A consumer that fails or stalls is consumed again, never given up.
+ * The intake of one shard the host owns: consumes its jobs and hands each message to `deliver`,
+ * until the host drains or gives the shard up. A consumer that fails or stalls is consumed again, never given up.
  *
  * It also sees that its acknowledgements arrive. One is a core publish, never answered: sent
  * while the NATS node leading the consumer dies, it is lost, and the job's message (its job
@@ -144,11 +129,11 @@ export class IntakeChecks {
  * an acknowledgement this host sent seconds ago for a message above the floor, below every
  * message it still holds, did not arrive (the consumer delivers in order, so nothing it has not
  * handed over yet lies below), and is sent again; one that arrives twice is ignored. A consumer
- * whose ack floor two checks in a row find past the same job still on this host's subject has run
+ * whose ack floor two checks in a row find past the same job still on its subject has run
  * past it (`ranPastMessage`), busy or not: it is replaced, and the new one delivers the jobs from
  * the first, in order (those held here again too, tracked as one by their sequence).
  */
-export class PlacementIntake {
+export class ShardIntake {
   #messages: ConsumerMessages | null = null;
   #consumer: Consumer | null = null;
   #stalled = false;
@@ -166,38 +151,25 @@ export class PlacementIntake {
   readonly #held = new Set<number>();
   /** The acknowledgements sent, oldest first, until the consumer's ack floor passes them. */
   #acked: { seq: number; subject: string; at: number }[] = [];
-  readonly #ackCheck: NodeJS.Timeout | null;
 
   constructor(
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
-    private readonly hostId: string,
     private readonly log: Logger,
     private readonly draining: () => boolean,
     private readonly deliver: (msg: JsMsg) => void,
-    source: IntakeSource = placementSource(hostId),
+    source: IntakeSource,
   ) {
     this.#source = source;
     this.#ranPast = new RanPastWatch(jsm, source.stream, source.subject);
     this.#done = this.#run();
-    // A shard's intake is checked with the host's others (`IntakeChecks`): one read for all.
-    this.#ackCheck = source.checks
-      ? (source.checks.add(this), null)
-      : setInterval(() => void this.check(), ACK_CHECK_MS);
-    this.#ackCheck?.unref();
+    // Checked with the host's other intakes (`IntakeChecks`): one read for all.
+    source.checks.add(this);
   }
 
   /** The consumer's durable name and subject, for a check of several intakes at once. */
   get source(): { durable: string; subject: string } {
     return { durable: this.#source.consumer.durable_name, subject: this.#source.subject };
-  }
-
-  /**
-   * Whether the message stored at `seq` was delivered here and is not yet settled: its job waits
-   * in a mailbox or runs. The reaper asks it of a job whose placement the stream lost.
-   */
-  holds(seq: number): boolean {
-    return this.#held.has(seq);
   }
 
   /** Settles once the intake has stopped consuming for good. */
@@ -208,8 +180,7 @@ export class PlacementIntake {
   /** Stops consuming (the host draining, or the shard no longer its) and waits for the loop to end. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#ackCheck) clearInterval(this.#ackCheck);
-    this.#source.checks?.delete(this);
+    this.#source.checks.delete(this);
     await this.#messages?.close().catch(() => undefined);
     await this.#done.catch(() => undefined);
   }
@@ -236,24 +207,19 @@ export class PlacementIntake {
   }
 
   /**
-   * Every ACK_CHECK_MS: one read of the consumer's state, for both checks; or the state read for
-   * several intakes at once (`known`: read at `askedAt`, with how many messages its subject holds).
+   * Every ACK_CHECK_MS, from the state read for all of the host's intakes at once (`known`: read
+   * at `askedAt`, with how many messages its subject holds): both checks.
    */
-  async check(known?: {
-    info: ConsumerInfo | null;
-    stored: number;
-    askedAt: number;
-  }): Promise<void> {
+  async check(known: { info: ConsumerInfo | null; stored: number; askedAt: number }): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.#ending()) {
       this.#ranPast.reset();
       return;
     }
-    const askedAt = known?.askedAt ?? Date.now();
-    const info = known ? known.info : await consumer.info().catch(() => null);
+    const { info, askedAt } = known;
     if (!info || consumer !== this.#consumer) return;
     this.#resendLostAcks(info, askedAt);
-    const ranPast = await this.#ranPast.check(consumer, info, known?.stored);
+    const ranPast = await this.#ranPast.check(consumer, info, known.stored);
     if (!ranPast || consumer !== this.#consumer) return;
     this.log.warn(`${this.#source.label} consumer ran past jobs on its subject; replaced`);
     this.#stalled = true;
@@ -303,11 +269,11 @@ export class PlacementIntake {
           // are delivered again by the new one.
           this.#acked = [];
         }
-        if (source.prepare && !(await source.prepare())) {
+        if (!(await source.prepare())) {
           this.#closed = true;
           break;
         }
-        // Re-declared each time: a reaper that took this host for dead deleted it.
+        // Re-declared each time: a new owner's takeover, or a stall, deleted it.
         await jsm.consumers.add(source.stream, source.consumer);
         const consumer = await js.consumers.get(source.stream, source.consumer.durable_name);
         this.#consumer = consumer;
@@ -337,7 +303,7 @@ export class PlacementIntake {
   }
 }
 
-/** How often the consumer's ack floor and pending count are checked against this host's subject. */
+/** How often the consumers' ack floors and pending counts are checked against their subjects. */
 const ACK_CHECK_MS = 5_000;
 /** An acknowledgement sent this recently may not have reached the consumer when it answered. */
 const ACK_IN_FLIGHT_MS = 2_000;

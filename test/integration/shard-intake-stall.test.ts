@@ -14,7 +14,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Consumers, DefaultTopology, Streams, Subjects } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { createLogger } from '@svc/telemetry';
-import { PlacementIntake, placementConsumerConfig } from '@svc/device-actor';
+import { IntakeChecks, ShardIntake, shardSource } from '@svc/device-actor';
 import {
   NatsServerProcess,
   captureLogs,
@@ -30,12 +30,14 @@ test('when the server stops answering long enough for the intake to find its con
   const nc = await connectNats(nats.url, 'intake-stall-test', natsCredentials('admin'));
   const hostNc = await connectNats(nats.url, 'intake-stall-host', natsCredentials('host'));
   const logs = captureLogs();
-  let intake: PlacementIntake | null = null;
+  let intake: ShardIntake | null = null;
+  let checks: IntakeChecks | null = null;
   let draining = false;
   t.after(async () => {
     process.kill(nats.pid!, 'SIGCONT');
     draining = true;
     await intake?.close();
+    checks?.stop();
     await hostNc.close();
     await nc.close();
     await nats.stop();
@@ -44,12 +46,16 @@ test('when the server stops answering long enough for the intake to find its con
   await ensureTopology(nc, DefaultTopology);
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
-  const host = 'host-stall';
-  await jsm.consumers.add(Streams.actor, placementConsumerConfig(host));
+  const subject = Subjects.jobShard('default', 0);
+  const hostJsm = await jetstreamManager(hostNc);
+  const log = createLogger('device-actor', 'DEBUG', logs.sink);
+  checks = new IntakeChecks(hostJsm, log);
+  const source = shardSource('default', 0, () => Promise.resolve(true), checks);
+  await jsm.consumers.add(Streams.jobs, source.consumer);
 
-  // A job sent into a connection that lost it: taken off the host's consumer, never acknowledged.
-  await js.publish(Subjects.actor(host), 'lost');
-  const lost = await (await js.consumers.get(Streams.actor, Consumers.actor(host))).next();
+  // A job sent into a connection that lost it: taken off the shard's consumer, never acknowledged.
+  await js.publish(subject, 'lost');
+  const lost = await (await js.consumers.get(Streams.jobs, Consumers.shard('default', 0))).next();
   assert.equal(lost?.string(), 'lost');
 
   const delivered: string[] = [];
@@ -60,15 +66,8 @@ test('when the server stops answering long enough for the intake to find its con
       if (s.type === 'error' && String(s.error).includes('CONSUMER.DELETE')) refusals++;
     }
   })();
-  intake = new PlacementIntake(
-    hostNc,
-    await jetstreamManager(hostNc),
-    host,
-    createLogger('device-actor', 'DEBUG', logs.sink),
-    () => draining,
-    (m) => delivered.push(m.string()),
-  );
-  await js.publish(Subjects.actor(host), 'first');
+  intake = new ShardIntake(hostNc, hostJsm, log, () => draining, (m) => delivered.push(m.string()), source);
+  await js.publish(subject, 'first');
   await waitUntil(() => delivered.includes('first'), 'the intake consuming');
   assert.ok(!delivered.includes('lost'), 'the lost job is pending on the consumer, not sent again');
 
