@@ -5,6 +5,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
+import { JOB_SHARDS } from '@svc/proto';
 import { startAll } from '@svc/launcher';
 import {
   NatsServerProcess,
@@ -226,8 +227,10 @@ test('when every service runs as its own process, then each serves /metrics that
   }
   // Per service.
   assert.equal(value(dispatcher.samples, 'svc_dispatcher_leading', { context: 'default' }), 1);
+  // Every shard of the context has an owner, assigned by this dispatcher (the only one).
   assert.ok(
-    value(dispatcher.samples, 'svc_dispatcher_jobs_placed_total', { context: 'default' }) >= 3,
+    value(dispatcher.samples, 'svc_dispatcher_shards_assigned_total', { context: 'default' }) >=
+      JOB_SHARDS,
   );
   assert.ok(value(actor.samples, 'svc_actor_session_slots') >= 1);
   assert.equal(value(actor.samples, 'svc_actor_sessions_busy'), 0);
