@@ -122,6 +122,8 @@ export {
   DevicePlacementEntry,
   ShardOwner,
   shardOwnerOf,
+  DeviceClaimEntry,
+  deviceClaimOf,
   HostDrain,
 } from './messages/stored.js';
 export {

@@ -240,6 +240,11 @@ export const BatchKeys = {
 export const LockKeys = {
   reaper: 'reaper',
   dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
+  /**
+   * The claim of one device known by its pinned host key (`DeviceClaimEntry`; the device key
+   * `<context>|hostkey:<fingerprint>`, encoded into one token): the one actor host that may hold
+   * sessions to it, whichever of its addresses (and so shards) a job comes by.
+   */
   device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
   /**
    * The actor host a device's jobs are placed on (`DevicePlacementEntry`), written by the leading
@@ -258,6 +263,8 @@ export const LockKeys = {
   shard: (context: string, shard: number) => `shard.${encodeToken(context)}.${shardToken(shard)}`,
   /** Every shard's owner key (`shard`): what actor hosts and dispatchers watch. */
   shardAll: 'shard.>',
+  /** Every device's claim key (`device`): what actor hosts watch. */
+  deviceAll: 'device.>',
   /** Every device's placement key (`placement`): what dispatchers watch. */
   placementAll: 'placement.>',
   /** Every host's drain record (`drain`): what dispatchers and the reaper watch. */
