@@ -96,7 +96,7 @@ test('when 20 clients submit to one device at once, then the device never sees t
   assert.equal(d.stats.maxConcurrentSessions, 1);
 });
 
-test('when one device (one pinned host key) is reached at three addresses, then its jobs meet on one actor host and hold one session at a time', async () => {
+test('when one device (one pinned host key) is reached at three addresses, then its jobs hold one session at a time', async () => {
   const hostKey = generateHostKey();
   const sessions: SessionCounter = { open: 0, max: 0 };
   const addresses = await Promise.all(
