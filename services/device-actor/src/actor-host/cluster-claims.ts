@@ -207,7 +207,7 @@ export class ClusterClaims implements DeviceHolds {
         return;
       }
       held.revision = revision;
-      held.wantedBy = claim.wanted_by ?? null;
+      held.wantedBy = askerOtherThan(hostId, claim);
       this.#yieldIfWanted(held);
       return;
     }
@@ -279,14 +279,10 @@ export class ClusterClaims implements DeviceHolds {
         log,
         where: { key },
       });
-      if (claim?.host === hostId) {
-        // Handed over to this host, or left by an earlier run under this host id.
-        held.revision = Math.max(held.revision, entry.revision);
-        held.wantedBy = claim.wanted_by ?? null;
-        return true;
-      }
-      if (claim === null || (await this.deps.hostGone(claim.host))) {
-        const wantedBy = claim?.wanted_by ?? null;
+      // Handed over to this host (or left by an earlier run under its id), or its holder gone:
+      // written again by compare-and-set, since a replica's answer may be an older entry.
+      if (claim === null || claim.host === hostId || (await this.deps.hostGone(claim.host))) {
+        const wantedBy = askerOtherThan(hostId, claim);
         try {
           held.revision = await store.update(key, mine(wantedBy), entry.revision);
         } catch (err) {
@@ -294,7 +290,9 @@ export class ClusterClaims implements DeviceHolds {
           continue;
         }
         held.wantedBy = wantedBy;
-        log.info({ device: held.device, holder: claim?.host }, 'device claim taken over');
+        if (claim?.host !== hostId) {
+          log.info({ device: held.device, holder: claim?.host }, 'device claim taken over');
+        }
         return true;
       }
       // Held by a live host: asked for (the first host to ask is given it next).
@@ -366,7 +364,7 @@ export class ClusterClaims implements DeviceHolds {
       });
       if (claim?.host !== hostId) return;
       held.revision = entry.revision;
-      held.wantedBy = claim.wanted_by ?? null;
+      held.wantedBy = askerOtherThan(hostId, claim);
     }
   }
 
@@ -413,4 +411,10 @@ export class ClusterClaims implements DeviceHolds {
       signal.addEventListener('abort', aborted, { once: true });
     });
   }
+}
+
+/** The host waiting for a claim, unless it is this one (it asked while another held it). */
+function askerOtherThan(hostId: string, claim: DeviceClaimEntry | null): string | null {
+  const asker = claim?.wanted_by;
+  return asker !== undefined && asker !== hostId ? asker : null;
 }
