@@ -259,3 +259,19 @@ test('when the device is held elsewhere at the handshake, then tryHold says no a
   cancel.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
   await assert.rejects(waiter, (err: unknown) => (err as SvcError).code === ErrorCode.CANCELLED);
 });
+
+test('when a frozen holder wakes to find its claim taken over, then it closes its idle sessions to the device and writes the claim no more', async (t) => {
+  const bucket = new Bucket();
+  const gone = new Set<string>();
+  const a = host(t, bucket, 'a', gone);
+  const b = host(t, bucket, 'b', gone);
+  const warm = await a.runJob();
+  await settle();
+  // Reaped while frozen: another host takes the device.
+  gone.add('a');
+  await b.claims.hold(DEVICE, never);
+  await settle();
+  assert.equal(warm.open, false);
+  assert.equal(a.claims.size, 0);
+  assert.deepEqual(bucket.claim(), { device: DEVICE, host: 'b' });
+});
