@@ -119,6 +119,8 @@ export {
   ResultsObject,
   ShardOwner,
   shardOwnerOf,
+  DeviceClaimEntry,
+  deviceClaimOf,
 } from './messages/stored.js';
 export {
   SharedSettings,

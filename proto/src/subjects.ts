@@ -225,6 +225,11 @@ export const BatchKeys = {
 export const LockKeys = {
   reaper: 'reaper',
   dispatcher: (context: string) => `dispatcher.${encodeToken(context)}`,
+  /**
+   * The claim of one device known by its pinned host key (`DeviceClaimEntry`; the device key
+   * `<context>|hostkey:<fingerprint>`, encoded into one token): the one actor host that may hold
+   * sessions to it, whichever of its addresses (and so shards) a job comes by.
+   */
   device: (deviceKey: string) => `device.${encodeToken(deviceKey)}`,
   /**
    * The owner of one shard of a context's jobs (`ShardOwner`), written by the context's leading
@@ -233,6 +238,8 @@ export const LockKeys = {
   shard: (context: string, shard: number) => `shard.${encodeToken(context)}.${shardToken(shard)}`,
   /** Every shard's owner key (`shard`): what actor hosts and dispatchers watch. */
   shardAll: 'shard.>',
+  /** Every device's claim key (`device`): what actor hosts watch. */
+  deviceAll: 'device.>',
 } as const;
 
 export const Headers = {

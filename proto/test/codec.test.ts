@@ -7,7 +7,8 @@ import {
   malformedMessagesDropped,
 } from '../src/codec.js';
 import { JobEnvelope, JobRecord, WorkerHeartbeat } from '../src/messages/job.js';
-import { HeldEnvelope } from '../src/messages/stored.js';
+import { HeldEnvelope, deviceClaimOf } from '../src/messages/stored.js';
+import { LockKeys } from '../src/subjects.js';
 import { encodeJson } from '../src/codec.js';
 import { commandSpec } from './job-fixtures.js';
 
@@ -86,4 +87,17 @@ test('a message from a writer of a later release (fields this one does not know)
     () => decodeMessage(JobEnvelope, encodeJson({ ...later, placement: 'first' })),
     MalformedMessage,
   );
+});
+
+test('a device claim is taken only for its own key: one naming another device is dropped', () => {
+  const lines: object[] = [];
+  const drop = { consumer: 'unit', log: { warn: (obj: object) => lines.push(obj) } };
+  const device = 'default|hostkey:SHA256:abc+/x';
+  const key = LockKeys.device(device);
+  assert.equal(key, 'device.default_7chostkey_3aSHA256_3aabc_2b_2fx');
+  const claim = { device, host: 'h1', wanted_by: 'h2' };
+  assert.deepEqual(deviceClaimOf(key, encodeJson(claim), drop), claim);
+  assert.equal(deviceClaimOf(LockKeys.device('other|hostkey:x'), encodeJson(claim), drop), null);
+  assert.equal(deviceClaimOf(key, encodeJson({ device }), drop), null);
+  assert.equal(lines.length, 2);
 });

@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import {
@@ -8,6 +8,10 @@ import {
   type SessionCounter,
   type SimulatedDevice,
 } from '@svc/test/support';
+import { Kvm } from '@nats-io/kv';
+import { Buckets, JOB_SHARDS, LockKeys, ShardOwner, decodeMessage, jobShardOf } from '@svc/proto';
+import { deviceKeyOf } from '@svc/device-access';
+import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   http,
@@ -92,7 +96,7 @@ test('when 20 clients submit to one device at once, then the device never sees t
   assert.equal(d.stats.maxConcurrentSessions, 1);
 });
 
-test('when one device (one pinned host key) is reached at three addresses, then its jobs meet on one actor host and hold one session at a time', async () => {
+test('when one device (one pinned host key) is reached at three addresses, then its jobs hold one session at a time', async () => {
   const hostKey = generateHostKey();
   const sessions: SessionCounter = { open: 0, max: 0 };
   const addresses = await Promise.all(
@@ -128,6 +132,81 @@ test('when one device (one pinned host key) is reached at three addresses, then 
     done.map(() => 'finished'),
   );
   assert.equal(sessions.max, 1);
+});
+
+// Under shards (docs/shards.md) a device's addresses hash to shards that two hosts may own: the
+// addresses here are chosen so that they do, and the device still sees one session at a time.
+async function oneDeviceOnTwoHosts(t: TestContext, pinned: boolean) {
+  const nc = await connectNats(nats.url, 'test-shard-owners');
+  t.after(() => nc.close());
+  const locks = await new Kvm(nc).open(Buckets.locks);
+  const ownerOf = async (shard: number) => {
+    const entry = await locks.get(LockKeys.shard('default', shard));
+    const owner = entry?.operation === 'PUT' ? decodeMessage(ShardOwner, entry.value) : null;
+    return owner?.state === 'owned' ? owner.host : null;
+  };
+  const hosts = stack.actors.map((a) => a.hostId);
+  // Every shard owned, by both hosts (the second host took its share from the first).
+  const owners = await waitUntil(async () => {
+    const all = await Promise.all(Array.from({ length: JOB_SHARDS }, (_, n) => ownerOf(n)));
+    return hosts.every((h) => all.includes(h)) && all.every((h) => h !== null) && all;
+  }, 'both actor hosts to own shards');
+  const hostKey = generateHostKey();
+  const sessions: SessionCounter = { open: 0, max: 0 };
+  const sim = (host: string, port?: number) =>
+    device({
+      platform: 'cisco_ios',
+      host,
+      ...(port !== undefined ? { port } : {}),
+      hostKey,
+      sessionCounter: sessions,
+      commandLatencyMs: 20,
+    });
+  const first = await sim(pinned ? '127.0.0.20' : '127.0.0.21');
+  const ownerAt = (address: string) =>
+    owners[jobShardOf(deviceKeyOf('default', address, first.port))]!;
+  // Another address of the device, on the same port, whose shard the other host owns.
+  const other = Array.from({ length: 200 }, (_, i) => `127.0.${pinned ? 1 : 2}.${i + 1}`).find(
+    (address) => ownerAt(address) !== ownerAt(first.host),
+  );
+  assert.ok(other !== undefined, 'an address on the other host’s shards');
+  const second = await sim(other, first.port);
+  assert.notEqual(ownerAt(second.host), ownerAt(first.host));
+  // Pinned by an admin, or at each address's first contact (the device known at the handshake).
+  for (const d of pinned ? [first, second] : []) {
+    const pin = await http('PUT', `${stack.url}/v2/host-keys/default/${d.host}/${d.port}`, {
+      basic: { username: 'admin', password: ADMIN_SECRET },
+      body: { public_key: publicKeyOf(hostKey) },
+    });
+    assert.equal(pin.status, 200, pin.text);
+  }
+  const run = async (d: SimulatedDevice, n: number) => {
+    const a = await submit(d, [`show interface GigabitEthernet0/${n}`]);
+    assert.equal(a.status, 202, a.text);
+    return (await waitForJob(stack.url, a.json.job_id, authOf(d))).json.status as string;
+  };
+  // One job at each address in turn: the first host's session stays warm after its job.
+  assert.equal(await run(first, 1), 'finished');
+  assert.equal(await run(second, 2), 'finished');
+  assert.equal(sessions.max, 1, 'a session at each address, one after the other');
+  assert.equal(await run(first, 3), 'finished');
+  // Then both addresses at once.
+  const together = await Promise.all(
+    [first, second].flatMap((d) => [4, 5, 6].map((n) => run(d, n))),
+  );
+  assert.deepEqual(
+    together,
+    together.map(() => 'finished'),
+  );
+  assert.equal(sessions.max, 1);
+}
+
+test('when one device (one pinned host key) is reached at addresses whose shards two actor hosts own, then it never holds two sessions at once', async (t) => {
+  await oneDeviceOnTwoHosts(t, true);
+});
+
+test('when one device is first met at two addresses whose shards two actor hosts own, then it never holds two sessions at once', async (t) => {
+  await oneDeviceOnTwoHosts(t, false);
 });
 
 test('when a device keeps refusing connections, then its breaker opens, fails jobs fast with CIRCUIT_OPEN, and one probe closes it again', async () => {

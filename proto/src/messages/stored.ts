@@ -111,3 +111,46 @@ export function shardOwnerOf(key: string, value: Uint8Array, drop: DropContext):
   return owner;
 }
 
+/**
+ * Value of `LockKeys.device` in `svc-locks`: the actor host holding sessions to a device known
+ * by its pinned host key, so that the device has at most DEVICE_MAX_SESSIONS cluster-wide
+ * whichever hosts own its addresses' shards (DESIGN invariant 3). Created by compare-and-set
+ * before the host's first session to it logs in, removed when its last (warm ones included)
+ * closes. A host waiting for it sets `wanted_by`; the holder then closes its idle sessions to
+ * the device and hands the claim to that host. Holds no secret: a device key names the context
+ * and the host key's fingerprint.
+ */
+export const DeviceClaimEntry = Type.Object(
+  {
+    /** The device key (`<context>|hostkey:<fingerprint>`) its key encodes. */
+    device: Type.String(),
+    /** The actor host that holds it. */
+    host: Type.String(),
+    /** The host waiting for it (the first to ask), given it next. */
+    wanted_by: Type.Optional(Type.String()),
+  },
+  { $id: 'DeviceClaimEntry' },
+);
+export type DeviceClaimEntry = Static<typeof DeviceClaimEntry>;
+
+/**
+ * The claim stored under `key` (`LockKeys.device`), or null (and dropped as malformed) when it
+ * is not one or names another device than its key.
+ */
+export function deviceClaimOf(
+  key: string,
+  value: Uint8Array,
+  drop: DropContext,
+): DeviceClaimEntry | null {
+  const claim = decodeOrDrop(DeviceClaimEntry, value, drop);
+  if (claim === null) return null;
+  if (LockKeys.device(claim.device) !== key) {
+    drop.log.warn(
+      { ...drop.where, consumer: drop.consumer },
+      'dropping a device claim of another key',
+    );
+    return null;
+  }
+  return claim;
+}
+

@@ -7,6 +7,7 @@ import type { DeviceActorConfig } from '../config.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import type { DeviceAdmission } from './device-admission.js';
 import type { DeviceLocks } from './device-claim.js';
+import type { DeviceHolds } from './cluster-claims.js';
 import type { Semaphore } from './mailbox.js';
 import type { ParsedOutputs } from './structured-output.js';
 
@@ -40,6 +41,8 @@ export interface ActorContext {
   readonly sessions: Semaphore;
   /** DEVICE_MAX_SESSIONS per device key (pinned host key), across the device's addresses. */
   readonly deviceLocks: DeviceLocks;
+  /** The same key's claim across hosts (`svc-locks`): one host at a time holds sessions to it. */
+  readonly deviceHolds: DeviceHolds | null;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
   readonly running: Map<string, AbortController>;
   /**

@@ -7,6 +7,7 @@ import {
   Buckets,
   ErrorCode,
   Headers,
+  LockKeys,
   Subjects,
   SubjectParsers,
   SvcError,
@@ -19,7 +20,7 @@ import {
   type Sealer,
 } from '@svc/proto';
 import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
-import { ensureTopology } from '@svc/nats';
+import { ensureTopology, watchBucket } from '@svc/nats';
 import { deviceKeyOf } from '@svc/device-access';
 import { Jobs } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
@@ -27,6 +28,7 @@ import type { DeviceActorConfig } from '../config.js';
 import { DeviceActor } from './device-actor.js';
 import { DeviceAdmission } from './device-admission.js';
 import { DeviceLocks } from './device-claim.js';
+import { ClusterClaims } from './cluster-claims.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
 import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
@@ -44,6 +46,8 @@ export interface ActorHostDeps {
   onJobEnded?: (record: JobRecord, secrets: DeviceSecrets) => void;
   /** Warm-session counters for heartbeats. */
   poolStats?: () => { size: number; hits: number; misses: number };
+  /** Closes the idle warm sessions to a device (its claim is wanted by another host). */
+  closeIdleSessions?: (device: string) => Promise<void>;
   audit?: AuditLog;
   /** Where its metrics go (the process's registry); a private one when absent. */
   metrics?: MetricsRegistry;
@@ -83,6 +87,21 @@ export async function startActorHost(
   const running = new Map<string, AbortController>();
   const startedAt = new Date().toISOString();
   let draining = false;
+  const hostGone = async (host: string): Promise<boolean> => {
+    const entry = await stores[Buckets.workers].get(host).catch(() => undefined);
+    return entry === null || (entry !== undefined && entry.operation !== 'PUT');
+  };
+  // A device's addresses may be on shards of other hosts: its claim is the cluster's.
+  const locks = stores[Buckets.locks];
+  const deviceClaims = new ClusterClaims({
+    store: locks,
+    watch: await watchBucket(locks, { key: LockKeys.deviceAll, log }),
+    hostId,
+    log,
+    hostGone,
+    closeIdle: deps.closeIdleSessions ?? (() => Promise.resolve()),
+    recheckMs: Math.max(1000, 2 * config.HEARTBEAT_INTERVAL * 1000),
+  });
 
   const ctx: ActorContext = {
     config,
@@ -96,12 +115,10 @@ export async function startActorHost(
     parseOutputs: deps.parseOutputs,
     sessions,
     deviceLocks: new DeviceLocks(config.DEVICE_MAX_SESSIONS),
+    deviceHolds: deviceClaims,
     running,
     unsettled: new Set(),
-    hostGone: async (host) => {
-      const entry = await stores[Buckets.workers].get(host).catch(() => undefined);
-      return entry === null || (entry !== undefined && entry.operation !== 'PUT');
-    },
+    hostGone,
     transcripts: stores[Buckets.transcripts],
     transcriptWanted: (context) => transcriptEverywhere || transcriptContexts.has(context),
     jobsEnded: new Counter({
@@ -210,6 +227,8 @@ export async function startActorHost(
         c.abort(new SvcError(ErrorCode.WORKER_LOST, 'actor host shut down while the job ran'));
       }
       while (running.size > 0) await sleep(20);
+      // Its warm sessions close and its device claims go (before its heartbeat does).
+      await deviceClaims.stop();
       clearInterval(heartbeat);
       admission.stop();
       await shards.releaseAll();

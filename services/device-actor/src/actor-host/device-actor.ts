@@ -113,12 +113,12 @@ export class DeviceActor {
     // One session per device whatever address reaches it: a device known by its pinned host
     // key waits here, still queued (no JOB_TIMEOUT, no host slot), while another address of it
     // holds its session. A first contact claims the key at the handshake instead.
-    const claim = new DeviceClaim(ctx.deviceLocks);
+    const claim = new DeviceClaim(ctx.deviceLocks, ctx.deviceHolds);
     const pinned =
       envelope.address !== undefined
         ? await ctx.admission.pinnedDeviceOf(envelope.spec, envelope.address)
         : null;
-    if (pinned !== null) await claim.take(pinned, new AbortController().signal);
+    if (pinned !== null && !(await this.#takeWhileMine(claim, pinned, given))) return;
     if (given()) {
       claim.release();
       return; // left in its shard for the next owner
@@ -148,6 +148,27 @@ export class DeviceActor {
     } finally {
       claim.release();
       ctx.sessions.release();
+    }
+  }
+
+  /**
+   * Takes the device's claim for a job that has not started; false (nothing held) when the job
+   * stops being this host's meanwhile (a stop, its shard given up): another host may hold the
+   * device for long, and the shard's release waits for this job.
+   */
+  async #takeWhileMine(claim: DeviceClaim, device: string, given: () => boolean): Promise<boolean> {
+    const gone = new AbortController();
+    const check = setInterval(() => {
+      if (given()) gone.abort();
+    }, 200);
+    try {
+      await claim.take(device, gone.signal);
+      return true;
+    } catch (err) {
+      if (gone.signal.aborted) return false;
+      throw err;
+    } finally {
+      clearInterval(check);
     }
   }
 
@@ -532,7 +553,7 @@ export class DeviceActor {
       // First contact (nothing was pinned for this address): the key is known only now. A
       // device busy at another address is left before any credential is sent.
       const device = ctx.admission.deviceOfAcceptedKey(spec, key);
-      if (device === null || claim.tryTake(device)) return null;
+      if (device === null || (await claim.tryTake(device))) return null;
       return new SvcError(
         ErrorCode.INTERNAL,
         `${spec.host}:${spec.port} is busy at another address`,

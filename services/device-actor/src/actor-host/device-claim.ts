@@ -1,4 +1,5 @@
 import { abortError } from '../device/abort.js';
+import type { DeviceHolds } from './cluster-claims.js';
 
 /**
  * The one-session limit per device, whatever address reaches it. A device's mailbox is keyed by
@@ -6,6 +7,8 @@ import { abortError } from '../device/abort.js';
  * known by its pinned host key, so each job also claims that key on this actor host before its
  * session logs in: before connecting when the address has a pin, else during the handshake,
  * once the key is seen (first contact). Jobs at other addresses of a claimed device wait.
+ * Across hosts the same key is claimed in `svc-locks` (`ClusterClaims`): addresses of one device
+ * may be on shards of different hosts.
  */
 
 interface Slot {
@@ -63,27 +66,45 @@ export class DeviceLocks {
   }
 }
 
-/** One job's hold on its device's key. */
+/**
+ * One job's hold on its device's key: a place among the host's (`DeviceLocks`), then the
+ * device's claim across hosts (`DeviceHolds`, absent in unit tests of the host's part).
+ */
 export class DeviceClaim {
   /** The device key this job holds, once known. */
   held: string | null = null;
   /** A device key that was busy at the handshake: the job waits for it, then connects again. */
   busy: string | null = null;
 
-  constructor(private readonly locks: DeviceLocks) {}
+  constructor(
+    private readonly locks: DeviceLocks,
+    private readonly holds: DeviceHolds | null = null,
+  ) {}
 
   async take(key: string, signal: AbortSignal): Promise<void> {
     if (this.held === key) return;
     this.release();
     await this.locks.acquire(key, signal);
+    try {
+      await this.holds?.hold(key, signal);
+    } catch (err) {
+      this.locks.release(key);
+      throw err;
+    }
     this.held = key;
   }
 
   /** At the handshake: claims `key` now, or notes it busy and says so (false). */
-  tryTake(key: string): boolean {
+  async tryTake(key: string): Promise<boolean> {
     if (this.held === key) return true;
     this.release();
     if (!this.locks.tryAcquire(key)) {
+      this.busy = key;
+      return false;
+    }
+    // A store that does not answer counts as busy: the job waits for the claim (`take`).
+    if (this.holds !== null && !(await this.holds.tryHold(key).catch(() => false))) {
+      this.locks.release(key);
       this.busy = key;
       return false;
     }
@@ -91,8 +112,16 @@ export class DeviceClaim {
     return true;
   }
 
+  /** Keeps the device's claim while a session this job opened is open (warm after it too). */
+  keepWhileOpen(closed: Promise<void>): void {
+    if (this.held !== null) this.holds?.keepWhileOpen(this.held, closed);
+  }
+
   release(): void {
-    if (this.held !== null) this.locks.release(this.held);
+    if (this.held !== null) {
+      this.holds?.release(this.held);
+      this.locks.release(this.held);
+    }
     this.held = null;
   }
 }

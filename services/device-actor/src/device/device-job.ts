@@ -72,10 +72,11 @@ export interface DeviceJob {
   /** Called when jump host `index` logged in and forwarded to the next hop. */
   onJumpPassed?: (index: number) => void;
   /**
-   * The job's hold on its device's key (pinned host key) on this actor host: warm sessions are
-   * kept and closed by it, so that a device reached at several addresses holds one session.
+   * The job's hold on its device's key (pinned host key): warm sessions are kept and closed by
+   * it, so that a device reached at several addresses holds one session. `keepWhileOpen` keeps
+   * the device's claim (cluster-wide) while a session to it is open, after the job too.
    */
-  claim?: { readonly held: string | null };
+  claim?: { readonly held: string | null; keepWhileOpen?(closed: Promise<void>): void };
   /** The host-key check of this job's context (absent: any key is accepted). */
   verifyHostKey?: VerifyHostKey;
   /** Private key for public-key login to the device (tried before the password). */
@@ -102,6 +103,9 @@ export function sessionOptionsOf(job: DeviceJob): SshSessionOptions & { readTime
     ...(job.onReached ? { onHandshake: job.onReached } : {}),
     ...(job.onJumpPassed ? { onJumpPassed: job.onJumpPassed } : {}),
     ...(job.verifyHostKey ? { verifyHostKey: job.verifyHostKey } : {}),
+    ...(job.claim?.keepWhileOpen
+      ? { onOpen: (closed: Promise<void>) => job.claim?.keepWhileOpen?.(closed) }
+      : {}),
     ...(job.privateKey != null ? { privateKey: job.privateKey } : {}),
     ...(job.passphrase != null ? { passphrase: job.passphrase } : {}),
     ...(job.algorithms !== undefined ? { algorithms: job.algorithms } : {}),

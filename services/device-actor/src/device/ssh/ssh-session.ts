@@ -36,6 +36,11 @@ export interface SshSessionOptions extends SshHop {
    * after that is no longer that jump host's (the guards charge each failure to its party).
    */
   onJumpPassed?: (index: number) => void;
+  /**
+   * Called once the session is open (logged in, shell open) with a promise of its connection's
+   * close: its device's claim is kept while it lasts (warm in a pool included).
+   */
+  onOpen?: (closed: Promise<void>) => void;
 }
 
 /** A condition checked on each arrival of output; returns a value to finish the wait. */
@@ -113,7 +118,9 @@ export class SshSession {
         openShell(device, options.cols ?? 511, options.rows ?? 200),
         stop.signal,
       );
-      return new SshSession(device, channel, clients.slice(0, -1));
+      const session = new SshSession(device, channel, clients.slice(0, -1));
+      options.onOpen?.(session.closedPromise);
+      return session;
     } catch (err) {
       for (const client of clients.reverse()) {
         client.removeAllListeners('ready');
