@@ -1,6 +1,5 @@
 import type { KV } from '@nats-io/kv';
-import { jetstream } from '@nats-io/jetstream';
-import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import {
   Buckets,
   Streams,

@@ -3,13 +3,7 @@ import assert from 'node:assert/strict';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import {
-  Buckets,
-  Consumers,
-  ObjectBuckets,
-  Streams,
-  Subjects,
-} from '@svc/proto';
+import { Buckets, Consumers, ObjectBuckets, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { findNatsServer } from '@svc/launcher';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';

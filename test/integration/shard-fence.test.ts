@@ -28,7 +28,10 @@ test('when a shard is taken over twice while a job waits, then each new owner fe
   const byC = await jobs.fence(envelope.job_id, 3, read!);
   assert.equal(byC?.placement, 3, 'fenced to the third owner');
   // An earlier owner's fence never moves it back.
-  assert.equal((await jobs.fence(envelope.job_id, 2, (await jobs.get(envelope.job_id))!))?.placement, 3);
+  assert.equal(
+    (await jobs.fence(envelope.job_id, 2, (await jobs.get(envelope.job_id))!))?.placement,
+    3,
+  );
 
   // Only the third owner's copy starts it: not the stored envelope, not the second owner's.
   assert.equal(await jobs.start(envelope, 'host-a'), null);

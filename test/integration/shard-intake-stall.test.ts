@@ -66,7 +66,14 @@ test('when the server stops answering long enough for the intake to find its con
       if (s.type === 'error' && String(s.error).includes('CONSUMER.DELETE')) refusals++;
     }
   })();
-  intake = new ShardIntake(hostNc, hostJsm, log, () => draining, (m) => delivered.push(m.string()), source);
+  intake = new ShardIntake(
+    hostNc,
+    hostJsm,
+    log,
+    () => draining,
+    (m) => delivered.push(m.string()),
+    source,
+  );
   await js.publish(subject, 'first');
   await waitUntil(() => delivered.includes('first'), 'the intake consuming');
   assert.ok(!delivered.includes('lost'), 'the lost job is pending on the consumer, not sent again');

@@ -496,4 +496,3 @@ export const WorkerHeartbeat = Type.Object(
   { $id: 'WorkerHeartbeat' },
 );
 export type WorkerHeartbeat = Static<typeof WorkerHeartbeat>;
-

@@ -153,4 +153,3 @@ export function deviceClaimOf(
   }
   return claim;
 }
-

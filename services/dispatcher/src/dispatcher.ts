@@ -1,4 +1,10 @@
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type JsMsg } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type JsMsg,
+} from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
 import {
   ActorCapability,

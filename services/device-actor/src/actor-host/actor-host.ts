@@ -238,7 +238,7 @@ export async function startActorHost(
       let unsettled = 0;
       for (const jobId of ctx.unsettled) {
         const failed = await jobs
-          .failLost(jobId, hostId, 'actor host shut down before the job\'s end was stored')
+          .failLost(jobId, hostId, "actor host shut down before the job's end was stored")
           .catch(() => undefined);
         if (failed === undefined) unsettled++;
       }

@@ -1,7 +1,7 @@
 import type { KV } from '@nats-io/kv';
 import { Gauge } from 'prom-client';
-import { ACTOR_CAPABILITIES, WorkerHeartbeat, decodeOrDrop, encodeJson } from '@svc/proto';
-import { type Logger, type MetricsRegistry } from '@svc/telemetry';
+import { ACTOR_CAPABILITIES, encodeJson, type WorkerHeartbeat } from '@svc/proto';
+import { type MetricsRegistry } from '@svc/telemetry';
 import type { DeviceActorConfig } from '../config.js';
 import type { Semaphore } from './mailbox.js';
 

@@ -210,7 +210,11 @@ export class ShardIntake {
    * Every ACK_CHECK_MS, from the state read for all of the host's intakes at once (`known`: read
    * at `askedAt`, with how many messages its subject holds): both checks.
    */
-  async check(known: { info: ConsumerInfo | null; stored: number; askedAt: number }): Promise<void> {
+  async check(known: {
+    info: ConsumerInfo | null;
+    stored: number;
+    askedAt: number;
+  }): Promise<void> {
     const consumer = this.#consumer;
     if (!consumer || this.#ending()) {
       this.#ranPast.reset();
