@@ -39,9 +39,11 @@ export function encodeToken(value: string): string {
 /**
  * How many shards a context's job subject is split into (`Subjects.jobShard`). Part of the
  * contract: a device's shard decides which consumer and so which actor host takes its jobs, and
- * every gateway, dispatcher and actor host must agree on it.
+ * every gateway, dispatcher and actor host must agree on it. A context's jobs spread over at most
+ * this many actor hosts; each shard is a consumer of `SVC_JOBS`, which nats-server 2.9 pays for
+ * on every message stored there (docs/performance.md, "the relay removed, and how many shards").
  */
-export const JOB_SHARDS = 16;
+export const JOB_SHARDS = 8;
 
 /**
  * The shard of a device's jobs: FNV-1a (32 bit) of its device key, modulo `JOB_SHARDS`. Every
