@@ -48,6 +48,8 @@ export interface ActorHostDeps {
   onJobEnded?: (record: JobRecord, secrets: DeviceSecrets) => void;
   /** Warm-session counters for heartbeats. */
   poolStats?: () => { size: number; hits: number; misses: number };
+  /** Closes the warm sessions of the devices at the addresses `matches` says yes to. */
+  closeWarmSessions?: (matches: (host: string, port: number) => boolean) => Promise<void>;
   audit?: AuditLog;
   /** Where its metrics go (the process's registry); a private one when absent. */
   metrics?: MetricsRegistry;
@@ -201,6 +203,11 @@ export async function startActorHost(
       );
       for (const [, actor] of ofShard) actor.takeWaiting();
       while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
+      // The shard's devices' warm sessions go too (idle devices' as well): the next owner's
+      // session must be the device's only one (DESIGN invariant 3).
+      await deps.closeWarmSessions?.(
+        (host, port) => jobShardOf(deviceKeyOf(context, host, port)) === shard,
+      );
     },
   });
   // The reaper asks before it fails a job whose placement the stream lost while this host beats.
@@ -236,6 +243,8 @@ export async function startActorHost(
       while (running.size > 0) await sleep(20);
       clearInterval(heartbeat);
       admission.stop();
+      // No job runs here any more: the warm sessions close before the shards go to other hosts.
+      await deps.closeWarmSessions?.(() => true);
       await shards.releaseAll();
       await jobs.batchEventsStored();
       const drained = await jobs

@@ -49,7 +49,10 @@ export async function startDeviceActorService(
     parseOutputs: parser.parseOutputs,
     onJobEnded: (record, secrets) => void notify(record, secrets),
     ...(pool
-      ? { poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }) }
+      ? {
+          poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }),
+          closeWarmSessions: (matches) => pool.closeWhere(matches),
+        }
       : {}),
   });
   return {
