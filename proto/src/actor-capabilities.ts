@@ -20,6 +20,12 @@ export const ActorCapability = {
    * earlier release would start the old copy too, so its jobs wait for WORKER_STALE_THRESHOLD.
    */
   placementFence: 'placement_fence',
+  /**
+   * The host consumes the shards of job subjects it owns (docs/shards.md): only a host listing it
+   * is assigned shards. A host of an earlier release would never consume a shard assigned to it,
+   * and its jobs would stay queued.
+   */
+  jobShards: 'job_shards',
 } as const;
 export type ActorCapability = (typeof ActorCapability)[keyof typeof ActorCapability];
 

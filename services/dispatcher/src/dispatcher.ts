@@ -30,6 +30,7 @@ import {
   JOB_SHARDS,
   type ShardOwner,
   shardOwnerOf,
+  ActorCapability,
 } from '@svc/proto';
 import {
   closeWhenStalled,
@@ -241,7 +242,8 @@ export async function startDispatcher(
       }
       const changes = planShards(
         JOB_SHARDS,
-        placement.liveHosts(context, now),
+        // Only hosts that consume shards (an earlier release's would never take one).
+        placement.liveHosts(context, now, [ActorCapability.jobShards]),
         entries,
         new Set(placement.silentHosts(context, now)),
       );
