@@ -75,6 +75,15 @@ export class ShardOwners {
     );
   }
 
+  /** Whether the shard's consumer exists (its owner made it: it consumes the shard). */
+  async consumed(shard: number): Promise<boolean> {
+    const jsm = await jetstreamManager(this.nc);
+    return jsm.consumers.info(Streams.jobs, Consumers.shard(this.context, shard)).then(
+      () => true,
+      () => false,
+    );
+  }
+
   /** Jobs the shard's consumer delivered and has not seen acknowledged (0 without a consumer). */
   async ackPending(shard: number): Promise<number> {
     const jsm = await jetstreamManager(this.nc);
