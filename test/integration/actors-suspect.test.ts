@@ -147,7 +147,10 @@ test("when the owner of devices' shards is killed, then their never-started jobs
   // session slot; the device's next two wait behind it, the second device's two for the slot.
   await held.setFaults({ hold: `^${command(1)}$` });
   const started = await lab.submit(held, 1);
-  await waitUntil(async () => (await lab.status(started)) === 'started', 'the first job started');
+  await waitUntil(
+    () => held.stats.commands.some((c) => c.command === command(1)),
+    'the first job on its device',
+  );
   const behind = [await lab.submit(held, 2), await lab.submit(held, 3)];
   const others = [await lab.submit(waiting, 1), await lab.submit(waiting, 2)];
   await waitUntil(async () => (await lab.delivered()) === 5, 'every job delivered to the victim');
@@ -217,7 +220,10 @@ test('when a frozen shard owner wakes with a job waiting for a session slot that
 
   await held.setFaults({ hold: `^${command(1)}$` });
   const started = await lab.submit(held, 1);
-  await waitUntil(async () => (await lab.status(started)) === 'started', 'the first job started');
+  await waitUntil(
+    () => held.stats.commands.some((c) => c.command === command(1)),
+    'the first job on its device',
+  );
   const fenced = await lab.submit(waiting, 1);
   await waitUntil(async () => (await lab.delivered()) === 2, 'both jobs delivered to the victim');
 
