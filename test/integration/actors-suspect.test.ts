@@ -12,7 +12,7 @@
 // - Replacing the test of a silent host of an earlier release (no `placement_fence`, so its jobs
 //   were not handed back early), which has no shard counterpart: a live host of an earlier
 //   release (no `job_shards` in its heartbeat) never consumes shards, so none is assigned to it.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -51,7 +51,7 @@ const command = (n: number) => `show interface GigabitEthernet0/${n}`;
 
 /** What a process-based test of a dead or frozen owner needs. */
 async function processLab(
-  t: import('node:test').TestContext,
+  t: TestContext,
   extra: Record<string, string>,
   victimId: (shards: number[]) => string,
 ) {
@@ -266,9 +266,7 @@ test('when a live actor host does not list job_shards in its heartbeat (an earli
   const stack = await startInProcessStack(nats.url, { actors: 1, env: { ACTOR_HOST_ID: first } });
   const nc = await connectNats(nats.url, 'test');
   const later: { stop(): Promise<void> }[] = [];
-  let beating: NodeJS.Timeout | undefined;
   t.after(async () => {
-    clearInterval(beating);
     for (const s of later) await s.stop();
     await nc.close();
     await stack.stop();
@@ -297,7 +295,8 @@ test('when a live actor host does not list job_shards in its heartbeat (an earli
       } satisfies WorkerHeartbeat),
     );
   await beat();
-  beating = setInterval(() => void beat().catch(() => undefined), 250);
+  const beating = setInterval(() => void beat().catch(() => undefined), 250);
+  t.after(() => clearInterval(beating));
   await waitWorkers(stack.url, 2);
   // A host of this release joins: it is given its share by a plan made while the older beats.
   const joined = await startNamedActor(nats.url, 'host-c');
