@@ -20,6 +20,7 @@ import {
   ShardOwners,
   captureLogs,
   hostNamed,
+  http,
   keepsWhenJoined,
   shardOfDevice,
   startInProcessStack,
@@ -225,4 +226,128 @@ test("when a device's shard is taken over from its stopping owner while that own
     `${JSON.stringify(second)} started before ${JSON.stringify(first)} ended`,
   );
   assert.ok(Date.parse(third!.started_at!) >= Date.parse(second!.ended_at!));
+});
+
+test('when a shard is taken over twice before a job the first takeover fenced has started, then the job runs once, on the last owner', async (t) => {
+  // Each host has one session slot. The device's job waits on the first owner behind another
+  // device's job, is fenced by the second owner (epoch 2) and waits there behind a third
+  // device's job; the second owner stops too, and the third takes the shard at epoch 3.
+  const env = { ...ENV, ACTOR_MAX_SESSIONS: '1' };
+  const cleanup: (() => Promise<unknown>)[] = [];
+  t.after(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  });
+  const nats = await NatsServerProcess.start();
+  cleanup.push(() => nats.stop());
+  const devices: SimulatedDevice[] = [];
+  // Three devices; the third's shard apart from the first two's.
+  while (
+    devices.length < 3 ||
+    shardOfDevice(devices[2]!) === shardOfDevice(devices[0]!) ||
+    shardOfDevice(devices[2]!) === shardOfDevice(devices[1]!)
+  ) {
+    if (devices.length === 3) devices.pop();
+    const d = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+    cleanup.push(() => d.stop());
+    devices.push(d);
+  }
+  const [device, onFirst, onSecond] = devices as [
+    SimulatedDevice,
+    SimulatedDevice,
+    SimulatedDevice,
+  ];
+  const [shard, firstShard, secondShard] = devices.map((d) => shardOfDevice(d)) as [
+    number,
+    number,
+    number,
+  ];
+  // The first host keeps the device's and `onFirst`'s shards when the second joins, not
+  // `onSecond`'s.
+  const first = hostNamed(
+    'host-a',
+    (h) =>
+      keepsWhenJoined(h, shard) &&
+      keepsWhenJoined(h, firstShard) &&
+      !keepsWhenJoined(h, secondShard),
+  );
+  const stack = await startInProcessStack(nats.url, {
+    env: { ...env, ACTOR_HOST_ID: first },
+    actors: 1,
+  });
+  cleanup.push(() => stack.stop());
+  await waitHealthy(stack.url);
+  const nc = await connectNats(nats.url, 'actors-device-order-test');
+  cleanup.push(() => nc.close());
+  const owners = await ShardOwners.open(nc);
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
+  const auth = { basic: { username: device.username, password: device.password } };
+  const submit = (d: SimulatedDevice, n: number) => submitCommand(stack.url, auth, d, command(n));
+  const holding = async (d: SimulatedDevice) => {
+    await d.setFaults({ hold: `^${HELD}$` });
+    // Held for as long as the test needs (the default read timeout would end it).
+    const a = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: d.host, port: d.port, commands: [HELD], read_timeout: 300 },
+    });
+    assert.equal(a.status, 202, a.text);
+    const id = a.json.job_id as string;
+    await waitUntil(() => d.stats.commands.some((c) => c.command === HELD), 'a held job');
+    return id;
+  };
+  await owners.waitFor(shard, (o) => o.host === first, 'the shard owned by the first host');
+  await waitUntil(() => owners.consumed(shard), 'the first host consuming it');
+
+  const second = await startNamedActor(nats.url, 'host-b', env);
+  cleanup.push(() => second.stop());
+  await owners.waitFor(
+    secondShard,
+    (o) => o.host === 'host-b' && o.state === 'owned',
+    'a shard moved',
+  );
+  await waitUntil(() => owners.consumed(secondShard), 'the second host consuming it');
+  const heldOnFirst = await holding(onFirst);
+  const heldOnSecond = await holding(onSecond);
+  const job = await submit(device, 2);
+  await waitUntil(
+    async () => (await owners.ackPending(shard)) === (shard === firstShard ? 2 : 1),
+    'the job delivered to the first host',
+  );
+
+  // The first host stops (waiting for its running job): the second takes its shards, fences
+  // the job to its epoch, and waits for its own slot.
+  const firstStopping = stack.actors[0]!.stop();
+  const taken = await owners.waitFor(
+    shard,
+    (o) => o.host === 'host-b' && o.state === 'owned',
+    'the first takeover',
+  );
+  await waitUntil(
+    async () => (await jobs.get(job))?.record.placement === taken.epoch,
+    'the job fenced by the second host',
+  );
+  // A third host, and the second stops too: the third takes the shard.
+  const third = await startNamedActor(nats.url, 'host-c', env);
+  cleanup.push(() => third.stop());
+  const secondStopping = second.stop();
+  const last = await owners.waitFor(
+    shard,
+    (o) => o.host === 'host-c' && o.state === 'owned',
+    'the second takeover',
+  );
+  assert.equal(last.epoch, taken.epoch + 1);
+
+  const done = await waitForJob(stack.url, job, auth);
+  assert.equal(done.json.status, 'finished', done.text);
+  const record = (await jobs.get(job))!.record;
+  assert.equal(record.actor_host, 'host-c');
+  assert.equal(record.placement, last.epoch);
+
+  await onFirst.setFaults({});
+  await onSecond.setFaults({});
+  for (const id of [heldOnFirst, heldOnSecond]) {
+    assert.equal((await waitForJob(stack.url, id, auth)).json.status, 'finished');
+  }
+  await firstStopping;
+  await secondStopping;
+  assert.equal(device.stats.commands.filter((c) => c.command === command(2)).length, 1);
 });
