@@ -133,6 +133,13 @@ export class DeviceActor {
       return; // handed back on stop
     }
     await ctx.sessions.acquire();
+    // A slot can take long to come (the host's sessions all busy): the host may have begun to
+    // stop, or given the shard up, meanwhile. The job is then not started here.
+    if (given()) {
+      claim.release();
+      ctx.sessions.release();
+      return;
+    }
     try {
       // The job's span continues the gateway's trace (headers forwarded by the dispatcher).
       const parent = extractTraceContext(msg.headers);
@@ -288,8 +295,13 @@ export class DeviceActor {
           delete fenced.record_revision;
           return { ...delivery, envelope: fenced };
         }
-        await ctx.jobs.fence(envelope, epoch, stored);
-        continue;
+        // From whichever placement the record names: an earlier owner's epoch when the shard
+        // was taken over before (the copy as stored, placement 0, may no longer move it). By
+        // compare-and-set on the record read: a start in between wins.
+        const now = await ctx.jobs.fence({ ...envelope, placement }, epoch, stored);
+        // Fenced, or started or ended meanwhile: read again at once. Still queued below this
+        // epoch (the record written meanwhile): again after a pause.
+        if (now?.status !== 'queued' || (now.placement ?? 0) >= epoch) continue;
       }
       if (stored && record?.status === 'started') {
         const host = record.actor_host;
