@@ -7,7 +7,9 @@
 //   the running one end, then marks the shard released; the new owner runs the rest;
 // - a takeover from an owner that is stopping and still runs the device's job (its heartbeat
 //   says draining): the new owner takes the shard at once, and the device's next job waits for
-//   the one its earlier owner runs.
+//   the one its earlier owner runs;
+// - two takeovers in a row before a job the first one fenced has started: the last owner fences
+//   it from the first takeover's epoch and runs it once.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NatsConnection } from '@nats-io/transport-node';
