@@ -3,6 +3,7 @@ export { http, submitCommand, waitForJob } from './http-client.js';
 export type { HttpAnswer, HttpOptions } from './http-client.js';
 export {
   startInProcessStack,
+  startNamedActor,
   ServiceProcess,
   testEnv,
   silentLogger,
@@ -68,3 +69,4 @@ export type { ReceivedBatchEvent } from './batch-stream.js';
 export { NatsPublishFilter } from './nats-publish-filter.js';
 export { reaperBehindRelay, staleHeartbeat } from './reaper-behind-relay.js';
 export type { ReaperBehindRelay } from './reaper-behind-relay.js';
+export { ShardOwners, hostNamed, keepsWhenJoined, shardOfDevice } from './shard-owners.js';

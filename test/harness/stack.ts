@@ -173,6 +173,35 @@ export async function startInProcessStack(
   }
 }
 
+/**
+ * One more actor host in this process, named `hostId`, on a connection of its own (a host that
+ * joins, or one whose name decides which shards it keeps). Its log lines, DEBUG and up, go to
+ * `logSink` when given.
+ */
+export async function startNamedActor(
+  natsUrl: string,
+  hostId: string,
+  env: Record<string, string> = {},
+  logSink?: pino.DestinationStream,
+): Promise<RunningDeviceActorService & { nc: NatsConnection }> {
+  const config = loadDeviceActorConfig({ ...testEnv(natsUrl, env), ACTOR_HOST_ID: hostId });
+  const nc = await connectNats(natsUrl, hostId);
+  const actor = await startDeviceActorService(config, {
+    nc,
+    log: logSink ? createLogger('device-actor', 'DEBUG', logSink) : silentLogger('device-actor'),
+    audit: quietAudit('device-actor'),
+    sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY),
+  });
+  return {
+    ...actor,
+    nc,
+    async stop() {
+      await actor.stop();
+      await nc.close();
+    },
+  };
+}
+
 /** How often a service still stopping is named (a test file's timeout is 240 s). */
 const STOP_NOTICE_MS = 30_000;
 

@@ -1,14 +1,26 @@
+// Issue 23, "a device's jobs keep their acceptance order across any single failure": an actor
+// host that was only frozen beats again after it was marked draining. With the relay, the jobs a
+// drain handed back from it and a job accepted meanwhile were held by the dispatcher until the
+// drain's outcome was known. Re-targeted to shards (docs/shards.md): the frozen host owned the
+// device's shard, and holds the device's running job and two waiting ones in its mailbox; once
+// it is marked draining the dispatcher gives its shards to the other host, which fences the
+// jobs it was delivered again and waits for the running one. A job is accepted after the
+// takeover. The frozen host then wakes, still holding the waiting jobs: it must start none of
+// them, and every job runs once, in acceptance order, one at a time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
+import { DefaultTopology } from '@svc/proto';
+import { connectNats, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
 import { startDevice } from '@svc/test/support';
-import { Buckets, Consumers, Streams, type WorkerHeartbeat } from '@svc/proto';
-import { connectNats } from '@svc/nats';
 import {
   NatsServerProcess,
   ServiceProcess,
+  ShardOwners,
+  hostNamed,
   http,
+  keepsWhenJoined,
+  shardOfDevice,
   testEnv,
   waitForJob,
   waitUntil,
@@ -16,18 +28,7 @@ import {
 
 const PASSWORD = 'svc-demo';
 
-/**
- * Issue 23, "a device's jobs keep their acceptance order across any single failure": an actor
- * host that was only frozen beats again after the reaper marked it draining (its own beat
- * overwrites the mark). A job accepted while the host's jobs were being handed back must still
- * run after them: the dispatcher holds it until the drain's outcome says which jobs come back,
- * and those are placed, not until the host's next beat.
- *
- * The handed-back jobs have nowhere else to go (the only other host serves another context, but
- * beats: the reaper hands back early only while some host does), so they wait for the frozen
- * host as well, and both the new job and them are released when it comes back.
- */
-test('when an actor host frozen past WORKER_SUSPECT_THRESHOLD is drained and then resumes, then a job accepted meanwhile for one of its devices runs after the jobs handed back from it', async (t) => {
+test('when the owner of a device’s shard is frozen past WORKER_SUSPECT_THRESHOLD, its shards are taken over, and it wakes holding the device’s jobs, then it starts none of them, and they and a job accepted meanwhile run after its running job, in order, once each', async (t) => {
   const nats = await NatsServerProcess.start();
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
   const env = testEnv(nats.url, {
@@ -46,79 +47,97 @@ test('when an actor host frozen past WORKER_SUSPECT_THRESHOLD is drained and the
     await device.stop();
     await nats.stop();
   });
-  const dispatcher = ServiceProcess.start('dispatcher', { ...env, LOG_LEVEL: 'DEBUG' });
-  const victim = ServiceProcess.start('device-actor', { ...env, ACTOR_HOST_ID: 'victim' });
-  const bystander = ServiceProcess.start('device-actor', {
-    ...env,
-    ACTOR_HOST_ID: 'bystander',
-    WORKER_CONTEXTS: 'elsewhere',
-  });
+  const shard = shardOfDevice(device);
+  // Each keeps the device's shard when the other (re)joins: the shard moves only by takeover.
+  const victimId = hostNamed('victim-', (h) => keepsWhenJoined(h, shard));
+  const survivorId = hostNamed('survivor-', (h) => keepsWhenJoined(h, shard));
+  const owners = await ShardOwners.open(nc);
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
+  const victim = ServiceProcess.start('device-actor', { ...env, ACTOR_HOST_ID: victimId });
   const gateway = ServiceProcess.start('gateway', env);
-  procs.push(ServiceProcess.start('reaper', env), dispatcher, victim, bystander, gateway);
+  procs.push(
+    ServiceProcess.start('reaper', env),
+    ServiceProcess.start('dispatcher', env),
+    victim,
+    gateway,
+  );
   const url = await gateway.httpUrl();
-  await victim.waitFor(/actor host started/);
-  await bystander.waitFor(/actor host started/);
+  const first = await owners.waitFor(
+    shard,
+    (o) => o.host === victimId && o.state === 'owned',
+    "the device's shard owned by the first host",
+  );
+  const survivor = ServiceProcess.start('device-actor', { ...env, ACTOR_HOST_ID: survivorId });
+  procs.push(survivor);
+  await waitUntil(async () => {
+    for (let s = 0; s < 16; s++) if ((await owners.of(s))?.host === survivorId) return true;
+    return false;
+  }, 'the second host owning its share of the shards');
+
   const auth = { basic: { username: device.username, password: PASSWORD } };
-  const submit = async (n: number, readTimeout = 30) => {
+  const command = (n: number) => `show interface GigabitEthernet0/${n}`;
+  const submit = async (n: number) => {
     const a = await http('POST', `${url}/v2/send-command`, {
       ...auth,
-      body: {
-        host: device.host,
-        port: device.port,
-        commands: [`show interface GigabitEthernet0/${n}`],
-        read_timeout: readTimeout,
-      },
+      body: { host: device.host, port: device.port, commands: [command(n)] },
     });
     assert.equal(a.status, 202, a.text);
     return a.json.job_id as string;
   };
 
-  // The first job hangs on the device until its read timeout: it has started on the victim, and
-  // the next two wait behind it there (never started).
-  await device.setFaults({ hang: '^show interface GigabitEthernet0/1$' });
-  const running = await submit(1, 8);
-  await waitUntil(async () => {
-    const r = await http('GET', `${url}/v2/send-command/${running}`, auth);
-    return r.json?.status === 'started';
-  }, 'the first job started');
+  // The first job is held by the device: it has started on the victim, and the next two wait
+  // behind it in the victim's mailbox (delivered, not acknowledged).
+  await device.setFaults({ hold: `^${command(1)}$` });
+  const running = await submit(1);
+  await waitUntil(
+    () => device.stats.commands.some((c) => c.command === command(1)),
+    'the first job on the device',
+  );
   const queued = [await submit(2), await submit(3)];
-  for (const id of queued) await dispatcher.waitFor(new RegExp(`"job_id":"${id}".*job placed`));
+  await waitUntil(
+    async () => (await owners.ackPending(shard)) === 3,
+    "the device's three jobs delivered to the victim",
+  );
 
-  // Frozen past WORKER_SUSPECT_THRESHOLD: the reaper marks it draining and hands back the two.
-  // The new job is accepted as soon as the mark is seen (while the drain may be under way).
-  const workers = await new Kvm(jetstream(nc)).open(Buckets.workers);
-  const beats = await workers.watch({ key: 'victim' });
+  // Frozen past WORKER_SUSPECT_THRESHOLD: the reaper marks it draining, and the dispatcher gives
+  // its shards to the survivor, which waits for the job the victim started.
   frozen = victim;
   victim.child.kill('SIGSTOP');
-  for await (const e of beats) {
-    if (e.operation !== 'PUT') continue;
-    const beat = JSON.parse(new TextDecoder().decode(e.value)) as WorkerHeartbeat;
-    if (beat.draining) break;
-  }
-  beats.stop();
+  const taken = await owners.waitFor(
+    shard,
+    (o) => o.host === survivorId && o.state === 'owned',
+    'the shard taken over by the survivor',
+  );
+  assert.equal(taken.epoch, first.epoch + 1);
+  await survivor.waitFor(
+    new RegExp(`"job_id":"${running}".*taken over while its earlier owner runs it`),
+  );
   const later = await submit(4);
-  // The positive event: the dispatcher holds the new job and both copies handed back (nothing
-  // of them placed, the victim being the only host of the context).
-  const jsm = await jetstreamManager(nc);
-  await waitUntil(async () => {
-    const info = await jsm.consumers.info(Streams.jobs, Consumers.dispatch('default'));
-    return info.num_pending === 0 && info.num_ack_pending === 3;
-  }, 'the dispatcher holding the new job and the two handed back');
 
-  // Back: its next beat overwrites the draining mark.
+  // Back, with the two jobs still in its mailbox; the device answers the held command.
   victim.child.kill('SIGCONT');
   frozen = null;
-  for (const id of [...queued, later]) {
+  await device.setFaults({});
+  const all = [running, ...queued, later];
+  for (const id of all) {
     const done = await waitForJob(url, id, auth, 60_000);
     assert.equal(done.json.status, 'finished', done.text);
   }
   const ran = device.stats.commands
     .map((c) => c.command)
     .filter((c) => c.startsWith('show interface'));
-  assert.deepEqual(ran, [
-    'show interface GigabitEthernet0/1',
-    'show interface GigabitEthernet0/2',
-    'show interface GigabitEthernet0/3',
-    'show interface GigabitEthernet0/4',
-  ]);
+  assert.deepEqual(ran, [command(1), command(2), command(3), command(4)]);
+  const records = await Promise.all(all.map(async (id) => (await jobs.get(id))!.record));
+  assert.equal(records[0]!.actor_host, victimId, 'the running job ended where it started');
+  for (const r of records.slice(1)) {
+    assert.equal(r.actor_host, survivorId, `${r.job_id} started by the woken host`);
+  }
+  for (let i = 1; i < records.length; i++) {
+    assert.ok(
+      Date.parse(records[i]!.started_at!) >= Date.parse(records[i - 1]!.ended_at!),
+      `${records[i]!.job_id} started before ${records[i - 1]!.job_id} ended`,
+    );
+  }
+  // The woken host gave the shard up (it logs so once its running job of the shard has ended).
+  await victim.waitFor(new RegExp(`"shard":${shard}[,}].*shard no longer this host`));
 });

@@ -1,44 +1,96 @@
-// The dispatcher consumes a context's jobs in stream order and places a device's jobs in that
-// order. A job its consumer delivered and never saw acknowledged (to a dispatcher that died, or
-// while its NATS node was frozen) is held by the consumer until its ack wait (30 s) ends, and
-// the later jobs are delivered meanwhile. So a dispatcher that starts consuming after a stall,
-// or after another leader, deletes the consumer first and makes it again: the new one delivers
-// every job not acknowledged first, in order. When the request that decides it failed (the
-// cluster still electing: `frozen-leader`, "JetStream system temporarily unavailable"), the
-// failure was ignored and the old consumer consumed: a device's job ran 30 s after its later
-// jobs. Here the dispatcher reaches a real nats-server through a relay that drops its requests
-// on demand, and a job is taken from the consumer and never acknowledged, as the frozen node's
-// (or the dead leader's) delivery was.
+// A job delivered by a consumer and never acknowledged (to a process that died with it, or whose
+// NATS node froze) is held by the consumer for its ack wait, and later jobs are delivered
+// meanwhile. With the relay that was the dispatcher's consumer, and a dispatcher taking over
+// deleted it (or found it held nothing) before consuming. Re-targeted to shards (docs/shards.md):
+// each shard has one consumer, and a host taking a shard deletes it before consuming (the jobs
+// no owner acknowledged come first, in stream order), then reads the stream's last sequence: the
+// jobs at or below it are fenced to the new owner's epoch, so that an earlier owner that wakes
+// cannot start them. Here the new owner reaches a real nats-server through a relay that drops
+// its requests on demand, and a job is taken from the shard's consumer and never acknowledged,
+// as a dead owner's delivery was. Until each step has succeeded, it consumes nothing.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { jetstream } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
-import { Consumers, Streams } from '@svc/proto';
-import { connectNats } from '@svc/nats';
+import { Consumers, DefaultTopology, Streams } from '@svc/proto';
+import { connectNats, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
 import { loadDispatcherConfig, startDispatcher } from '@svc/dispatcher';
+import { startDevice } from '@svc/test/support';
 import {
+  NatsPublishFilter,
+  NatsServerProcess,
+  ShardOwners,
   captureLogs,
-  filteredDeviceStackForTest,
   http,
+  shardOfDevice,
   silentLogger,
+  startInProcessStack,
+  startNamedActor,
   testEnv,
   waitForJob,
+  waitHealthy,
   waitUntil,
-  type DeviceStack,
-  type NatsPublishFilter,
 } from '../harness/mod.js';
 
-const DURABLE = Consumers.dispatch('default');
-const API = (op: string) => `$JS.API.CONSUMER.${op}.${Streams.jobs}.${DURABLE}`;
-
-/** What both tests do with their stack: jobs, a delivery never acknowledged, the order. */
-async function heldOrderLab(t: TestContext, lab: DeviceStack & { filter: NatsPublishFilter }) {
-  const { device, stack, auth, nats, filter } = lab;
+/**
+ * The device's shard given up by its only host (stopped: `released`), a job taken from the
+ * shard's consumer and held (never acknowledged), a second one behind it in the stream.
+ */
+async function heldOrderLab(t: TestContext) {
+  // Stopped newest first, each before NATS (a host stopping without it waits on its timeouts).
+  const cleanup: (() => Promise<unknown>)[] = [];
+  t.after(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  });
+  const nats = await NatsServerProcess.start();
+  cleanup.push(() => nats.stop());
+  const filter = await NatsPublishFilter.start(nats.url);
+  cleanup.push(() => filter.stop());
+  const device = await startDevice({ platform: 'cisco_ios' });
+  cleanup.push(() => device.stop());
+  const auth = { basic: { username: device.username, password: device.password } };
+  const stack = await startInProcessStack(nats.url);
+  cleanup.push(() => stack.stop());
+  await waitHealthy(stack.url);
   const nc = await connect({ servers: nats.url });
-  t.after(() => nc.close());
+  cleanup.push(() => nc.close());
+  const owners = await ShardOwners.open(nc);
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
+  const shard = shardOfDevice(device);
+  const durable = Consumers.shard('default', shard);
+  const first = await owners.waitFor(shard, (o) => o.state === 'owned', 'the shard owned');
+  await waitUntil(() => owners.consumed(shard), 'the owner consuming the shard');
+  await stack.actors[0]!.stop();
+  await owners.waitFor(shard, (o) => o.state === 'released', 'the shard released on stop');
   const dropped = new Map<string, number>();
+  // Distinct commands: the same one twice would be one job (deduplication).
+  const submit = async (command: string) => {
+    const a = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, enable: device.enable, commands: [command] },
+    });
+    assert.equal(a.status, 202, a.text);
+    return a.json.job_id as string;
+  };
+  const held = await submit('show version');
+  const consumer = await jetstream(nc).consumers.get(Streams.jobs, durable);
+  assert.ok(await consumer.next({ expires: 10_000 }), 'a job delivered');
+  const second = await submit('show ip interface brief');
+  const logs = captureLogs();
   return {
-    /** From now on the dispatcher's requests to these subjects are dropped (counted). */
+    nats,
+    filter,
+    stack,
+    cleanup,
+    owners,
+    jobs,
+    shard,
+    epoch: first.epoch,
+    held,
+    second,
+    logs,
+    /** From now on the new owner's requests to these subjects are dropped (counted). */
     dropping(subjects: string[]) {
       filter.drop((subject) => {
         if (!subjects.includes(subject)) return false;
@@ -47,26 +99,22 @@ async function heldOrderLab(t: TestContext, lab: DeviceStack & { filter: NatsPub
       });
     },
     dropped: (subject: string) => dropped.get(subject) ?? 0,
-    // Distinct commands: the same one twice would be one job (deduplication).
-    async submit(command: string) {
-      const a = await http('POST', `${stack.url}/v2/send-command`, {
-        ...auth,
-        body: { host: device.host, port: device.port, enable: device.enable, commands: [command] },
-      });
-      assert.equal(a.status, 202, a.text);
-      return a.json.job_id as string;
+    /** A new host, through the relay, to which the dispatcher gives the shard. */
+    async join(): Promise<void> {
+      const actor = await startNamedActor(filter.url, 'host-b', {}, logs.sink);
+      cleanup.push(() => actor.stop());
     },
-    /** Takes the next job from the dispatcher's consumer and never acknowledges it. */
-    async takeAndHold() {
-      const consumer = await jetstream(nc).consumers.get(Streams.jobs, DURABLE);
-      assert.ok(await consumer.next({ expires: 10_000 }), 'a job delivered');
-    },
+    /** Times the new owner tried to consume the shard and failed. */
+    failures: () =>
+      logs.records.filter(
+        (r) => r['message'] === `shard default/${shard} consumer failed; consuming again`,
+      ).length,
     async status(id: string) {
       return (await http('GET', `${stack.url}/v2/send-command/${id}`, auth)).json.status as string;
     },
-    async assertRanInOrder(first: string, second: string) {
+    async assertRanInOrder() {
       const ran = [
-        await waitForJob(stack.url, first, auth),
+        await waitForJob(stack.url, held, auth),
         await waitForJob(stack.url, second, auth),
       ];
       for (const r of ran) assert.equal(r.json.status, 'finished', r.text);
@@ -76,77 +124,57 @@ async function heldOrderLab(t: TestContext, lab: DeviceStack & { filter: NatsPub
   };
 }
 
-test("when the dispatcher cannot delete its stalled consumer at once, then it consumes no job until it has, and a device's jobs still run in order", async (t) => {
-  const logs = captureLogs();
-  const stackLab = await filteredDeviceStackForTest(
-    t,
-    { platform: 'cisco_ios' },
-    (service) => service === 'dispatcher',
-    { logSink: logs.sink },
-  );
-  const lab = await heldOrderLab(t, stackLab);
-
-  // The dispatcher's consume stalls (its pulls go nowhere), and it cannot delete the consumer.
-  lab.dropping([API('MSG.NEXT'), API('DELETE')]);
+test("when a shard's new owner cannot delete the shard's consumer at once, then it consumes none of the shard's jobs until it has, and a device's jobs still run in order", async (t) => {
+  const lab = await heldOrderLab(t);
+  const DELETE = `$JS.API.CONSUMER.DELETE.${Streams.jobs}.${Consumers.shard('default', lab.shard)}`;
+  lab.dropping([DELETE]);
+  await lab.join();
+  // Its deletes go nowhere. Consuming the consumer as it is would deliver the second job first.
   await waitUntil(
-    () =>
-      logs.records.some(
-        (r) =>
-          r['message'] === 'consumer stalled; consuming again' &&
-          r['consumer'] === 'dispatch default',
-      ),
-    "the dispatcher's consume stalled",
-    { timeoutMs: 30_000 },
+    () => lab.dropped(DELETE) >= 2 && lab.failures() >= 2,
+    "the new owner's deletes of the shard's consumer dropped twice",
+    { timeoutMs: 60_000, everyMs: 100 },
   );
-  // The first job is delivered and never acknowledged (the frozen node's delivery); the second
-  // waits in the stream behind it.
-  const first = await lab.submit('show version');
-  await lab.takeAndHold();
-  const second = await lab.submit('show ip interface brief');
-
-  // Pulls go through again; deletes do not. Either the second job starts (the old consumer
-  // consumed) or the dispatcher tries to delete its consumer once more.
-  lab.dropping([API('DELETE')]);
-  const before = lab.dropped(API('DELETE'));
-  await waitUntil(
-    async () => lab.dropped(API('DELETE')) > before || (await lab.status(second)) !== 'queued',
-    'the second job started, or another delete of the consumer',
-    { timeoutMs: 30_000, everyMs: 100 },
-  );
-  assert.equal(await lab.status(second), 'queued', 'the second job started before the first');
-  stackLab.filter.drop(null);
-  await lab.assertRanInOrder(first, second);
+  assert.equal(await lab.status(lab.second), 'queued', 'the second job started before the first');
+  assert.equal(await lab.status(lab.held), 'queued');
+  lab.filter.drop(null);
+  await lab.assertRanInOrder();
 });
 
-test("when a new dispatcher leader cannot read whether the last one held jobs, then it consumes no job until it can, and a device's jobs still run in order", async (t) => {
-  // The stack's services reach the server directly; the new leader goes through the relay.
-  const stackLab = await filteredDeviceStackForTest(t, { platform: 'cisco_ios' }, () => false);
-  const lab = await heldOrderLab(t, stackLab);
-  const { stack, nats, filter } = stackLab;
-
-  // The leader stops holding the first job (delivered, never acknowledged: it died with it).
-  await stack.dispatcher.stop();
-  const first = await lab.submit('show version');
-  await lab.takeAndHold();
-  const second = await lab.submit('show ip interface brief');
-
-  // A new leader, whose reads of the consumer go nowhere.
-  lab.dropping([API('INFO')]);
-  const nc = await connectNats(filter.url, 'dispatcher-2');
-  const dispatcher = await startDispatcher(loadDispatcherConfig(testEnv(nats.url)), {
+test("when a shard's new owner cannot read up to where the earlier owner may hold jobs, then it consumes none of the shard's jobs until it can, and they run in order, fenced to its epoch", async (t) => {
+  const lab = await heldOrderLab(t);
+  // Given the shard only once its reads are dropped (the host reads the stream at its start).
+  await lab.stack.dispatcher.stop();
+  await lab.join();
+  const INFO = `$JS.API.STREAM.INFO.${Streams.jobs}`;
+  lab.dropping([INFO]);
+  const nc = await connectNats(lab.nats.url, 'dispatcher-2');
+  const dispatcher = await startDispatcher(loadDispatcherConfig(testEnv(lab.nats.url)), {
     nc,
     log: silentLogger('dispatcher'),
   });
-  t.after(async () => {
+  lab.cleanup.push(async () => {
     await dispatcher.stop();
     await nc.close();
   });
-  // Its first read failed (and `js.consumers.get` reads the consumer too): past it.
-  await waitUntil(
-    () => lab.dropped(API('INFO')) >= 2,
-    "the new leader's reads of the consumer dropped twice",
-    { timeoutMs: 30_000, everyMs: 100 },
+  const taken = await lab.owners.waitFor(
+    lab.shard,
+    (o) => o.host === 'host-b' && o.state === 'owned',
+    'the shard given to the new host',
   );
-  filter.drop(null);
-  await lab.assertRanInOrder(first, second);
+  assert.equal(taken.epoch, lab.epoch + 1);
+  await waitUntil(() => lab.failures() >= 2, "the new owner's reads of the stream failed twice", {
+    timeoutMs: 60_000,
+    everyMs: 100,
+  });
+  assert.ok(lab.dropped(INFO) >= 2);
+  assert.equal(await lab.status(lab.held), 'queued');
+  assert.equal(await lab.status(lab.second), 'queued');
+  lab.filter.drop(null);
+  await lab.assertRanInOrder();
+  // Both were stored before the new owner took the shard: an earlier owner holding them may no
+  // longer start them.
+  for (const id of [lab.held, lab.second]) {
+    assert.equal((await lab.jobs.get(id))!.record.placement, taken.epoch, id);
+  }
 });

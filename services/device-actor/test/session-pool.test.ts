@@ -93,3 +93,19 @@ test('when a device is closed, then its warm sessions at that address go and the
   assert.equal(await pool.acquire(parts('10.0.0.2'), 'cisco_ios', alive), theirs);
   assert.equal(pool.size, 0);
 });
+
+test('when the sessions of the addresses a shard names are closed, then they go and the others stay', async () => {
+  const pool = new SessionPool({ maxSize: 10 });
+  const [mine, theirs] = [session('mine'), session('theirs')];
+  pool.release(parts('Router-1.example'), 'cisco_ios', mine);
+  pool.release(parts('10.0.0.2'), 'cisco_ios', theirs);
+  const asked: string[] = [];
+  await pool.closeWhere((host, port) => {
+    asked.push(`${host}:${port}`);
+    return host === 'router-1.example';
+  });
+  assert.deepEqual(asked.sort(), ['10.0.0.2:22', 'router-1.example:22']);
+  assert.equal(mine.closed, true);
+  assert.equal(theirs.closed, false);
+  assert.equal(pool.size, 1);
+});

@@ -48,6 +48,8 @@ export interface ActorHostDeps {
   poolStats?: () => { size: number; hits: number; misses: number };
   /** Closes the idle warm sessions to a device (its claim is wanted by another host). */
   closeIdleSessions?: (device: string) => Promise<void>;
+  /** Closes the warm sessions of the devices at the addresses `matches` says yes to. */
+  closeWarmSessions?: (matches: (host: string, port: number) => boolean) => Promise<void>;
   audit?: AuditLog;
   /** Where its metrics go (the process's registry); a private one when absent. */
   metrics?: MetricsRegistry;
@@ -207,6 +209,11 @@ export async function startActorHost(
       );
       for (const [, actor] of ofShard) actor.takeWaiting();
       while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
+      // The shard's devices' warm sessions go too (idle devices' as well): the next owner's
+      // session must be the device's only one (DESIGN invariant 3).
+      await deps.closeWarmSessions?.(
+        (host, port) => jobShardOf(deviceKeyOf(context, host, port)) === shard,
+      );
     },
   });
   log.info({ host_id: hostId, contexts: config.WORKER_CONTEXTS }, 'actor host started');
@@ -231,6 +238,8 @@ export async function startActorHost(
       await deviceClaims.stop();
       clearInterval(heartbeat);
       admission.stop();
+      // No job runs here any more: the warm sessions close before the shards go to other hosts.
+      await deps.closeWarmSessions?.(() => true);
       await shards.releaseAll();
       await jobs.batchEventsStored();
       // A job whose end this host could not store is failed now (never run again); while one is

@@ -124,6 +124,13 @@ export class DeviceActor {
       return; // left in its shard for the next owner
     }
     await ctx.sessions.acquire();
+    // A slot can take long to come (the host's sessions all busy): the host may have begun to
+    // stop, or given the shard up, meanwhile. The job is then not started here.
+    if (given()) {
+      claim.release();
+      ctx.sessions.release();
+      return;
+    }
     try {
       // The job's span continues the gateway's trace (the envelope's headers).
       const parent = extractTraceContext(msg.headers);
@@ -243,8 +250,12 @@ export class DeviceActor {
           delete fenced.record_revision;
           return { ...delivery, envelope: fenced };
         }
-        await ctx.jobs.fence(jobId, epoch, stored);
-        continue;
+        // By compare-and-set on the record read, from any earlier epoch (a shard taken over
+        // before: the copy as stored may no longer move it): a start in between wins.
+        const now = await ctx.jobs.fence(jobId, epoch, stored);
+        // Fenced, or started or ended meanwhile: read again at once. Still queued below this
+        // epoch (the record written meanwhile): again after a pause.
+        if (now?.status !== 'queued' || (now.placement ?? 0) >= epoch) continue;
       }
       if (stored && record?.status === 'started') {
         const host = record.actor_host;

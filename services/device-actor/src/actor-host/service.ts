@@ -52,6 +52,7 @@ export async function startDeviceActorService(
       ? {
           poolStats: () => ({ size: pool.size, hits: pool.hits, misses: pool.misses }),
           closeIdleSessions: (device: string) => pool.closeDevice({ device }),
+          closeWarmSessions: (matches) => pool.closeWhere(matches),
         }
       : {}),
   });

@@ -210,9 +210,11 @@ export class ShardOwnership {
     );
     this.#owned.set(key, { context, shard, epoch, intake });
     // An intake that ends by itself (the shard not this host's after all) is forgotten: a later
-    // assignment takes the shard afresh.
+    // assignment takes the shard afresh. One that ends because the host drains is kept: its
+    // intakes end then, before `stop`, and `releaseAll` releases what is kept.
     void intake.done.then(() => {
-      if (!this.#stopping && this.#owned.get(key)?.intake === intake) this.#owned.delete(key);
+      if (this.#stopping || this.deps.draining()) return;
+      if (this.#owned.get(key)?.intake === intake) this.#owned.delete(key);
     });
   }
 

@@ -147,6 +147,19 @@ export class SessionPool {
     await Promise.all(gone.map((e) => this.drop(e)));
   }
 
+  /**
+   * Closes every warm session whose device address `matches` (host as the pool keys it, lower
+   * case, and port) and waits until they are gone: a shard given up takes its devices' warm
+   * sessions with it, so that the next owner's session is the device's only one.
+   */
+  async closeWhere(matches: (host: string, port: number) => boolean): Promise<void> {
+    const gone = [...this.idle].filter((e) => {
+      const [host, port] = JSON.parse(e.address) as [string, number];
+      return matches(host, port);
+    });
+    await Promise.all(gone.map((e) => this.drop(e)));
+  }
+
   /** Closes every warm session; later releases close their session at once. */
   async close(): Promise<void> {
     this.closed = true;
