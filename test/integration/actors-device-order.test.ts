@@ -13,7 +13,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { DefaultTopology } from '@svc/proto';
+import { DefaultTopology, JOB_SHARDS } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { startDevice, type SimulatedDevice } from '@svc/test/support';
@@ -183,7 +183,7 @@ test("when a device's shard is taken over from its stopping owner while that own
   l.later.push(await startNamedActor(l.nats.url, next, ENV, logs.sink));
   // The second host owns its share (the rebalance is over) before the device's jobs come.
   await waitUntil(async () => {
-    for (let s = 0; s < 16; s++) if ((await l.owners.of(s))?.host === next) return true;
+    for (let s = 0; s < JOB_SHARDS; s++) if ((await l.owners.of(s))?.host === next) return true;
     return false;
   }, 'the second host owning shards');
   const later = [command(2), command(3)];

@@ -9,7 +9,7 @@
 // them, and every job runs once, in acceptance order, one at a time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DefaultTopology } from '@svc/proto';
+import { DefaultTopology, JOB_SHARDS } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { startDevice } from '@svc/test/support';
@@ -70,7 +70,7 @@ test('when the owner of a device’s shard is frozen past WORKER_SUSPECT_THRESHO
   const survivor = ServiceProcess.start('device-actor', { ...env, ACTOR_HOST_ID: survivorId });
   procs.push(survivor);
   await waitUntil(async () => {
-    for (let s = 0; s < 16; s++) if ((await owners.of(s))?.host === survivorId) return true;
+    for (let s = 0; s < JOB_SHARDS; s++) if ((await owners.of(s))?.host === survivorId) return true;
     return false;
   }, 'the second host owning its share of the shards');
 

@@ -7,6 +7,7 @@ import {
   Buckets,
   LockKeys,
   decodeOrDrop,
+  encodeJson,
   topologyFrom,
   WorkerHeartbeat,
   type JobRecord,
@@ -161,13 +162,75 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     return reaped;
   }
 
+  /**
+   * A host silent for WORKER_SUSPECT_THRESHOLD (several heartbeats missed) is marked draining, by
+   * compare-and-set on the stale beat read (a beat in between, the host was only slow, wins): the
+   * dispatcher then gives its shards to live hosts at once, which fence the jobs it held, so that
+   * its devices' waiting jobs go on within seconds, in order, and a host that was only frozen
+   * starts none of them when it wakes. Its started jobs keep WORKER_STALE_THRESHOLD's margin.
+   * Only while another host beats: when every host looks silent, the store is more likely the
+   * one that is slow, and moving shards would only move them nowhere.
+   */
+  const suspectMs = config.WORKER_SUSPECT_THRESHOLD * 1000;
+  const staleMs = config.WORKER_STALE_THRESHOLD * 1000;
+  async function markSuspects(): Promise<void> {
+    if (!beats.ready) return;
+    const now = Date.now();
+    const known = [...beats.entries()].flatMap(([key, e]) => {
+      const beat = beatOf(key, e.value);
+      return beat ? [{ key, beat, age: now - Date.parse(beat.last_beat) }] : [];
+    });
+    const silent = known.filter((b) => b.age > suspectMs && b.age < staleMs && !b.beat.draining);
+    if (silent.length === 0) return;
+    if (!known.some((b) => b.age <= suspectMs && !b.beat.draining)) return;
+    if (!(await lock.acquire())) return;
+    for (const { key } of silent) {
+      const entry = await workers.get(key);
+      if (!entry || entry.operation !== 'PUT') continue;
+      const beat = beatOf(key, entry.value);
+      if (!beat || beat.draining || Date.now() - Date.parse(beat.last_beat) <= suspectMs) continue;
+      const marked = await workers
+        .update(
+          key,
+          encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
+          entry.revision,
+        )
+        .then(
+          () => true,
+          () => false,
+        );
+      if (marked) {
+        log.warn(
+          { host_id: beat.host_id },
+          'marked a silent actor host draining: its shards go to live hosts',
+        );
+      }
+    }
+  }
+
   let timer: NodeJS.Timeout | null = null;
+  let suspectTimer: NodeJS.Timeout | null = null;
+  let suspectCheck: Promise<unknown> | null = null;
   let current: Promise<unknown> | null = null;
+  if (config.JOB_REAPER_ENABLED && suspectMs > 0 && suspectMs < staleMs) {
+    suspectTimer = setInterval(
+      () => {
+        if (suspectCheck || current) return;
+        suspectCheck = markSuspects()
+          .catch((err: unknown) => log.error({ err }, 'suspect check failed'))
+          .finally(() => {
+            suspectCheck = null;
+          });
+      },
+      Math.min(1000, suspectMs / 2),
+    );
+  }
   if (config.JOB_REAPER_ENABLED) {
     timer = setInterval(() => {
       // A slow cycle (many jobs to fail) must not overlap the next one.
       if (current) return;
-      current = cycle()
+      current = (suspectCheck ?? Promise.resolve())
+        .then(() => cycle())
         .catch((err: unknown) => log.error({ err }, 'reaper cycle failed'))
         .finally(() => {
           current = null;
@@ -179,7 +242,9 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     cycle,
     async stop() {
       if (timer) clearInterval(timer);
+      if (suspectTimer) clearInterval(suspectTimer);
       await current;
+      await suspectCheck;
       beats.stop();
       holds?.stop();
       enqueueCheck?.stop();
