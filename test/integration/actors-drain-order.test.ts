@@ -7,23 +7,33 @@
 // jobs it was delivered again and waits for the running one. A job is accepted after the
 // takeover. The frozen host then wakes, still holding the waiting jobs: it must start none of
 // them, and every job runs once, in acceptance order, one at a time.
+//
+// A second test: an owner that has not learned its shards were taken over (alive, cut off from
+// the heartbeats and the shard owners' bucket) ends its running job while the new owner waits
+// for it: it must start none of the device's later jobs, which the new owner has fenced.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DefaultTopology, JOB_SHARDS } from '@svc/proto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Buckets, DefaultTopology, JOB_SHARDS } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { startDevice } from '@svc/test/support';
 import {
+  NatsPublishFilter,
   NatsServerProcess,
   ServiceProcess,
   ShardOwners,
+  captureLogs,
   hostNamed,
   http,
   keepsWhenJoined,
   shardOfDevice,
+  startInProcessStack,
+  startNamedActor,
   testEnv,
   waitForJob,
   waitUntil,
+  waitWorkers,
 } from '../harness/mod.js';
 
 const PASSWORD = 'svc-demo';
@@ -140,4 +150,108 @@ test('when the owner of a device’s shard is frozen past WORKER_SUSPECT_THRESHO
   }
   // The woken host gave the shard up (it logs so once its running job of the shard has ended).
   await victim.waitFor(new RegExp(`"shard":${shard}[,}].*shard no longer this host`));
+});
+
+test("when an owner whose shards were taken over has not learned it and its running job ends, then it starts none of the device's later jobs", async (t) => {
+  // The owner reaches NATS through a relay that drops, on demand, its heartbeats and its reads
+  // of the shard owners (its bucket watch, its reads of an entry) and its deletes of consumers:
+  // alive and running its device's job, it looks gone to the others and does not learn that its
+  // shards went to the other host, as a host whose NATS node fell behind.
+  const cleanup: (() => Promise<unknown>)[] = [];
+  t.after(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => undefined);
+  });
+  const nats = await NatsServerProcess.start();
+  cleanup.push(() => nats.stop());
+  const filter = await NatsPublishFilter.start(nats.url);
+  cleanup.push(() => filter.stop());
+  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
+  cleanup.push(() => device.stop());
+  const env = { WORKER_STALE_THRESHOLD: '120', WORKER_SUSPECT_THRESHOLD: '2' };
+  const stack = await startInProcessStack(nats.url, { actors: 0, env });
+  cleanup.push(() => stack.stop());
+  const nc = await connectNats(nats.url, 'test');
+  cleanup.push(() => nc.close());
+  const owners = await ShardOwners.open(nc);
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
+  const shard = shardOfDevice(device);
+  const unaware = hostNamed('host-a', (h) => keepsWhenJoined(h, shard));
+  const logs = captureLogs();
+  const a = await startNamedActor(filter.url, unaware, env);
+  cleanup.push(() => a.stop());
+  const first = await owners.waitFor(shard, (o) => o.host === unaware, 'the shard owned');
+  await waitUntil(() => owners.consumed(shard), 'the owner consuming it');
+  const b = await startNamedActor(nats.url, 'host-b', env, logs.sink);
+  cleanup.push(() => b.stop());
+  await waitWorkers(stack.url, 2);
+
+  const auth = { basic: { username: device.username, password: PASSWORD } };
+  const command = (n: number) => `show interface GigabitEthernet0/${n}`;
+  const submit = async (n: number) => {
+    const r = await http('POST', `${stack.url}/v2/send-command`, {
+      ...auth,
+      body: { host: device.host, port: device.port, commands: [command(n)], read_timeout: 300 },
+    });
+    assert.equal(r.status, 202, r.text);
+    return r.json.job_id as string;
+  };
+  await device.setFaults({ hold: `^${command(1)}$` });
+  const running = await submit(1);
+  await waitUntil(
+    () => device.stats.commands.some((c) => c.command === command(1)),
+    'the first job on the device',
+  );
+  const later = [await submit(2), await submit(3)];
+  await waitUntil(async () => (await owners.ackPending(shard)) === 3, 'all three delivered');
+
+  // Cut off: its beats, and every way it reads the owners (its watch is removed with the
+  // bucket's other watches, which come back; its own cannot).
+  const locks = `KV_${Buckets.locks}`;
+  filter.drop(
+    (subject) =>
+      subject === `$KV.${Buckets.workers}.${unaware}` ||
+      subject.startsWith(`$JS.API.CONSUMER.CREATE.${locks}`) ||
+      subject.startsWith(`$JS.API.CONSUMER.DURABLE.CREATE.${locks}`) ||
+      subject.startsWith(`$JS.API.STREAM.MSG.GET.${locks}`) ||
+      subject.startsWith(`$JS.API.DIRECT.GET.${locks}`) ||
+      subject.startsWith(`$JS.API.CONSUMER.DELETE.`),
+  );
+  cleanup.push(() => Promise.resolve(filter.drop(null)));
+  const jsm = await jetstreamManager(nc);
+  for await (const c of jsm.consumers.list(locks)) {
+    await jsm.consumers.delete(locks, c.name).catch(() => undefined);
+  }
+  const taken = await owners.waitFor(
+    shard,
+    (o) => o.host === 'host-b' && o.state === 'owned',
+    'the shard taken over by the other host',
+  );
+  assert.equal(taken.epoch, first.epoch + 1);
+  await waitUntil(
+    () =>
+      logs.records.some(
+        (r) =>
+          r['job_id'] === running &&
+          r['message'] === 'taken over while its earlier owner runs it; waits',
+      ),
+    'the new owner waiting for the running job',
+  );
+
+  // The device answers: the unaware owner's job ends, and its mailbox goes on.
+  await device.setFaults({});
+  for (const id of [running, ...later]) {
+    const done = await waitForJob(stack.url, id, auth);
+    assert.equal(done.json.status, 'finished', done.text);
+  }
+  const records = await Promise.all(
+    [running, ...later].map(async (id) => (await jobs.get(id))!.record),
+  );
+  assert.deepEqual(
+    records.map((r) => r.actor_host),
+    [unaware, 'host-b', 'host-b'],
+  );
+  assert.deepEqual(
+    device.stats.commands.map((c) => c.command).filter((c) => c.startsWith('show interface')),
+    [command(1), command(2), command(3)],
+  );
 });

@@ -28,7 +28,7 @@ export const ReaperConfig = Type.Object({
     default: 5,
     minimum: 0,
     description:
-      "Seconds without a heartbeat after which an actor host is marked draining and its shards go to live hosts (its never-started jobs fenced, so a host that was only slow cannot start them); its started jobs wait for WORKER_STALE_THRESHOLD. Several HEARTBEAT_INTERVALs. 0: only after WORKER_STALE_THRESHOLD.",
+      'Seconds without a heartbeat after which an actor host is marked draining and its shards go to live hosts (its never-started jobs fenced, so a host that was only slow cannot start them); its started jobs wait for WORKER_STALE_THRESHOLD. Several HEARTBEAT_INTERVALs. 0: only after WORKER_STALE_THRESHOLD.',
   }),
 });
 export type ReaperConfig = Static<typeof ReaperConfig>;
