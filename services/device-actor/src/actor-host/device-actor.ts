@@ -88,19 +88,19 @@ export class DeviceActor {
     // A job an earlier owner of its shard may hold is fenced at once, not only in its turn:
     // while this owner waits for a job that owner started, the owner, if it has not learned that
     // the shard moved, would start the device's later jobs once that one ends (docs/shards.md).
-    if (delivery.shard?.fence) void this.#fenceEarly(delivery);
+    if (delivery.shard.fence) void this.#fenceEarly(delivery);
   }
 
   /** Moves a taken-over job's queued record to this owner's epoch; its turn does it otherwise. */
   async #fenceEarly({ envelope, shard }: Delivery): Promise<void> {
     const { ctx } = this;
-    const epoch = shard!.epoch;
+    const epoch = shard.epoch;
     try {
       const stored = await ctx.jobs.get(envelope.job_id);
       const placement = stored?.record.placement ?? 0;
       if (!stored || stored.record.status !== 'queued' || placement >= epoch) return;
-      if (!shard!.owned()) return;
-      await ctx.jobs.fence({ ...envelope, placement }, epoch, stored);
+      if (!shard.owned()) return;
+      await ctx.jobs.fence(envelope.job_id, epoch, stored);
     } catch (err) {
       ctx.log.debug({ err, job_id: envelope.job_id }, 'taken-over job not fenced early');
     }

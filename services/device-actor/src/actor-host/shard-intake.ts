@@ -258,6 +258,12 @@ export class ShardIntake {
     const js = jetstream(this.nc);
     while (!this.#ending()) {
       try {
+        // First whether the shard is still this host's (read from the bucket's leader): a host
+        // that lost it meanwhile must not delete the consumer its new owner made.
+        if (!(await source.prepare())) {
+          this.#closed = true;
+          break;
+        }
         if (this.#stalled) {
           // A consumer left without a leader (cluster node lost) is replaced; the jobs stay in
           // the stream, and one delivered twice cannot start twice. Replaced only once deleted:
@@ -272,10 +278,6 @@ export class ShardIntake {
           // Acknowledgements sent to the consumer replaced went nowhere; its jobs not acknowledged
           // are delivered again by the new one.
           this.#acked = [];
-        }
-        if (!(await source.prepare())) {
-          this.#closed = true;
-          break;
         }
         // Re-declared each time: a new owner's takeover, or a stall, deleted it.
         await jsm.consumers.add(source.stream, source.consumer);
