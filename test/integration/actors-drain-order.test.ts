@@ -167,7 +167,15 @@ test("when an owner whose shards were taken over has not learned it and its runn
   cleanup.push(() => filter.stop());
   const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
   cleanup.push(() => device.stop());
-  const env = { WORKER_STALE_THRESHOLD: '120', WORKER_SUSPECT_THRESHOLD: '2' };
+  // No pinned host keys (HOST_KEY_POLICY off), so no device claim across hosts: the unaware
+  // owner, its reads dropped, could not give back the claim its warm session holds, and the new
+  // owner would wait for its reap (WORKER_STALE_THRESHOLD), as one session per device requires.
+  // What this test is about is the fence, not the claim (actors-guards tests the claim).
+  const env = {
+    WORKER_STALE_THRESHOLD: '120',
+    WORKER_SUSPECT_THRESHOLD: '2',
+    HOST_KEY_POLICY: 'off',
+  };
   const stack = await startInProcessStack(nats.url, { actors: 0, env });
   cleanup.push(() => stack.stop());
   const nc = await connectNats(nats.url, 'test');
