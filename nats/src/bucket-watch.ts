@@ -1,6 +1,7 @@
 import type { JsMsg } from '@nats-io/jetstream';
 import { Bucket, type KV } from '@nats-io/kv';
 import type { Logger } from '@svc/telemetry';
+import type { DropContext } from '@svc/proto';
 import { followStream } from './stream-follower.js';
 
 /** One entry of a watched bucket, as the KV client's watch gives it. */
@@ -92,4 +93,23 @@ export async function watchBucket(
     pendingAtOpen: options.countPending ? follower.pendingAtOpen : null,
     stop: () => follower.stop(),
   };
+}
+
+/**
+ * A watch's entries, each put's value decoded by `decode` (null, dropped and logged by it, when
+ * it is not one) and a delete's as null: what every reader of a key range does with its entries.
+ */
+export async function* decodedEntries<
+  T,
+  E extends Pick<BucketWatchEntry, 'key' | 'value' | 'operation'> = BucketWatchEntry,
+>(
+  watch: AsyncIterable<E>,
+  decode: (key: string, value: Uint8Array, drop: DropContext) => T | null,
+  drop: Omit<DropContext, 'where'>,
+): AsyncGenerator<E & { decoded: T | null }> {
+  for await (const e of watch) {
+    const decoded =
+      e.operation === 'PUT' ? decode(e.key, e.value, { ...drop, where: { key: e.key } }) : null;
+    yield { ...e, decoded };
+  }
 }

@@ -23,7 +23,7 @@ export { nextMessageOn } from './stream-reads.js';
 export { BurstFeed } from './burst-feed.js';
 export type { BurstFeedOptions } from './burst-feed.js';
 export { bucketKeys } from './bucket-keys.js';
-export { watchBucket } from './bucket-watch.js';
+export { decodedEntries, watchBucket } from './bucket-watch.js';
 export { followStream } from './stream-follower.js';
 export type { FollowFrom, StreamFollower } from './stream-follower.js';
 export type { BucketWatch, BucketWatchEntry } from './bucket-watch.js';

@@ -21,6 +21,7 @@ import {
   WorkerHeartbeat,
   topologyFrom,
   JOB_SHARDS,
+  type DropContext,
   type ShardOwner,
   shardOwnerOf,
 } from '@svc/proto';
@@ -29,6 +30,7 @@ import {
   isConsumerNotFound,
   workConsumeOptions,
   Lease,
+  decodedEntries,
   ensureTopology,
   watchBucket,
 } from '@svc/nats';
@@ -97,17 +99,14 @@ export async function startDispatcher(
   const watch = await watchBucket(stores[Buckets.workers], { log });
   hosts.heartbeatsCurrentAt = () => watch.currentAt();
   void (async () => {
-    for await (const e of watch) {
-      // A heartbeat that is not one counts as none: no shard goes to what it claims.
-      const beat =
-        e.operation === 'PUT'
-          ? decodeOrDrop(WorkerHeartbeat, e.value, {
-              consumer: 'dispatcher_heartbeats',
-              log,
-              where: { key: e.key },
-            })
-          : null;
-      hosts.update(e.key, beat);
+    // A heartbeat that is not one counts as none: no shard goes to what it claims.
+    const beatOf = (_key: string, value: Uint8Array, drop: DropContext) =>
+      decodeOrDrop(WorkerHeartbeat, value, drop);
+    for await (const e of decodedEntries(watch, beatOf, {
+      consumer: 'dispatcher_heartbeats',
+      log,
+    })) {
+      hosts.update(e.key, e.decoded);
     }
   })();
 
@@ -119,16 +118,12 @@ export async function startDispatcher(
   const shardsOpenedAt = Date.now();
   const shardWatch = await watchBucket(locks, { key: LockKeys.shardAll, log });
   void (async () => {
-    for await (const e of shardWatch) {
-      const owner =
-        e.operation === 'PUT'
-          ? shardOwnerOf(e.key, e.value, {
-              consumer: 'dispatcher_shards',
-              log,
-              where: { key: e.key },
-            })
-          : null;
-      if (e.operation === 'PUT') shardEntries.set(e.key, { owner, revision: e.revision });
+    for await (const e of decodedEntries(shardWatch, shardOwnerOf, {
+      consumer: 'dispatcher_shards',
+      log,
+    })) {
+      if (e.operation === 'PUT')
+        shardEntries.set(e.key, { owner: e.decoded, revision: e.revision });
       else shardEntries.delete(e.key);
     }
   })();

@@ -5,6 +5,7 @@ import {
   isWrongRevision,
   type DeviceClaimEntry,
 } from '@svc/proto';
+import { decodedEntries } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
 import { abortError } from '../device/abort.js';
 
@@ -175,16 +176,9 @@ export class ClusterClaims implements DeviceHolds {
   async #follow(): Promise<void> {
     const { log } = this.deps;
     try {
-      for await (const e of this.deps.watch) {
-        const claim =
-          e.operation === 'PUT'
-            ? deviceClaimOf(e.key, e.value, {
-                consumer: 'actor_claims',
-                log,
-                where: { key: e.key },
-              })
-            : null;
-        this.#onWrite(e.key, claim, e.revision, e.operation !== 'PUT');
+      const drop = { consumer: 'actor_claims', log };
+      for await (const e of decodedEntries(this.deps.watch, deviceClaimOf, drop)) {
+        this.#onWrite(e.key, e.decoded, e.revision, e.operation !== 'PUT');
       }
     } catch (err) {
       log.warn({ err }, 'device claims watch ended');

@@ -12,7 +12,7 @@ import {
   shardOwnerOf,
   type ShardOwner,
 } from '@svc/proto';
-import { isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
+import { decodedEntries, isConsumerNotFound, watchBucket, type BucketWatch } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
 import { IntakeChecks, ShardIntake, shardSource } from './shard-intake.js';
 
@@ -75,16 +75,10 @@ export class ShardOwnership {
     const watch = await watchBucket(deps.locks, { key: LockKeys.shardAll, log: deps.log });
     ownership.#watch = watch;
     void (async () => {
-      for await (const e of watch) {
-        // A delete, or an entry that is not an owner of its key: this host owns nothing there.
-        const owner =
-          e.operation === 'PUT'
-            ? shardOwnerOf(e.key, e.value, {
-                consumer: 'actor_shards',
-                log: deps.log,
-                where: { key: e.key },
-              })
-            : null;
+      // A delete, or an entry that is not an owner of its key: this host owns nothing there.
+      const drop = { consumer: 'actor_shards', log: deps.log };
+      for await (const e of decodedEntries(watch, shardOwnerOf, drop)) {
+        const owner = e.decoded;
         const turn = (ownership.#turns.get(e.key) ?? Promise.resolve())
           .then(() => ownership.#onEntry(e.key, owner))
           .catch((err: unknown) => deps.log.warn({ err, key: e.key }, 'shard change not handled'));
