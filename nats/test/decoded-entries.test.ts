@@ -5,8 +5,18 @@ import { decodedEntries, type BucketWatchEntry } from '../src/bucket-watch.js';
 
 type Entry = Pick<BucketWatchEntry, 'key' | 'value' | 'operation' | 'revision'>;
 
-async function* entries(list: Entry[]): AsyncGenerator<Entry> {
-  yield* list;
+function entries(list: Entry[]): AsyncIterable<Entry> {
+  return {
+    [Symbol.asyncIterator]: () => {
+      let i = 0;
+      return {
+        next: () =>
+          Promise.resolve(
+            i < list.length ? { value: list[i++]!, done: false } : { value: undefined, done: true },
+          ),
+      };
+    },
+  };
 }
 
 test('when a watch gives a good put, a put of the wrong shape and a delete, then each comes decoded, dropped as null with its key logged, or null', async () => {
