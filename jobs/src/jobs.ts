@@ -138,7 +138,7 @@ export class Jobs {
 
   /**
    * `queued → started` on `hostId` for this copy of the job (`placementMayStart`), then its
-   * event. Null when the job must not run here (cancelled, started elsewhere, handed back).
+   * event. Null when the job must not run here (cancelled, started elsewhere, taken over).
    * The first write uses the record as the gateway created it (`record_revision`): no read.
    */
   async start(envelope: JobEnvelope, hostId: string): Promise<StoredRecord | null> {
@@ -153,8 +153,8 @@ export class Jobs {
       envelope.job_id,
       ['queued'],
       'started',
-      // A copy of an earlier placement (handed back since) never starts: the record names
-      // the copy that may.
+      // A copy of an earlier owner of its shard (taken over since) never starts: the record
+      // names the epoch that may.
       (current) =>
         placementMayStart(current, envelope) ? { started_at: startedAt, actor_host: hostId } : null,
       { known, mine: (current) => current.started_at === startedAt },

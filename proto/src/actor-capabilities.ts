@@ -4,8 +4,8 @@ import type { JobSpec } from './messages/job.js';
  * What an actor host understands beyond the jobs every release runs, so that no host runs a job
  * it would misread: an actor host of an earlier release ignores the spec fields it does not
  * know and would run a dry run as a real push. The gateway lists a job's needs in its envelope
- * (`requires`), actor hosts list theirs in their heartbeat (`capabilities`), and an actor host refuses a job that needs one
- * it lacks (`ACTOR_OUTDATED`). docs/operations.md (upgrade order).
+ * (`requires`), actor hosts list theirs in their heartbeat (`capabilities`), and an actor host
+ * refuses a job that needs one it lacks (`ACTOR_OUTDATED`). docs/operations.md (upgrade order).
  */
 export const ActorCapability = {
   /**
@@ -15,7 +15,7 @@ export const ActorCapability = {
   configWorkflows: 'config_workflows',
   /**
    * The host consumes the shards of a context's jobs it is assigned (docs/architecture.md, job
-   * path): a host of an earlier release takes jobs only from its own placement subject, so the
+   * path): a host of the release before shards takes jobs only from its own placement subject, so the
    * dispatcher assigns shards only to hosts that list this.
    */
   jobShards: 'job_shards',

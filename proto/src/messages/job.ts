@@ -97,7 +97,7 @@ export const JobSpec = Type.Object(
 export type JobSpec = Static<typeof JobSpec>;
 
 /**
- * A job as it crosses NATS (streams `SVC_JOBS` and `SVC_ACTOR`). Credentials and the webhook
+ * A job as it crosses NATS (stream `SVC_JOBS`, its device's shard subject). Credentials and the webhook
  * secret travel only inside `sealed`, AES-256-GCM under SVC_ENCRYPTION_KEY.
  */
 export const JobEnvelope = Type.Object(
@@ -116,9 +116,10 @@ export const JobEnvelope = Type.Object(
     address: Type.Optional(Type.String()),
     /**
      * The device key of the host key pinned for `address` at submission
-     * (`<context>|hostkey:<fingerprint>`), when one was: placement prefers the actor host chosen
-     * by it, so that every address of one device meets on one host (where one session per device
-     * key holds). Absent before first contact and in envelopes of older gateways.
+     * (`<context>|hostkey:<fingerprint>`), when one was. Read by the dispatchers of the release
+     * before shards (their placement preferred the host chosen by it), which may run beside this
+     * one during an upgrade; this release's actor hosts claim the device by the key they pin.
+     * Absent before first contact and in envelopes of older gateways.
      */
     device: Type.Optional(Type.String()),
     enqueued_at: Type.String(),
@@ -140,8 +141,8 @@ export const JobEnvelope = Type.Object(
     device_name: Type.Optional(Type.String()),
     /**
      * Capabilities the actor host must have to run the job (`requiredCapabilities` of the
-     * spec): the dispatcher places it only on a host whose heartbeat lists them, and an actor
-     * host refuses it (ACTOR_OUTDATED) when it lacks one. Absent: none.
+     * spec): an actor host refuses it (ACTOR_OUTDATED) when its heartbeat does not list one, and
+     * nothing reaches the device. Absent: none.
      */
     requires: Type.Optional(Type.Array(Type.String())),
   },

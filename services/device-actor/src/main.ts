@@ -3,7 +3,8 @@ import { runServiceMain } from '@svc/service-main';
 import { loadDeviceActorConfig } from './config.js';
 import { startDeviceActorService } from './actor-host/service.js';
 
-// On SIGTERM the host stops taking jobs, finishes running ones and hands back queued ones.
+// On SIGTERM the host stops taking jobs, finishes running ones and leaves queued ones in their
+// shards for the next owner.
 await runServiceMain(process, {
   service: 'device-actor',
   loadConfig: loadDeviceActorConfig,

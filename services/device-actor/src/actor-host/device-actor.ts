@@ -65,7 +65,7 @@ export interface Delivery {
 /**
  * One device (context + canonical address + port): its mailbox runs the device's jobs one at a
  * time (DEVICE_MAX_SESSIONS) and in order. A job starts only through a compare-and-set from
- * `queued` to `started` on its record, so a redelivered or re-placed job that already started is
+ * `queued` to `started` on its record, so a redelivered or taken-over job that already started is
  * never run a second time; its end is one more compare-and-set, then its event, audit line and
  * webhook.
  */
