@@ -234,12 +234,13 @@ export async function startActorHost(
         c.abort(new SvcError(ErrorCode.WORKER_LOST, 'actor host shut down while the job ran'));
       }
       while (running.size > 0) await sleep(20);
-      // Its warm sessions close and its device claims go (before its heartbeat does).
+      // No job runs here any more: its warm sessions close, which gives its device claims back
+      // (waited for: before its heartbeat goes), and then its shards go to other hosts. Claims
+      // wait for their sessions to close: in the other order every stop took their deadline.
+      await deps.closeWarmSessions?.(() => true);
       await deviceClaims.stop();
       clearInterval(heartbeat);
       admission.stop();
-      // No job runs here any more: the warm sessions close before the shards go to other hosts.
-      await deps.closeWarmSessions?.(() => true);
       await shards.releaseAll();
       await jobs.batchEventsStored();
       // A job whose end this host could not store is failed now (never run again); while one is
