@@ -275,3 +275,18 @@ test('when a frozen holder wakes to find its claim taken over, then it closes it
   assert.equal(a.claims.size, 0);
   assert.deepEqual(bucket.claim(), { device: DEVICE, host: 'b' });
 });
+
+test('when the store fails for a moment as a host claims a device (a NATS node lost), then the claim is tried again and the job goes on', async (t) => {
+  // Seen in the lone clone's cluster-failover run: "jetstream is not enabled" from the node being
+  // killed failed a started job INTERNAL, where every other state change of an actor retries.
+  const bucket = new Bucket();
+  const create = bucket.create.bind(bucket);
+  let failures = 2;
+  bucket.create = (key, value) =>
+    failures-- > 0 ? Promise.reject(new Error('jetstream is not enabled')) : create(key, value);
+  const a = host(t, bucket, 'a');
+  await a.runJob();
+  await settle();
+  assert.equal(failures, -1, 'tried again past both failures');
+  assert.deepEqual(bucket.claim(), { device: DEVICE, host: 'a' });
+});
