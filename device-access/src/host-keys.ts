@@ -102,6 +102,9 @@ const copies = new WeakMap<KV, Promise<KvMirror | null>>();
 const decodedPins = new WeakMap<Uint8Array, PinnedHostKey>();
 
 /** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
+/** How long a first pin is tried again while the store does not answer (ms). */
+const PIN_OUTAGE_MS = 10_000;
+
 export class HostKeyStore {
   constructor(readonly kv: KV) {}
 
@@ -225,13 +228,21 @@ export class HostKeyStore {
     blob: Buffer,
   ): Promise<PinnedHostKey> {
     const pin = this.record(context, host, port, blob, 'tofu');
-    try {
-      const key = HostKeyStore.keyOf(context, host, port);
-      await this.settled(key, await this.kv.create(key, encodeJson(pin)));
-      return pin;
-    } catch (err) {
-      if (!isWrongRevision(err) && !/exists/i.test(String(err))) throw err;
-      return (await this.get(context, host, port)) ?? pin;
+    const key = HostKeyStore.keyOf(context, host, port);
+    // Tried again through a store outage (a NATS node lost while the handshake waits), bounded
+    // below the handshake's own time: a create whose answer was lost finds its own pin next.
+    const deadline = Date.now() + PIN_OUTAGE_MS;
+    for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+      try {
+        await this.settled(key, await this.kv.create(key, encodeJson(pin)));
+        return pin;
+      } catch (err) {
+        if (isWrongRevision(err) || /exists/i.test(String(err))) {
+          return (await this.get(context, host, port)) ?? pin;
+        }
+        if (Date.now() + pause > deadline) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 
