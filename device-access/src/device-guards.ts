@@ -7,8 +7,6 @@ import {
   LockoutRecord,
   canonicalHost,
   encodeToken,
-  Subjects,
-  jobShardOf,
 } from '@svc/proto';
 import type { KvMirror } from '@svc/nats';
 
@@ -19,21 +17,6 @@ import type { KvMirror } from '@svc/nats';
  */
 export function deviceKeyOf(context: string, host: string, port: number): string {
   return `${context}|${canonicalHost(host)}|${port}`;
-}
-
-/**
- * The shard subject a job's envelope is queued on (docs/shards.md): its device's, by the key its
- * actor keys the device's mailbox by, so a device's jobs are on one subject in stored order.
- */
-export function envelopeSubjectOf(envelope: {
-  address?: string | undefined;
-  spec: { context: string; host: string; port: number };
-}): string {
-  const { context, host, port } = envelope.spec;
-  return Subjects.jobShard(
-    context,
-    jobShardOf(deviceKeyOf(context, envelope.address ?? host, port)),
-  );
 }
 
 type BreakerState = BreakerRecord;

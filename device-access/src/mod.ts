@@ -1,4 +1,6 @@
-export { CircuitBreaker, LockoutLedger, deviceKeyOf, envelopeSubjectOf } from './device-guards.js';
+export { CircuitBreaker, LockoutLedger, deviceKeyOf } from './device-guards.js';
+export { envelopeOfMessage, envelopeSubjectOf } from './job-envelopes.js';
+export type { QueuedMessage } from './job-envelopes.js';
 export {
   HostKeySettings,
   HostKeyStore,

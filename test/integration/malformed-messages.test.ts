@@ -7,10 +7,13 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import {
   Buckets,
+  Consumers,
   JOB_SHARDS,
   LockKeys,
+  JobEnvelope,
   Streams,
   Subjects,
+  decodeMessage,
   encodeJson,
   jobShardOf,
 } from '@svc/proto';
@@ -19,6 +22,38 @@ import { deviceKeyOf, envelopeSubjectOf } from '@svc/device-access';
 import { deviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 const NOT_JSON = new TextEncoder().encode('{"v":1, not json');
+
+/** A job envelope of the schema's shape (its job has no record, and its secrets are not sealed). */
+function envelopeForTest(
+  jobId: string,
+  where: { context: string; host: string; port: number },
+): Record<string, unknown> {
+  return {
+    v: 1,
+    job_id: jobId,
+    owner: 'basic:test',
+    username: 'test',
+    spec: {
+      kind: 'command',
+      ...where,
+      platform: 'cisco_ios',
+      commands: ['show version'],
+      conn_timeout: 10,
+      read_timeout: 10,
+      expect_string: null,
+      tags: {},
+      webhook_url: null,
+      save_config: false,
+      commit: false,
+      textfsm_template: null,
+      ttp_template: null,
+    },
+    sealed: 'not-sealed',
+    address: where.host,
+    enqueued_at: new Date().toISOString(),
+    placement: 0,
+  };
+}
 
 /** `svc_malformed_messages_total` by consumer, from the gateway's /metrics (one process). */
 async function dropped(url: string): Promise<Record<string, number>> {
@@ -54,6 +89,17 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   await js.publish(
     envelopeSubjectOf({ spec, address: '127.0.0.1' }),
     encodeJson({ v: 1, job_id: 'x', spec: {} }),
+  );
+  // Well-formed envelopes on a subject their job does not route to: one of another context on
+  // this context's own subject (the dispatcher would forward it into that context's shards),
+  // and one of another context on the good job's shard (the actor host would run it there).
+  const elsewhere = { ...spec, context: 'elsewhere' };
+  // Of the envelope's shape: only where it arrived makes it wrong.
+  decodeMessage(JobEnvelope, encodeJson(envelopeForTest('misrouted-0', elsewhere)));
+  await js.publish(Subjects.jobs('default'), encodeJson(envelopeForTest('misrouted-1', elsewhere)));
+  await js.publish(
+    envelopeSubjectOf({ spec, address: '127.0.0.1' }),
+    encodeJson(envelopeForTest('misrouted-2', elsewhere)),
   );
   // Shard owners (the dispatcher's plan and the actor host's ownership): another shard's entry
   // of the wrong shape, which the plan overwrites with an owner.
@@ -106,6 +152,15 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
     async () => (await workers.get('ghost'))?.operation !== 'PUT' || null,
     'the reaper to reap the silent host',
   );
+  // The dispatcher has settled everything on the context's subject (forwarded or dropped).
+  await waitUntil(async () => {
+    const info = await jsm.consumers.info(Streams.jobs, Consumers.dispatch('default'));
+    return info.num_pending + info.num_ack_pending === 0 || null;
+  }, 'the dispatcher to settle what the context subject held');
+  const leaked = await jsm.streams.info(Streams.jobs, {
+    subjects_filter: `${Subjects.jobs('elsewhere')}.>`,
+  });
+  assert.deepEqual(leaked.state.subjects ?? {}, {}, 'a job forwarded into another context');
   // The bad messages were terminated: nothing is left on the work queues.
   await waitUntil(
     async () => (await jsm.streams.info(Streams.jobs)).state.messages === 0,
@@ -128,8 +183,8 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   );
   const counts = await dropped(stack.url);
   assert.equal(counts['job_index'], 2, JSON.stringify(counts));
-  assert.equal(counts['dispatcher'], 2, JSON.stringify(counts));
-  assert.equal(counts['actor_host'], 2, JSON.stringify(counts));
+  assert.equal(counts['dispatcher'], 3, JSON.stringify(counts));
+  assert.equal(counts['actor_host'], 3, JSON.stringify(counts));
   // The wrong-shaped owner entry was dropped by the dispatcher and by the actor host.
   assert.ok((counts['dispatcher_shards'] ?? 0) >= 1, JSON.stringify(counts));
   assert.ok((counts['actor_shards'] ?? 0) >= 1, JSON.stringify(counts));

@@ -17,7 +17,6 @@ import {
   Subjects,
   decodeOrDrop,
   encodeJson,
-  JobEnvelope,
   WorkerHeartbeat,
   topologyFrom,
   JOB_SHARDS,
@@ -34,7 +33,7 @@ import {
   ensureTopology,
   watchBucket,
 } from '@svc/nats';
-import { envelopeSubjectOf } from '@svc/device-access';
+import { envelopeOfMessage, envelopeSubjectOf } from '@svc/device-access';
 import { type Logger, injectTraceContext, MetricsRegistry } from '@svc/telemetry';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge } from 'prom-client';
@@ -297,20 +296,12 @@ export async function startDispatcher(
   }
 
   async function forward(context: string, m: JsMsg): Promise<void> {
-    // The reaper's probe on the context's subject (a reaper of an earlier release).
-    if (m.headers?.get(Headers.enqueueProbe)) {
-      m.ack();
-      return;
-    }
-    const envelope = decodeOrDrop(JobEnvelope, m.data, {
+    // The reaper's probe there is a reaper's of an earlier release.
+    const envelope = envelopeOfMessage(m, (e) => Subjects.jobs(e.spec.context), {
       consumer: 'dispatcher',
       log,
-      where: { subject: m.subject, seq: m.seq },
     });
-    if (!envelope) {
-      m.term();
-      return;
-    }
+    if (!envelope) return;
     const h = natsHeaders();
     injectTraceContext(h, m.headers?.get(Headers.traceparent));
     // Retried in place, never nak'ed: a device's later job must not overtake this one.

@@ -6,22 +6,19 @@ import { Counter } from 'prom-client';
 import {
   Buckets,
   ErrorCode,
-  Headers,
   LockKeys,
   Subjects,
   SubjectParsers,
   SvcError,
-  decodeOrDrop,
   jobShardOf,
   topologyFrom,
   type DeviceSecrets,
-  JobEnvelope,
   type JobRecord,
   type Sealer,
 } from '@svc/proto';
 import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
 import { ensureTopology, watchBucket } from '@svc/nats';
-import { deviceKeyOf } from '@svc/device-access';
+import { deviceKeyOf, envelopeOfMessage, envelopeSubjectOf } from '@svc/device-access';
 import { Jobs } from '@svc/jobs';
 import type { ActorContext, ParseOutputs } from './actor-context.js';
 import type { DeviceActorConfig } from '../config.js';
@@ -163,22 +160,8 @@ export async function startActorHost(
   });
 
   const deliver = (msg: JsMsg, shard: ShardDelivery) => {
-    // The reaper's probe for an envelope that never arrived (its message id is the job's): it
-    // only holds that id in the stream's duplicate window.
-    if (msg.headers?.get(Headers.enqueueProbe)) {
-      log.debug({ seq: msg.seq, subject: msg.subject }, 'enqueue probe dropped');
-      msg.ack();
-      return;
-    }
-    const envelope = decodeOrDrop(JobEnvelope, msg.data, {
-      consumer: 'actor_host',
-      log,
-      where: { subject: msg.subject, seq: msg.seq },
-    });
-    if (!envelope) {
-      msg.term();
-      return;
-    }
+    const envelope = envelopeOfMessage(msg, envelopeSubjectOf, { consumer: 'actor_host', log });
+    if (!envelope) return;
     const key = deviceKeyOf(
       envelope.spec.context,
       envelope.address ?? envelope.spec.host,
