@@ -84,6 +84,8 @@ const HELP = `usage: node bench/dist/src/load.js [options]
                     more connection subscribed to '>'; its deliveries are not counted as svc's)
   --idle S          after the warm-up, S seconds with no jobs: each process's CPU per second
                     (timers, heartbeats, watches; what a quiet stack costs) (default 0 = skip)
+  --max-queue-depth N  the stack's MAX_QUEUE_DEPTH (default 0 = no limit, no backlog read per
+                    submission)
   --json            also print the report as JSON
 `;
 
@@ -117,6 +119,8 @@ interface Options {
   batch: boolean;
   /** Seconds of the idle phase (no jobs) after the warm-up; 0 skips it. */
   idleSeconds: number;
+  /** The stack's MAX_QUEUE_DEPTH: above 0 every submission reads its context's backlog. */
+  maxQueueDepth: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -148,6 +152,7 @@ function parseOptions(argv: string[]): Options {
       'cpu-prof': { type: 'string' },
       batch: { type: 'boolean', default: false },
       idle: { type: 'string', default: '0' },
+      'max-queue-depth': { type: 'string', default: '0' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -202,6 +207,7 @@ function parseOptions(argv: string[]): Options {
     cpuProf: values['cpu-prof'],
     batch: values.batch,
     idleSeconds: int('idle', values.idle, 0),
+    maxQueueDepth: int('max-queue-depth', values['max-queue-depth'], 0),
   };
   if (options.launcher && (url || options.processes || options.hold > 0 || options.actors !== 1)) {
     throw new Error(
@@ -1169,7 +1175,7 @@ async function main(): Promise<void> {
         JOB_DEDUP_ENABLED: 'false',
         RATE_LIMIT_PER_MINUTE: '0',
         RATE_LIMIT_DEVICE_PER_MINUTE: '0',
-        MAX_QUEUE_DEPTH: '0',
+        MAX_QUEUE_DEPTH: String(opts.maxQueueDepth),
         BATCH_MAX_DEVICES: String(Math.max(1000, opts.devices)),
       };
       // The memory phase runs on an actor host of its own, serving a context of its own, so that

@@ -8,10 +8,10 @@ import { Consumers, JOB_SHARDS, Streams, Subjects } from '@svc/proto';
  */
 const POSITION_READ_MS = 250;
 
-/** A context's backlog as last read, and this gateway's submission count at the read. */
+/** Every context's backlog as last read, and this gateway's submission counts at the read. */
 interface Snapshot {
-  depth: number;
-  queuedAtRead: number;
+  depths: Map<string, number>;
+  queuedAtRead: Map<string, number>;
   readAt: number;
 }
 
@@ -26,8 +26,8 @@ interface Snapshot {
 export class QueueDepth {
   /** Submissions this gateway queued, per context, since it started. */
   readonly #queued = new Map<string, number>();
-  readonly #snapshots = new Map<string, Snapshot>();
-  readonly #reads = new Map<string, Promise<Snapshot>>();
+  #snapshot: Snapshot | null = null;
+  #read: Promise<Snapshot> | null = null;
 
   constructor(
     private readonly jsm: JetStreamManager,
@@ -37,17 +37,19 @@ export class QueueDepth {
 
   /**
    * Jobs ahead of a new submission: the backlog of a read at most POSITION_READ_MS old (one
-   * read in flight serves every submission waiting for it) plus the submissions this gateway
-   * queued since that read, so back-to-back submissions here see each other. A submission
-   * queued while the read was in flight may count twice: the position errs high, never low.
+   * read in flight, of every context's consumers at once, serves every submission waiting for
+   * it) plus the submissions this gateway queued since that read, so back-to-back submissions
+   * here see each other. A submission queued while the read was in flight may count twice: the
+   * position errs high, never low.
    */
   async ahead(context: string): Promise<number> {
-    const snapshot = this.#snapshots.get(context);
+    const snapshot = this.#snapshot;
     const current =
       snapshot && performance.now() - snapshot.readAt < POSITION_READ_MS
         ? snapshot
-        : await this.#read(context);
-    return current.depth + this.#queuedIn(context) - current.queuedAtRead;
+        : await this.#readAll();
+    const atRead = current.queuedAtRead.get(context) ?? 0;
+    return (current.depths.get(context) ?? 0) + this.#queuedIn(context) - atRead;
   }
 
   /** Counts a submission this gateway queued (its envelope is in the stream). */
@@ -59,21 +61,16 @@ export class QueueDepth {
     return this.#queued.get(context) ?? 0;
   }
 
-  #read(context: string): Promise<Snapshot> {
-    let read = this.#reads.get(context);
-    if (!read) {
-      const queuedAtRead = this.#queuedIn(context);
+  #readAll(): Promise<Snapshot> {
+    this.#read ??= (async () => {
+      const queuedAtRead = new Map(this.#queued);
       const readAt = performance.now();
-      read = this.forContext(context)
-        .then((depth) => {
-          const snapshot = { depth, queuedAtRead, readAt };
-          this.#snapshots.set(context, snapshot);
-          return snapshot;
-        })
-        .finally(() => this.#reads.delete(context));
-      this.#reads.set(context, read);
-    }
-    return read;
+      const depths = await this.#backlogs(this.contexts);
+      return (this.#snapshot = { depths, queuedAtRead, readAt });
+    })().finally(() => {
+      this.#read = null;
+    });
+    return this.#read;
   }
 
   /**
@@ -85,34 +82,40 @@ export class QueueDepth {
    * it stores, read only then.
    */
   async forContext(context: string): Promise<number> {
-    return this.#backlog([context]);
+    return (await this.#backlogs([context])).get(context) ?? 0;
   }
 
   /** Every job not yet ended, all contexts (the same reads). */
   async total(): Promise<number> {
-    return this.#backlog(this.contexts);
+    let sum = 0;
+    for (const depth of (await this.#backlogs(this.contexts)).values()) sum += depth;
+    return sum;
   }
 
-  async #backlog(contexts: readonly string[]): Promise<number> {
+  async #backlogs(contexts: readonly string[]): Promise<Map<string, number>> {
     const infos = new Map<string, ConsumerInfo>();
     for await (const info of this.jsm.consumers.list(Streams.jobs)) infos.set(info.name, info);
-    let depth = 0;
-    const unconsumed: string[] = [];
+    const depths = new Map<string, number>();
+    const unconsumed: [string, string][] = [];
     for (const context of contexts) {
       const subjects: [string, string][] = [[Consumers.dispatch(context), Subjects.jobs(context)]];
       for (let shard = 0; shard < JOB_SHARDS; shard++) {
         subjects.push([Consumers.shard(context, shard), Subjects.jobShard(context, shard)]);
       }
+      let depth = 0;
       for (const [durable, subject] of subjects) {
         const info = infos.get(durable);
         if (info) depth += info.num_pending + info.num_ack_pending;
-        else unconsumed.push(subject);
+        else unconsumed.push([context, subject]);
       }
+      depths.set(context, depth);
     }
-    if (unconsumed.length === 0) return depth;
+    if (unconsumed.length === 0) return depths;
     const stream = await this.jsm.streams.info(Streams.jobs, { subjects_filter: Subjects.jobsAll });
     const stored = stream.state.subjects ?? {};
-    for (const subject of unconsumed) depth += stored[subject] ?? 0;
-    return depth;
+    for (const [context, subject] of unconsumed) {
+      depths.set(context, (depths.get(context) ?? 0) + (stored[subject] ?? 0));
+    }
+    return depths;
   }
 }
