@@ -18,41 +18,19 @@ import {
   jobShardOf,
 } from '@svc/proto';
 import { connectNats } from '@svc/nats';
+import { commandEnvelope } from '@svc/proto/test-fixtures';
 import { deviceKeyOf, envelopeSubjectOf } from '@svc/device-access';
 import { deviceStackForTest, http, waitForJob, waitUntil } from '../harness/mod.js';
 
 const NOT_JSON = new TextEncoder().encode('{"v":1, not json');
 
-/** A job envelope of the schema's shape (its job has no record, and its secrets are not sealed). */
+/** A job envelope of the schema's shape (its job has no record) for a device of `where`. */
 function envelopeForTest(
   jobId: string,
   where: { context: string; host: string; port: number },
-): Record<string, unknown> {
-  return {
-    v: 1,
-    job_id: jobId,
-    owner: 'basic:test',
-    username: 'test',
-    spec: {
-      kind: 'command',
-      ...where,
-      platform: 'cisco_ios',
-      commands: ['show version'],
-      conn_timeout: 10,
-      read_timeout: 10,
-      expect_string: null,
-      tags: {},
-      webhook_url: null,
-      save_config: false,
-      commit: false,
-      textfsm_template: null,
-      ttp_template: null,
-    },
-    sealed: 'not-sealed',
-    address: where.host,
-    enqueued_at: new Date().toISOString(),
-    placement: 0,
-  };
+): JobEnvelope {
+  const envelope = commandEnvelope(jobId);
+  return { ...envelope, spec: { ...envelope.spec, ...where }, address: where.host };
 }
 
 /** `svc_malformed_messages_total` by consumer, from the gateway's /metrics (one process). */
