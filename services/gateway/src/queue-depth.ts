@@ -65,7 +65,7 @@ export class QueueDepth {
     this.#read ??= (async () => {
       const queuedAtRead = new Map(this.#queued);
       const readAt = performance.now();
-      const depths = await this.#backlogs(this.contexts);
+      const depths = await this.byContext(this.contexts);
       return (this.#snapshot = { depths, queuedAtRead, readAt });
     })().finally(() => {
       this.#read = null;
@@ -82,17 +82,18 @@ export class QueueDepth {
    * it stores, read only then.
    */
   async forContext(context: string): Promise<number> {
-    return (await this.#backlogs([context])).get(context) ?? 0;
+    return (await this.byContext([context])).get(context) ?? 0;
   }
 
   /** Every job not yet ended, all contexts (the same reads). */
   async total(): Promise<number> {
     let sum = 0;
-    for (const depth of (await this.#backlogs(this.contexts)).values()) sum += depth;
+    for (const depth of (await this.byContext(this.contexts)).values()) sum += depth;
     return sum;
   }
 
-  async #backlogs(contexts: readonly string[]): Promise<Map<string, number>> {
+  /** The backlogs of several contexts, read fresh at once (one listing). */
+  async byContext(contexts: readonly string[]): Promise<Map<string, number>> {
     const infos = new Map<string, ConsumerInfo>();
     for await (const info of this.jsm.consumers.list(Streams.jobs)) infos.set(info.name, info);
     const depths = new Map<string, number>();

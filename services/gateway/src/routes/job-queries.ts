@@ -429,13 +429,12 @@ export function jobQueryHandlers(app: FastifyInstance, ctx: GatewayContext): Job
       const caller = await ctx.authenticate(req);
       const hosts = await ctx.status.liveWorkers();
       const names = ctx.config.SVC_CONTEXTS.filter((c) => mayUseContext(caller, c));
-      const contexts = await Promise.all(
-        names.map(async (name) => ({
-          name,
-          workers: hosts.filter((h) => !h.draining && h.contexts.includes(name)).length,
-          queue_depth: await ctx.depth.forContext(name),
-        })),
-      );
+      const depths = await ctx.depth.byContext(names);
+      const contexts = names.map((name) => ({
+        name,
+        workers: hosts.filter((h) => !h.draining && h.contexts.includes(name)).length,
+        queue_depth: depths.get(name) ?? 0,
+      }));
       return reply.code(200).send({ contexts });
     }, ctx.onStoreError),
   };
