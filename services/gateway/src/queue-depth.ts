@@ -28,6 +28,9 @@ export class QueueDepth {
   readonly #queued = new Map<string, number>();
   #snapshot: Snapshot | null = null;
   #read: Promise<Snapshot> | null = null;
+  /** The fresh read under way, and the one that follows it for callers that came meanwhile. */
+  #freshRead: Promise<Map<string, number>> | null = null;
+  #nextFreshRead: Promise<Map<string, number>> | null = null;
 
   constructor(
     private readonly jsm: JetStreamManager,
@@ -82,7 +85,32 @@ export class QueueDepth {
    * it stores, read only then.
    */
   async forContext(context: string): Promise<number> {
-    return (await this.byContext([context])).get(context) ?? 0;
+    return (await this.#fresh()).get(context) ?? 0;
+  }
+
+  /**
+   * Every context's backlog from a read that began after the call. Callers share reads: one
+   * that comes while a read is under way waits for the next, which every caller that came
+   * meanwhile shares (a MAX_QUEUE_DEPTH check per submission at 64 in flight read ~1 per job).
+   */
+  #fresh(): Promise<Map<string, number>> {
+    if (this.#freshRead === null) {
+      const read = this.byContext(this.contexts).finally(() => {
+        if (this.#freshRead === read) this.#freshRead = null;
+      });
+      this.#freshRead = read;
+      return read;
+    }
+    this.#nextFreshRead ??= this.#freshRead.then(
+      () => this.#afterFreshRead(),
+      () => this.#afterFreshRead(),
+    );
+    return this.#nextFreshRead;
+  }
+
+  #afterFreshRead(): Promise<Map<string, number>> {
+    this.#nextFreshRead = null;
+    return this.#fresh();
   }
 
   /** Every job not yet ended, all contexts (the same reads). */
