@@ -18,6 +18,7 @@ import {
   JobEnvelope,
   type JobRecord,
   type Sealer,
+  withinMs,
 } from '@svc/proto';
 import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
 import { ensureTopology, watchBucket } from '@svc/nats';
@@ -31,6 +32,7 @@ import { DeviceLocks } from './device-claim.js';
 import { ClusterClaims } from './cluster-claims.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
+import { RunningJobs } from './running-jobs.js';
 import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
 import { ShardOwnership, type ShardDelivery } from './shard-ownership.js';
 
@@ -86,7 +88,7 @@ export async function startActorHost(
   const transcriptContexts = new Set(config.TRANSCRIPT_CONTEXTS);
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   const actors = new Map<string, DeviceActor>();
-  const running = new Map<string, AbortController>();
+  const running = new RunningJobs();
   const startedAt = new Date().toISOString();
   let draining = false;
   const hostGone = async (host: string): Promise<boolean> => {
@@ -208,7 +210,10 @@ export async function startActorHost(
         ([key]) => key.startsWith(`${context}|`) && jobShardOf(key) === shard,
       );
       for (const [, actor] of ofShard) actor.takeWaiting();
-      while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
+      // A job pushed meanwhile (its turn sees the shard gone) is waited for as well.
+      while (ofShard.some(([, actor]) => !actor.idle())) {
+        await Promise.all(ofShard.map(([, actor]) => actor.whenIdle()));
+      }
       // The shard's devices' warm sessions go too (idle devices' as well): the next owner's
       // session must be the device's only one (DESIGN invariant 3).
       await deps.closeWarmSessions?.(
@@ -228,12 +233,11 @@ export async function startActorHost(
       cancels.unsubscribe();
       // Jobs waiting in mailboxes never started: they stay in their shards for the next owner.
       const waiting = [...actors.values()].flatMap((a) => a.takeWaiting());
-      const deadline = Date.now() + config.SHUTDOWN_GRACE * 1000;
-      while (running.size > 0 && Date.now() < deadline) await sleep(50);
+      await withinMs(running.whenEmpty(), config.SHUTDOWN_GRACE * 1000);
       for (const c of running.values()) {
         c.abort(new SvcError(ErrorCode.WORKER_LOST, 'actor host shut down while the job ran'));
       }
-      while (running.size > 0) await sleep(20);
+      await running.whenEmpty();
       // No job runs here any more: its warm sessions close, which gives its device claims back
       // (waited for: before its heartbeat goes), and then its shards go to other hosts. Claims
       // wait for their sessions to close: in the other order every stop took their deadline.
@@ -256,8 +260,4 @@ export async function startActorHost(
       if (unsettled === 0) await stores[Buckets.workers].delete(hostId).catch(() => undefined);
     },
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }
