@@ -12,6 +12,7 @@ import {
   SubjectParsers,
   SvcError,
   decodeOrDrop,
+  isTerminal,
   jobShardOf,
   topologyFrom,
   type DeviceSecrets,
@@ -61,6 +62,8 @@ export interface RunningActorHost {
   hostId: string;
   /** Jobs running now. */
   busy(): number;
+  /** Jobs whose end this host could not store and may still have to fail (`ctx.unsettled`). */
+  unsettled(): number;
   stop(): Promise<void>;
 }
 
@@ -149,9 +152,31 @@ export async function startActorHost(
 
   const beat = heartbeatWriter(stores[Buckets.workers], host);
 
+  /**
+   * Forgets the unsettled jobs left for others: ended, gone, or started by another host (their
+   * shard moved, and its next owner ran them). Kept, each would stay for the host's life. A job
+   * still queued may yet start here, and one started here is failed at stop: those stay.
+   */
+  const forgetSettledElsewhere = async () => {
+    for (const jobId of [...ctx.unsettled]) {
+      // Unread (the store still away, or a record that is not one): looked at again next beat.
+      const stored = await jobs.get(jobId).catch(() => undefined);
+      if (stored === undefined) continue;
+      const record = stored?.record;
+      const startedElsewhere = record?.status === 'started' && record.actor_host !== hostId;
+      if (!record || isTerminal(record.status) || startedElsewhere) ctx.unsettled.delete(jobId);
+    }
+  };
+  let forgetting: Promise<void> | null = null;
+
   await beat();
   const heartbeat = setInterval(() => {
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
+    // Only when there is something to forget, and one pass at a time (a slow store).
+    if (ctx.unsettled.size === 0 || forgetting) return;
+    forgetting = forgetSettledElsewhere().finally(() => {
+      forgetting = null;
+    });
   }, config.HEARTBEAT_INTERVAL * 1000);
 
   const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
@@ -226,6 +251,7 @@ export async function startActorHost(
   return {
     hostId,
     busy: () => running.size,
+    unsettled: () => ctx.unsettled.size,
     async stop() {
       draining = true;
       await beat().catch(() => undefined);
@@ -244,6 +270,7 @@ export async function startActorHost(
       await deps.closeWarmSessions?.(() => true);
       await deviceClaims.stop();
       clearInterval(heartbeat);
+      await forgetting;
       admission.stop();
       await shards.releaseAll();
       await jobs.batchEventsStored();
