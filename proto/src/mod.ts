@@ -169,6 +169,7 @@ export {
 } from './ssh-options.js';
 export type { SshAlgorithmKind, SshAlgorithmLists, JumpHostSecrets } from './ssh-options.js';
 export { KeyedWindow } from './keyed-window.js';
+export { withinMs } from './within-ms.js';
 export { Transcript, TranscriptEntry } from './messages/transcript.js';
 export {
   ConfigTemplate,

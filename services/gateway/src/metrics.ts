@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { WorkerHeartbeat } from '@svc/proto';
+import { withinMs, type WorkerHeartbeat } from '@svc/proto';
 import { type MetricsRegistry } from '@svc/telemetry';
 import type { GatewayContext } from './gateway-context.js';
 import { endpointOf, registerHttpTracing } from './http-tracing.js';
@@ -278,17 +278,4 @@ export function registerMetricsRoute(
       return reply.code(200).header('content-type', contentType).send(text);
     },
   );
-}
-
-/** Resolves when `work` does or after `ms`, whichever comes first. */
-async function withinMs(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  });
-  try {
-    await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -63,6 +63,8 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     registers: [registry],
   });
   const intervalMs = config.JOB_REAPER_INTERVAL * 1000;
+  const suspectMs = config.WORKER_SUSPECT_THRESHOLD * 1000;
+  const staleMs = config.WORKER_STALE_THRESHOLD * 1000;
   const lock = new Lease(stores[Buckets.locks], LockKeys.reaper, id, intervalMs);
   const workers = stores[Buckets.workers];
   // Candidates come from a watched copy of the heartbeats: listing the bucket every cycle
@@ -104,6 +106,23 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   const isStale = (beat: WorkerHeartbeat | null, cutoff: number): beat is WorkerHeartbeat =>
     beat !== null && Date.parse(beat.last_beat) < cutoff;
 
+  /**
+   * The heartbeat at `key` read again from the bucket (the watched copy may lag behind it), with
+   * the revision a compare-and-set on it needs; null unless it is still a heartbeat silent for
+   * more than `silentMs` at `now` (the moment it was read when not given).
+   */
+  async function readStillSilent(
+    key: string,
+    silentMs: number,
+    now?: number,
+  ): Promise<{ beat: WorkerHeartbeat; revision: number } | null> {
+    const entry = await workers.get(key);
+    if (!entry || entry.operation !== 'PUT') return null;
+    const beat = beatOf(key, entry.value);
+    if (!isStale(beat, (now ?? Date.now()) - silentMs)) return null;
+    return { beat, revision: entry.revision };
+  }
+
   /** Fails a job the host started, audited as orphaned; false when it had ended meanwhile. */
   async function orphan(hostId: string, jobId: string): Promise<JobRecord | null> {
     const record = await jobs.failLost(jobId, hostId, Jobs.lostHostReason(hostId));
@@ -125,20 +144,20 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
   async function cycle(): Promise<string[]> {
     if (!(await lock.acquire())) return [];
     cyclesLed.inc();
-    const cutoff = Date.now() - config.WORKER_STALE_THRESHOLD * 1000;
+    const now = Date.now();
+    const cutoff = now - staleMs;
     const reaped: string[] = [];
     const candidates = beats.ready
       ? [...beats.entries()].filter(([k, e]) => isStale(beatOf(k, e.value), cutoff)).map(([k]) => k)
       : await bucketKeys(workers);
     for (const key of candidates) {
-      const entry = await workers.get(key);
-      if (!entry || entry.operation !== 'PUT') continue;
-      const beat = beatOf(key, entry.value);
-      if (!isStale(beat, cutoff)) continue;
+      const stale = await readStillSilent(key, staleMs, now);
+      if (!stale) continue;
+      const { beat } = stale;
       // Its heartbeat goes first, by compare-and-set on the entry read: a host that beat in
       // between was only slow, and its started jobs are still running. Gone, its shards go to
       // live hosts, and a takeover finds its started jobs gone with it.
-      const removed = await workers.delete(key, { previousSeq: entry.revision }).then(
+      const removed = await workers.delete(key, { previousSeq: stale.revision }).then(
         () => true,
         () => false,
       );
@@ -171,8 +190,6 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
    * Only while another host beats: when every host looks silent, the store is more likely the
    * one that is slow, and moving shards would only move them nowhere.
    */
-  const suspectMs = config.WORKER_SUSPECT_THRESHOLD * 1000;
-  const staleMs = config.WORKER_STALE_THRESHOLD * 1000;
   async function markSuspects(): Promise<void> {
     if (!beats.ready) return;
     const now = Date.now();
@@ -185,15 +202,14 @@ export async function startReaper(config: ReaperConfig, deps: ReaperDeps): Promi
     if (!known.some((b) => b.age <= suspectMs && !b.beat.draining)) return;
     if (!(await lock.acquire())) return;
     for (const { key } of silent) {
-      const entry = await workers.get(key);
-      if (!entry || entry.operation !== 'PUT') continue;
-      const beat = beatOf(key, entry.value);
-      if (!beat || beat.draining || Date.now() - Date.parse(beat.last_beat) <= suspectMs) continue;
+      const suspect = await readStillSilent(key, suspectMs);
+      if (!suspect || suspect.beat.draining) continue;
+      const { beat } = suspect;
       const marked = await workers
         .update(
           key,
           encodeJson({ ...beat, draining: true } satisfies WorkerHeartbeat),
-          entry.revision,
+          suspect.revision,
         )
         .then(
           () => true,

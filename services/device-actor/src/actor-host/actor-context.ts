@@ -10,6 +10,7 @@ import type { DeviceLocks } from './device-claim.js';
 import type { DeviceHolds } from './cluster-claims.js';
 import type { Semaphore } from './mailbox.js';
 import type { ParsedOutputs } from './structured-output.js';
+import type { RunningJobs } from './running-jobs.js';
 
 /**
  * Turns raw outputs of a structured job into parsed results (per command), with per command
@@ -44,7 +45,7 @@ export interface ActorContext {
   /** The same key's claim across hosts (`svc-locks`): one host at a time holds sessions to it. */
   readonly deviceHolds: DeviceHolds | null;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
-  readonly running: Map<string, AbortController>;
+  readonly running: RunningJobs;
   /**
    * Jobs whose bookkeeping failed past every retry (their message sent back): a host that stops
    * fails those still started on it.

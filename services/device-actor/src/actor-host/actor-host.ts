@@ -10,11 +10,13 @@ import {
   Subjects,
   SubjectParsers,
   SvcError,
+  isTerminal,
   jobShardOf,
   topologyFrom,
   type DeviceSecrets,
   type JobRecord,
   type Sealer,
+  withinMs,
 } from '@svc/proto';
 import { AuditLog, MetricsRegistry, jobFailureCounter, type Logger } from '@svc/telemetry';
 import { ensureTopology, watchBucket } from '@svc/nats';
@@ -28,6 +30,7 @@ import { DeviceLocks } from './device-claim.js';
 import { ClusterClaims } from './cluster-claims.js';
 import type { RunDeviceJob } from '../device/device-job.js';
 import { Semaphore } from './mailbox.js';
+import { RunningJobs } from './running-jobs.js';
 import { heartbeatWriter, registerHostGauges, type HostState } from './host-status.js';
 import { ShardOwnership, type ShardDelivery } from './shard-ownership.js';
 
@@ -56,6 +59,8 @@ export interface RunningActorHost {
   hostId: string;
   /** Jobs running now. */
   busy(): number;
+  /** Jobs whose end this host could not store and may still have to fail (`ctx.unsettled`). */
+  unsettled(): number;
   stop(): Promise<void>;
 }
 
@@ -83,7 +88,7 @@ export async function startActorHost(
   const transcriptContexts = new Set(config.TRANSCRIPT_CONTEXTS);
   const sessions = new Semaphore(config.ACTOR_MAX_SESSIONS);
   const actors = new Map<string, DeviceActor>();
-  const running = new Map<string, AbortController>();
+  const running = new RunningJobs();
   const startedAt = new Date().toISOString();
   let draining = false;
   const hostGone = async (host: string): Promise<boolean> => {
@@ -144,9 +149,31 @@ export async function startActorHost(
 
   const beat = heartbeatWriter(stores[Buckets.workers], host);
 
+  /**
+   * Forgets the unsettled jobs left for others: ended, gone, or started by another host (their
+   * shard moved, and its next owner ran them). Kept, each would stay for the host's life. A job
+   * still queued may yet start here, and one started here is failed at stop: those stay.
+   */
+  const forgetSettledElsewhere = async () => {
+    for (const jobId of [...ctx.unsettled]) {
+      // Unread (the store still away, or a record that is not one): looked at again next beat.
+      const stored = await jobs.get(jobId).catch(() => undefined);
+      if (stored === undefined) continue;
+      const record = stored?.record;
+      const startedElsewhere = record?.status === 'started' && record.actor_host !== hostId;
+      if (!record || isTerminal(record.status) || startedElsewhere) ctx.unsettled.delete(jobId);
+    }
+  };
+  let forgetting: Promise<void> | null = null;
+
   await beat();
   const heartbeat = setInterval(() => {
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
+    // Only when there is something to forget, and one pass at a time (a slow store).
+    if (ctx.unsettled.size === 0 || forgetting) return;
+    forgetting = forgetSettledElsewhere().finally(() => {
+      forgetting = null;
+    });
   }, config.HEARTBEAT_INTERVAL * 1000);
 
   const cancels: Subscription = nc.subscribe(Subjects.cancelAll, {
@@ -191,7 +218,10 @@ export async function startActorHost(
         ([key]) => key.startsWith(`${context}|`) && jobShardOf(key) === shard,
       );
       for (const [, actor] of ofShard) actor.takeWaiting();
-      while (ofShard.some(([, actor]) => !actor.idle())) await sleep(50);
+      // A job pushed meanwhile (its turn sees the shard gone) is waited for as well.
+      while (ofShard.some(([, actor]) => !actor.idle())) {
+        await Promise.all(ofShard.map(([, actor]) => actor.whenIdle()));
+      }
       // The shard's devices' warm sessions go too (idle devices' as well): the next owner's
       // session must be the device's only one (DESIGN invariant 3).
       await deps.closeWarmSessions?.(
@@ -204,6 +234,7 @@ export async function startActorHost(
   return {
     hostId,
     busy: () => running.size,
+    unsettled: () => ctx.unsettled.size,
     async stop() {
       draining = true;
       await beat().catch(() => undefined);
@@ -211,18 +242,18 @@ export async function startActorHost(
       cancels.unsubscribe();
       // Jobs waiting in mailboxes never started: they stay in their shards for the next owner.
       const waiting = [...actors.values()].flatMap((a) => a.takeWaiting());
-      const deadline = Date.now() + config.SHUTDOWN_GRACE * 1000;
-      while (running.size > 0 && Date.now() < deadline) await sleep(50);
+      await withinMs(running.whenEmpty(), config.SHUTDOWN_GRACE * 1000);
       for (const c of running.values()) {
         c.abort(new SvcError(ErrorCode.WORKER_LOST, 'actor host shut down while the job ran'));
       }
-      while (running.size > 0) await sleep(20);
+      await running.whenEmpty();
       // No job runs here any more: its warm sessions close, which gives its device claims back
       // (waited for: before its heartbeat goes), and then its shards go to other hosts. Claims
       // wait for their sessions to close: in the other order every stop took their deadline.
       await deps.closeWarmSessions?.(() => true);
       await deviceClaims.stop();
       clearInterval(heartbeat);
+      await forgetting;
       admission.stop();
       await shards.releaseAll();
       await jobs.batchEventsStored();
@@ -239,8 +270,4 @@ export async function startActorHost(
       if (unsettled === 0) await stores[Buckets.workers].delete(hostId).catch(() => undefined);
     },
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
 }

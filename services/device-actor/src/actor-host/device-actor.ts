@@ -116,6 +116,11 @@ export class DeviceActor {
     return this.#mailbox.running === 0;
   }
 
+  /** Resolves once none of the device's jobs is under way here (at once when none is). */
+  whenIdle(): Promise<void> {
+    return this.#mailbox.whenIdle();
+  }
+
   /** Runs one delivery in a host session slot and acks it once the job's end is stored. */
   async #settle(taken: Delivery): Promise<void> {
     const { ctx } = this;

@@ -5,6 +5,7 @@
 export class Mailbox<T> {
   readonly #queue: T[] = [];
   #running = 0;
+  readonly #idle: (() => void)[] = [];
 
   constructor(
     private readonly limit: number,
@@ -31,6 +32,12 @@ export class Mailbox<T> {
     return at === -1 ? undefined : this.#queue.splice(at, 1)[0];
   }
 
+  /** Resolves once no item runs (at once when none does). */
+  whenIdle(): Promise<void> {
+    if (this.#running === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
   /** Removes and returns the jobs that have not started. */
   takeWaiting(): T[] {
     return this.#queue.splice(0);
@@ -42,8 +49,10 @@ export class Mailbox<T> {
       this.#running++;
       void this.run(item).finally(() => {
         this.#running--;
-        if (this.#running === 0 && this.#queue.length === 0) this.onIdle();
-        else this.#pump();
+        if (this.#running === 0 && this.#queue.length === 0) {
+          this.onIdle();
+          for (const resolve of this.#idle.splice(0)) resolve();
+        } else this.#pump();
       });
     }
   }
