@@ -3,6 +3,7 @@ import { startDevice, type SimulatedDevice, type StartDeviceOptions } from '@svc
 import { NatsServerProcess } from '@svc/launcher';
 import { NatsPublishFilter } from './nats-publish-filter.js';
 import { startInProcessStack, waitHealthy, type InProcessStack } from './stack.js';
+import { cleanupForTest, type TestCleanup } from './test-cleanup.js';
 
 /** A NATS server, one simulated device and an in-process stack, shared by a file's tests. */
 export interface DeviceStack {
@@ -37,14 +38,29 @@ export function deviceStackForFile(
   return lab as DeviceStack;
 }
 
+/** The settings of a test's stack, or how to make them from its device. */
+export type StackOptionsOf = StackOptions | ((device: SimulatedDevice) => StackOptions);
+
+type StackOptions = NonNullable<Parameters<typeof startInProcessStack>[1]>;
+
+/** A DeviceStack of one test's own, stopped when that test ends. */
+export interface TestDeviceStack extends DeviceStack {
+  /**
+   * Stops the stack, the device and NATS (strictly, as `cleanupForTest` without
+   * `ignoreFailures`); the steps a test adds run before them, the newest first.
+   */
+  cleanup: TestCleanup;
+}
+
 /** A DeviceStack of one test's own (its own settings), stopped when that test ends. */
 export async function deviceStackForTest(
   t: TestContext,
   device: StartDeviceOptions,
-  stack: Parameters<typeof startInProcessStack>[1] = {},
-): Promise<DeviceStack> {
-  const nats = await NatsServerProcess.start();
-  return labOf(t, nats, device, stack, () => Promise.resolve());
+  stack: StackOptionsOf = {},
+): Promise<TestDeviceStack> {
+  const cleanup = cleanupForTest(t);
+  const nats = cleanup.stopping(await NatsServerProcess.start());
+  return labOf(cleanup, nats, device, (d) => optionsOf(stack, d));
 }
 
 /**
@@ -56,38 +72,33 @@ export async function filteredDeviceStackForTest(
   t: TestContext,
   device: StartDeviceOptions,
   through: (service: string) => boolean,
-  stack: Parameters<typeof startInProcessStack>[1] = {},
-): Promise<DeviceStack & { filter: NatsPublishFilter }> {
-  const nats = await NatsServerProcess.start();
-  const filter = await NatsPublishFilter.start(nats.url);
-  const lab = await labOf(
-    t,
-    nats,
-    device,
-    { ...stack, natsUrlOf: (service) => (through(service) ? filter.url : undefined) },
-    () => filter.stop(),
-  );
+  stack: StackOptionsOf = {},
+): Promise<TestDeviceStack & { filter: NatsPublishFilter }> {
+  const cleanup = cleanupForTest(t);
+  const nats = cleanup.stopping(await NatsServerProcess.start());
+  const filter = cleanup.stopping(await NatsPublishFilter.start(nats.url));
+  const lab = await labOf(cleanup, nats, device, (d) => ({
+    ...optionsOf(stack, d),
+    natsUrlOf: (service) => (through(service) ? filter.url : undefined),
+  }));
   return { ...lab, filter };
 }
 
+function optionsOf(stack: StackOptionsOf, device: SimulatedDevice): StackOptions {
+  return typeof stack === 'function' ? stack(device) : stack;
+}
+
 async function labOf(
-  t: TestContext,
+  cleanup: TestCleanup,
   nats: NatsServerProcess,
-  device: StartDeviceOptions,
-  stack: Parameters<typeof startInProcessStack>[1],
-  stopBeforeNats: () => Promise<void>,
-): Promise<DeviceStack> {
-  const lab: Partial<DeviceStack> = { nats };
-  t.after(async () => {
-    await lab.stack?.stop();
-    await lab.device?.stop();
-    await stopBeforeNats();
-    await nats.stop();
-  });
-  lab.device = await startDevice(device);
-  lab.auth = { basic: { username: lab.device.username, password: lab.device.password } };
-  lab.stack = await startInProcessStack(nats.url, stack);
+  deviceOptions: StartDeviceOptions,
+  stackOptions: (device: SimulatedDevice) => StackOptions,
+): Promise<TestDeviceStack> {
+  const device = cleanup.stopping(await startDevice(deviceOptions));
+  const auth = { basic: { username: device.username, password: device.password } };
+  const options = stackOptions(device);
+  const stack = cleanup.stopping(await startInProcessStack(nats.url, options));
   // A stack without actor hosts never reports healthy (no workers); it serves all the same.
-  if (stack?.actors !== 0) await waitHealthy(lab.stack.url);
-  return lab as DeviceStack;
+  if (options.actors !== 0) await waitHealthy(stack.url);
+  return { nats, device, stack, auth, cleanup };
 }

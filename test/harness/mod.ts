@@ -33,7 +33,11 @@ export {
   deviceStackForTest,
   filteredDeviceStackForTest,
 } from './device-stack.js';
-export type { DeviceStack } from './device-stack.js';
+export type { DeviceStack, TestDeviceStack, StackOptionsOf } from './device-stack.js';
+export { cleanupForTest } from './test-cleanup.js';
+export type { TestCleanup } from './test-cleanup.js';
+export { natsWithClientForTest } from './nats-with-client.js';
+export { submitHeldJob } from './held-job.js';
 export type { LogCapture } from './logs.js';
 export { settledStoreFiles } from './store-files.js';
 export type { WaitOptions } from './wait.js';

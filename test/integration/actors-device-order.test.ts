@@ -21,6 +21,8 @@ import {
   NatsServerProcess,
   ShardOwners,
   captureLogs,
+  cleanupForTest,
+  deviceStackForTest,
   hostNamed,
   http,
   keepsWhenJoined,
@@ -28,10 +30,11 @@ import {
   startInProcessStack,
   startNamedActor,
   submitCommand,
+  submitHeldJob,
   waitForJob,
   waitHealthy,
   waitUntil,
-  type InProcessStack,
+  type TestDeviceStack,
 } from '../harness/mod.js';
 
 const ENV = { JOB_DEDUP_ENABLED: 'false', SHUTDOWN_GRACE: '60' };
@@ -39,16 +42,12 @@ const command = (n: number) => `show interface GigabitEthernet0/${n}`;
 /** The device's job that holds it (answered once the test clears the fault). */
 const HELD = command(1);
 
-interface Lab {
-  nats: NatsServerProcess;
-  device: SimulatedDevice;
-  stack: InProcessStack;
+interface Lab extends TestDeviceStack {
   nc: NatsConnection;
   jobs: Jobs;
   owners: ShardOwners;
   shard: number;
   submit(command: string): Promise<string>;
-  auth: { basic: { username: string; password: string } };
   /** Stopped before the stack (actor hosts started by the test). */
   later: { stop(): Promise<void> }[];
 }
@@ -58,37 +57,27 @@ async function lab(
   t: TestContext,
   ownerName: (shard: number) => string,
 ): Promise<Lab & { owner: string }> {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const shard = shardOfDevice(device);
-  const owner = ownerName(shard);
-  const stack = await startInProcessStack(nats.url, {
-    env: { ...ENV, ACTOR_HOST_ID: owner },
-    actors: 1,
-  });
+  const ownerOf = (device: SimulatedDevice) => ownerName(shardOfDevice(device));
+  const l = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    (device) => ({ env: { ...ENV, ACTOR_HOST_ID: ownerOf(device) }, actors: 1 }),
+  );
   const later: { stop(): Promise<void> }[] = [];
-  const nc = await connectNats(nats.url, 'actors-device-order-test');
-  t.after(async () => {
+  const nc = await connectNats(l.nats.url, 'actors-device-order-test');
+  l.cleanup.push(() => nc.close());
+  l.cleanup.push(async () => {
     for (const s of later.reverse()) await s.stop().catch(() => undefined);
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
   });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
   return {
-    nats,
-    device,
-    stack,
+    ...l,
     nc,
     jobs: await Jobs.open(nc, await ensureTopology(nc, DefaultTopology)),
     owners: await ShardOwners.open(nc),
-    shard,
-    owner,
-    auth,
+    shard: shardOfDevice(l.device),
+    owner: ownerOf(l.device),
     later,
-    submit: (command) => submitCommand(stack.url, auth, device, command),
+    submit: (command) => submitCommand(l.stack.url, l.auth, l.device, command),
   };
 }
 
@@ -98,10 +87,11 @@ async function lab(
  * the later ones'.
  */
 async function behindAHeldJob(l: Lab, later: string[]): Promise<{ held: string; ids: string[] }> {
-  await l.device.setFaults({ hold: `^${HELD}$` });
-  const held = await l.submit(HELD);
-  await waitUntil(
-    () => l.device.stats.commands.some((c) => c.command === HELD),
+  const held = await submitHeldJob(
+    l.device,
+    { hold: `^${HELD}$` },
+    HELD,
+    (command) => l.submit(command),
     'the held job to reach the device',
   );
   const ids: string[] = [];
@@ -235,12 +225,8 @@ test('when a shard is taken over twice before a job the first takeover fenced ha
   // device's job, is fenced by the second owner (epoch 2) and waits there behind a third
   // device's job; the second owner stops too, and the third takes the shard at epoch 3.
   const env = { ...ENV, ACTOR_MAX_SESSIONS: '1' };
-  const cleanup: (() => Promise<unknown>)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-  });
-  const nats = await NatsServerProcess.start();
-  cleanup.push(() => nats.stop());
+  const cleanup = cleanupForTest(t, { ignoreFailures: true });
+  const nats = cleanup.stopping(await NatsServerProcess.start());
   const devices: SimulatedDevice[] = [];
   // Three devices; the third's shard apart from the first two's.
   while (
@@ -249,9 +235,9 @@ test('when a shard is taken over twice before a job the first takeover fenced ha
     shardOfDevice(devices[2]!) === shardOfDevice(devices[1]!)
   ) {
     if (devices.length === 3) devices.pop();
-    const d = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-    cleanup.push(() => d.stop());
-    devices.push(d);
+    devices.push(
+      cleanup.stopping(await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' })),
+    );
   }
   const [device, onFirst, onSecond] = devices as [
     SimulatedDevice,
@@ -272,11 +258,9 @@ test('when a shard is taken over twice before a job the first takeover fenced ha
       keepsWhenJoined(h, firstShard) &&
       !keepsWhenJoined(h, secondShard),
   );
-  const stack = await startInProcessStack(nats.url, {
-    env: { ...env, ACTOR_HOST_ID: first },
-    actors: 1,
-  });
-  cleanup.push(() => stack.stop());
+  const stack = cleanup.stopping(
+    await startInProcessStack(nats.url, { env: { ...env, ACTOR_HOST_ID: first }, actors: 1 }),
+  );
   await waitHealthy(stack.url);
   const nc = await connectNats(nats.url, 'actors-device-order-test');
   cleanup.push(() => nc.close());
@@ -299,8 +283,7 @@ test('when a shard is taken over twice before a job the first takeover fenced ha
   await owners.waitFor(shard, (o) => o.host === first, 'the shard owned by the first host');
   await waitUntil(() => owners.consumed(shard), 'the first host consuming it');
 
-  const second = await startNamedActor(nats.url, 'host-b', env);
-  cleanup.push(() => second.stop());
+  const second = cleanup.stopping(await startNamedActor(nats.url, 'host-b', env));
   await owners.waitFor(
     secondShard,
     (o) => o.host === 'host-b' && o.state === 'owned',
@@ -328,8 +311,7 @@ test('when a shard is taken over twice before a job the first takeover fenced ha
     'the job fenced by the second host',
   );
   // A third host, and the second stops too: the third takes the shard.
-  const third = await startNamedActor(nats.url, 'host-c', env);
-  cleanup.push(() => third.stop());
+  cleanup.stopping(await startNamedActor(nats.url, 'host-c', env));
   const secondStopping = second.stop();
   const last = await owners.waitFor(
     shard,

@@ -24,12 +24,14 @@ import {
   ServiceProcess,
   ShardOwners,
   captureLogs,
+  cleanupForTest,
   hostNamed,
   http,
   keepsWhenJoined,
   shardOfDevice,
   startInProcessStack,
   startNamedActor,
+  submitHeldJob,
   testEnv,
   waitForJob,
   waitUntil,
@@ -97,10 +99,11 @@ test('when the owner of a device’s shard is frozen past WORKER_SUSPECT_THRESHO
 
   // The first job is held by the device: it has started on the victim, and the next two wait
   // behind it in the victim's mailbox (delivered, not acknowledged).
-  await device.setFaults({ hold: `^${command(1)}$` });
-  const running = await submit(1);
-  await waitUntil(
-    () => device.stats.commands.some((c) => c.command === command(1)),
+  const running = await submitHeldJob(
+    device,
+    { hold: `^${command(1)}$` },
+    command(1),
+    () => submit(1),
     'the first job on the device',
   );
   const queued = [await submit(2), await submit(3)];
@@ -157,16 +160,10 @@ test("when an owner whose shards were taken over has not learned it and its runn
   // of the shard owners (its bucket watch, its reads of an entry) and its deletes of consumers:
   // alive and running its device's job, it looks gone to the others and does not learn that its
   // shards went to the other host, as a host whose NATS node fell behind.
-  const cleanup: (() => Promise<unknown>)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-  });
-  const nats = await NatsServerProcess.start();
-  cleanup.push(() => nats.stop());
-  const filter = await NatsPublishFilter.start(nats.url);
-  cleanup.push(() => filter.stop());
-  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
-  cleanup.push(() => device.stop());
+  const cleanup = cleanupForTest(t, { ignoreFailures: true });
+  const nats = cleanup.stopping(await NatsServerProcess.start());
+  const filter = cleanup.stopping(await NatsPublishFilter.start(nats.url));
+  const device = cleanup.stopping(await startDevice({ platform: 'cisco_ios', enable: PASSWORD }));
   // No pinned host keys (HOST_KEY_POLICY off), so no device claim across hosts: the unaware
   // owner, its reads dropped, could not give back the claim its warm session holds, and the new
   // owner would wait for its reap (WORKER_STALE_THRESHOLD), as one session per device requires.
@@ -176,8 +173,7 @@ test("when an owner whose shards were taken over has not learned it and its runn
     WORKER_SUSPECT_THRESHOLD: '2',
     HOST_KEY_POLICY: 'off',
   };
-  const stack = await startInProcessStack(nats.url, { actors: 0, env });
-  cleanup.push(() => stack.stop());
+  const stack = cleanup.stopping(await startInProcessStack(nats.url, { actors: 0, env }));
   const nc = await connectNats(nats.url, 'test');
   cleanup.push(() => nc.close());
   const owners = await ShardOwners.open(nc);
@@ -185,12 +181,10 @@ test("when an owner whose shards were taken over has not learned it and its runn
   const shard = shardOfDevice(device);
   const unaware = hostNamed('host-a', (h) => keepsWhenJoined(h, shard));
   const logs = captureLogs();
-  const a = await startNamedActor(filter.url, unaware, env);
-  cleanup.push(() => a.stop());
+  cleanup.stopping(await startNamedActor(filter.url, unaware, env));
   const first = await owners.waitFor(shard, (o) => o.host === unaware, 'the shard owned');
   await waitUntil(() => owners.consumed(shard), 'the owner consuming it');
-  const b = await startNamedActor(nats.url, 'host-b', env, logs.sink);
-  cleanup.push(() => b.stop());
+  cleanup.stopping(await startNamedActor(nats.url, 'host-b', env, logs.sink));
   await waitWorkers(stack.url, 2);
 
   const auth = { basic: { username: device.username, password: PASSWORD } };
@@ -203,10 +197,11 @@ test("when an owner whose shards were taken over has not learned it and its runn
     assert.equal(r.status, 202, r.text);
     return r.json.job_id as string;
   };
-  await device.setFaults({ hold: `^${command(1)}$` });
-  const running = await submit(1);
-  await waitUntil(
-    () => device.stats.commands.some((c) => c.command === command(1)),
+  const running = await submitHeldJob(
+    device,
+    { hold: `^${command(1)}$` },
+    command(1),
+    () => submit(1),
     'the first job on the device',
   );
   const later = [await submit(2), await submit(3)];

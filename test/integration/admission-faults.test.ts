@@ -3,16 +3,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
-import { startDevice } from '@svc/test/support';
 import { Buckets, MessageIds, Streams, Subjects } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import {
-  NatsServerProcess,
   deviceStackForTest,
   http,
-  startInProcessStack,
   waitForJob,
-  waitHealthy,
   waitUntil,
   loseMessage,
   type HttpAnswer,
@@ -34,20 +30,15 @@ async function untilAccepted(
 }
 
 test('when an idempotency key points at a job that has no record (a refused attempt left it), then the retry is admitted as a new job that runs', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  // A short admission bound: the retry may take the key over once the attempt that left it
-  // can no longer write its record.
-  const stack = await startInProcessStack(nats.url, { env: { STORE_TIMEOUT: '1' } });
+  const { nats, device, stack, auth, cleanup } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    // A short admission bound: the retry may take the key over once the attempt that left it
+    // can no longer write its record.
+    { env: { STORE_TIMEOUT: '1' } },
+  );
   const nc = await connectNats(nats.url, 'test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
+  cleanup.push(() => nc.close());
   const submit = (key: string, command: string) =>
     http('POST', `${stack.url}/v2/send-command`, {
       ...auth,
@@ -87,18 +78,15 @@ test('when an idempotency key points at a job that has no record (a refused atte
 });
 
 test('when the NATS server is frozen (SIGSTOP), then submissions and reads get 503 with Retry-After within STORE_TIMEOUT, not the client timeout', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const stack = await startInProcessStack(nats.url, { env: { STORE_TIMEOUT: '2' } });
+  const { nats, device, stack, auth, cleanup } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    { env: { STORE_TIMEOUT: '2' } },
+  );
   let frozen = false;
-  t.after(async () => {
+  cleanup.push(() => {
     if (frozen) process.kill(nats.pid!, 'SIGCONT');
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
   });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
   const body = { host: '127.0.0.1', port: device.port, commands: ['show version'] };
   const first = await http('POST', `${stack.url}/v2/send-command`, { ...auth, body });
   assert.equal(first.status, 202, first.text);
@@ -130,18 +118,13 @@ test('when the NATS server is frozen (SIGSTOP), then submissions and reads get 5
 });
 
 test('when the jobs stream holds messages no consumer waits on, then health, metrics and contexts report the jobs waiting, not the message count', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
-  const stack = await startInProcessStack(nats.url, { env: { MAX_QUEUE_DEPTH: '1' } });
+  const { nats, device, stack, auth, cleanup } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    { env: { MAX_QUEUE_DEPTH: '1' } },
+  );
   const nc = await connectNats(nats.url, 'test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
+  cleanup.push(() => nc.close());
   // Messages that no dispatcher will ever take (a context no longer served): the stream
   // counts them, like a replica that kept messages its leader had removed; nobody waits on them.
   for (let i = 0; i < 3; i++) {

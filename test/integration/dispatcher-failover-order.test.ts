@@ -22,6 +22,7 @@ import {
   ServiceProcess,
   ShardOwners,
   captureLogs,
+  cleanupForTest,
   hostNamed,
   http,
   keepsWhenJoined,
@@ -39,18 +40,13 @@ const ran = (device: SimulatedDevice) =>
   device.stats.commands.map((c) => c.command).filter((c) => c.startsWith('show interface'));
 
 test("when the dispatcher fails over while a device's shard is being released to a host that came back, then the new leader completes the move, and the device's jobs queued and accepted meanwhile run in order, once each", async (t) => {
-  // Stopped newest first.
-  const cleanup: (() => Promise<unknown>)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-  });
-  const nats = await NatsServerProcess.start();
-  cleanup.push(() => nats.stop());
-  const device = await startDevice({ platform: 'cisco_ios', enable: PASSWORD });
-  cleanup.push(() => device.stop());
+  const cleanup = cleanupForTest(t, { ignoreFailures: true });
+  const nats = cleanup.stopping(await NatsServerProcess.start());
+  const device = cleanup.stopping(await startDevice({ platform: 'cisco_ios', enable: PASSWORD }));
   const env = testEnv(nats.url, { DISPATCH_LEASE: '2' });
-  const stack = await startInProcessStack(nats.url, { actors: 0, reaper: false, env });
-  cleanup.push(() => stack.stop());
+  const stack = cleanup.stopping(
+    await startInProcessStack(nats.url, { actors: 0, reaper: false, env }),
+  );
   const nc = await connectNats(nats.url, 'test');
   cleanup.push(() => nc.close());
   const owners = await ShardOwners.open(nc);
@@ -66,8 +62,7 @@ test("when the dispatcher fails over while a device's shard is being released to
     return a.json.job_id as string;
   };
   const startActor = async (hostId: string) => {
-    const actor = await startNamedActor(nats.url, hostId, { DISPATCH_LEASE: '2' });
-    cleanup.push(() => actor.stop());
+    cleanup.stopping(await startNamedActor(nats.url, hostId, { DISPATCH_LEASE: '2' }));
   };
 
   // The preferred host is down: the device's shard is the other one's (which gives it up when

@@ -22,6 +22,7 @@ import {
   NatsServerProcess,
   ShardOwners,
   captureLogs,
+  cleanupForTest,
   http,
   shardOfDevice,
   silentLogger,
@@ -38,20 +39,12 @@ import {
  * shard's consumer and held (never acknowledged), a second one behind it in the stream.
  */
 async function heldOrderLab(t: TestContext) {
-  // Stopped newest first, each before NATS (a host stopping without it waits on its timeouts).
-  const cleanup: (() => Promise<unknown>)[] = [];
-  t.after(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-  });
-  const nats = await NatsServerProcess.start();
-  cleanup.push(() => nats.stop());
-  const filter = await NatsPublishFilter.start(nats.url);
-  cleanup.push(() => filter.stop());
-  const device = await startDevice({ platform: 'cisco_ios' });
-  cleanup.push(() => device.stop());
+  const cleanup = cleanupForTest(t, { ignoreFailures: true });
+  const nats = cleanup.stopping(await NatsServerProcess.start());
+  const filter = cleanup.stopping(await NatsPublishFilter.start(nats.url));
+  const device = cleanup.stopping(await startDevice({ platform: 'cisco_ios' }));
   const auth = { basic: { username: device.username, password: device.password } };
-  const stack = await startInProcessStack(nats.url);
-  cleanup.push(() => stack.stop());
+  const stack = cleanup.stopping(await startInProcessStack(nats.url));
   await waitHealthy(stack.url);
   const nc = await connect({ servers: nats.url });
   cleanup.push(() => nc.close());
@@ -101,8 +94,7 @@ async function heldOrderLab(t: TestContext) {
     dropped: (subject: string) => dropped.get(subject) ?? 0,
     /** A new host, through the relay, to which the dispatcher gives the shard. */
     async join(): Promise<void> {
-      const actor = await startNamedActor(filter.url, 'host-b', {}, logs.sink);
-      cleanup.push(() => actor.stop());
+      cleanup.stopping(await startNamedActor(filter.url, 'host-b', {}, logs.sink));
     },
     /** Times the new owner tried to consume the shard and failed. */
     failures: () =>

@@ -19,6 +19,7 @@ import {
   http,
   startInProcessStack,
   submitCommand,
+  submitHeldJob,
   waitForJob,
   waitHealthy,
   waitUntil,
@@ -53,12 +54,7 @@ test('when nats-server restarts while a job waits on its actor host past ENQUEUE
   // The device holds a first job (its command never answered); the second waits behind it on
   // the actor host, its envelope delivered from its shard and not acknowledged, its record
   // `queued`.
-  await device.setFaults({ hang: 'show clock' });
-  const held = await submit('show clock');
-  await waitUntil(
-    () => device.stats.commands.some((c) => c.command === 'show clock'),
-    'the first job to reach the device',
-  );
+  const held = await submitHeldJob(device, { hang: 'show clock' }, 'show clock', submit);
   const waiting = await submit('show version');
   const shard = jobShardOf(deviceKeyOf('default', '127.0.0.1', device.port));
   const nc = await connectNats(nats.url, 'enqueue-check-restart-test');

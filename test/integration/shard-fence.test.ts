@@ -6,18 +6,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DefaultTopology } from '@svc/proto';
-import { connectNats, ensureTopology } from '@svc/nats';
+import { ensureTopology } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
 import { commandEnvelope } from '@svc/proto/test-fixtures';
-import { NatsServerProcess } from '../harness/mod.js';
+import { natsWithClientForTest } from '../harness/mod.js';
 
 test('when a shard is taken over twice while a job waits, then each new owner fences the job to its epoch and only the last one may start it', async (t) => {
-  const nats = await NatsServerProcess.start();
-  const nc = await connectNats(nats.url, 'test-shard-fence');
-  t.after(async () => {
-    await nc.close();
-    await nats.stop();
-  });
+  const { nc } = await natsWithClientForTest(t, 'test-shard-fence');
   const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
   const envelope = commandEnvelope('fenced-twice');
   const queued = await jobs.enqueue(envelope, { announce: false });

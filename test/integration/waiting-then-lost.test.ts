@@ -11,52 +11,40 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { MessageIds, Streams } from '@svc/proto';
 import { connectNats } from '@svc/nats';
 import { envelopeSubjectOf } from '@svc/device-access';
-import { startDevice } from '@svc/test/support';
 import {
-  NatsServerProcess,
   captureLogs,
+  deviceStackForTest,
   http,
   loseMessage,
-  startInProcessStack,
   submitCommand,
+  submitHeldJob,
   waitForJob,
-  waitHealthy,
   waitUntil,
 } from '../harness/mod.js';
 
 const HANG = 'show interface GigabitEthernet0/1';
 
 test('when the envelope of a job waiting on its shard is lost before it starts, then the reaper fails the job NOT_ENQUEUED and it never runs', async (t) => {
-  const nats = await NatsServerProcess.start();
   const logs = captureLogs();
-  const stack = await startInProcessStack(nats.url, {
-    env: {
-      ENQUEUE_GRACE: '1',
-      JOB_REAPER_INTERVAL: '0.5',
-      JOB_DEDUP_ENABLED: 'false',
-      RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+  const { nats, device, stack, auth, cleanup } = await deviceStackForTest(
+    t,
+    { platform: 'cisco_ios', enable: 'svc-demo' },
+    {
+      env: {
+        ENQUEUE_GRACE: '1',
+        JOB_REAPER_INTERVAL: '0.5',
+        JOB_DEDUP_ENABLED: 'false',
+        RATE_LIMIT_DEVICE_PER_MINUTE: '0',
+      },
+      logSink: logs.sink,
     },
-    logSink: logs.sink,
-  });
-  const device = await startDevice({ platform: 'cisco_ios', enable: 'svc-demo' });
+  );
   const nc = await connectNats(nats.url, 'waiting-then-lost-test');
-  t.after(async () => {
-    await nc.close();
-    await stack.stop();
-    await device.stop();
-    await nats.stop();
-  });
-  await waitHealthy(stack.url);
-  const auth = { basic: { username: device.username, password: device.password } };
+  cleanup.push(() => nc.close());
   const submit = (command: string) => submitCommand(stack.url, auth, device, command);
 
   // The device holds a first job (its command never answered); the second waits behind it.
-  await device.setFaults({ hang: HANG });
-  const held = await submit(HANG);
-  await waitUntil(
-    () => device.stats.commands.some((c) => c.command === HANG),
-    'the first job to reach the device',
-  );
+  const held = await submitHeldJob(device, { hang: HANG }, HANG, submit);
   const waiting = await submit('show version');
   await waitUntil(
     () =>
