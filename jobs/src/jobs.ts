@@ -194,12 +194,6 @@ export class Jobs {
     return finished.record;
   }
 
-  /**
-   * `queued → failed` NOT_ENQUEUED: a job recorded whose message is not (known to be) in the
-   * queue, so it never ran. Null when it was not queued any more (its message was stored after
-   * all and it started, or it ended). Said by the gateway whose admission failed and by the
-   * reaper's check for records left without their message.
-   */
   /** Why a job `failLost` ends was lost: its host's heartbeats stopped. */
   static lostHostReason(hostId: string): string {
     return `actor host ${hostId} stopped sending heartbeats`;
@@ -220,6 +214,27 @@ export class Jobs {
     );
   }
 
+  /**
+   * `started → failed` INTERNAL, only while the record says `hostId` started it: the host ran
+   * the job but could not store its outcome, which it no longer holds. The job must not run
+   * again, and its record must not claim an outcome the device did not give.
+   */
+  failOutcomeLost(jobId: string, hostId: string): Promise<JobRecord | null> {
+    return this.fail(
+      jobId,
+      'started',
+      new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
+      {},
+      { startedOn: hostId },
+    );
+  }
+
+  /**
+   * `queued → failed` NOT_ENQUEUED: a job recorded whose message is not (known to be) in the
+   * queue, so it never ran. Null when it was not queued any more (its message was stored after
+   * all and it started, or it ended). Said by the gateway whose admission failed and by the
+   * reaper's check for records left without their message.
+   */
   failNotEnqueued(jobId: string, why: string): Promise<JobRecord | null> {
     return this.fail(
       jobId,

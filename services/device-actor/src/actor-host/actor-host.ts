@@ -150,18 +150,30 @@ export async function startActorHost(
   const beat = heartbeatWriter(stores[Buckets.workers], host);
 
   /**
-   * Forgets the unsettled jobs left for others: ended, gone, or started by another host (their
-   * shard moved, and its next owner ran them). Kept, each would stay for the host's life. A job
-   * still queued may yet start here, and one started here is failed at stop: those stay.
+   * Settles what the host keeps of jobs whose bookkeeping failed here, read again: a job ended,
+   * gone or started by another host (its shard moved, and its next owner ran it) is forgotten;
+   * a job this host ran whose outcome it could not store is failed as such (`failOutcomeLost`),
+   * as when its message comes back here: when its shard moved, the next owner waits for it as
+   * long as this host beats. A job still queued may yet start here: it stays.
    */
-  const forgetSettledElsewhere = async () => {
+  const settleUnsettled = async () => {
     for (const jobId of [...ctx.unsettled]) {
       // Unread (the store still away, or a record that is not one): looked at again next beat.
       const stored = await jobs.get(jobId).catch(() => undefined);
       if (stored === undefined) continue;
       const record = stored?.record;
-      const startedElsewhere = record?.status === 'started' && record.actor_host !== hostId;
-      if (!record || isTerminal(record.status) || startedElsewhere) ctx.unsettled.delete(jobId);
+      const startedHere = record?.status === 'started' && record.actor_host === hostId;
+      if (startedHere && !running.has(jobId)) {
+        const failed = await jobs.failOutcomeLost(jobId, hostId).catch(() => undefined);
+        if (failed === undefined) continue; // tried again next beat
+      } else if (
+        record &&
+        !isTerminal(record.status) &&
+        (startedHere || record.status === 'queued')
+      ) {
+        continue;
+      }
+      ctx.unsettled.delete(jobId);
     }
   };
   let forgetting: Promise<void> | null = null;
@@ -171,7 +183,7 @@ export async function startActorHost(
     beat().catch((err: unknown) => log.warn({ err }, 'heartbeat failed'));
     // Only when there is something to forget, and one pass at a time (a slow store).
     if (ctx.unsettled.size === 0 || forgetting) return;
-    forgetting = forgetSettledElsewhere().finally(() => {
+    forgetting = settleUnsettled().finally(() => {
       forgetting = null;
     });
   }, config.HEARTBEAT_INTERVAL * 1000);

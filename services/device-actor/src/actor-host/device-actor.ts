@@ -330,11 +330,7 @@ export class DeviceActor {
           return null;
         case 'outcome-lost':
           // Started here, but its outcome never reached the store: it must not run again.
-          await ctx.jobs.fail(
-            jobId,
-            'started',
-            new SvcError(ErrorCode.INTERNAL, 'the outcome of this job could not be stored'),
-          );
+          await ctx.jobs.failOutcomeLost(jobId, ctx.hostId);
           return null;
         case 'started':
           jlog.debug('job started elsewhere; skipped');
