@@ -8,7 +8,7 @@
 //   beats (a job its earlier owner started): the host, which knows the outcome is lost, must
 //   fail it, as it does when the message comes back to itself, or the job stays `started` for
 //   the host's whole life.
-import { test, type TestContext } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buckets, DefaultTopology } from '@svc/proto';
 import { connectNats, ensureTopology } from '@svc/nats';
@@ -111,56 +111,62 @@ async function bookkeepingFailed(lab: Lab, jobId: string): Promise<void> {
   );
 }
 
-test("when a job whose start its host could not store is run by its shard's next owner, then the host no longer keeps it to fail", async (t) => {
-  const lab = await firstHostOwningTheShard(t);
-  cutOffRecords(lab);
-  const jobId = await submit(lab);
-  await waitUntil(async () => (await lab.owners.ackPending(lab.shard)) === 1, 'the job delivered');
+// Each test waits out the first host's 60 s of retries on its own stack: they run side by side.
+describe('an actor host whose bookkeeping of a job failed', { concurrency: 2 }, () => {
+  test("when a job whose start its host could not store is run by its shard's next owner, then the host no longer keeps it to fail", async (t) => {
+    const lab = await firstHostOwningTheShard(t);
+    cutOffRecords(lab);
+    const jobId = await submit(lab);
+    await waitUntil(
+      async () => (await lab.owners.ackPending(lab.shard)) === 1,
+      'the job delivered',
+    );
 
-  // The second host joins while the first retries the job's start: the shard's release waits
-  // for it, and goes once the first host has given up and sent the message back.
-  lab.cleanup.stopping(await startNamedActor(lab.nats.url, 'host-b'));
-  const done = await waitForJob(lab.url, jobId, lab.auth, 150_000);
-  assert.equal(done.json.status, 'finished', done.text);
-  assert.equal((await lab.jobs.get(jobId))?.record.actor_host, 'host-b');
-  assert.ok(
-    lab.logs.records.some(
-      (r) => r['job_id'] === jobId && r['message'] === 'job bookkeeping failed; will retry',
-    ),
-    "the first host's bookkeeping of the job failed",
-  );
+    // The second host joins while the first retries the job's start: the shard's release waits
+    // for it, and goes once the first host has given up and sent the message back.
+    lab.cleanup.stopping(await startNamedActor(lab.nats.url, 'host-b'));
+    const done = await waitForJob(lab.url, jobId, lab.auth, 150_000);
+    assert.equal(done.json.status, 'finished', done.text);
+    assert.equal((await lab.jobs.get(jobId))?.record.actor_host, 'host-b');
+    assert.ok(
+      lab.logs.records.some(
+        (r) => r['job_id'] === jobId && r['message'] === 'job bookkeeping failed; will retry',
+      ),
+      "the first host's bookkeeping of the job failed",
+    );
 
-  await waitUntil(() => lab.first.unsettled() === 0, 'the first host to forget the job');
-});
+    await waitUntil(() => lab.first.unsettled() === 0, 'the first host to forget the job');
+  });
 
-test("when a host that ran a job cannot store its end and the job's shard moves meanwhile, then the job is failed INTERNAL while that host lives, not left started", async (t) => {
-  const lab = await firstHostOwningTheShard(t);
-  // The job reaches the device and is held there: started on the record, its end not written.
-  await lab.device.setFaults({ hold: '^show version$' });
-  const jobId = await submit(lab);
-  await waitUntil(
-    () => lab.device.stats.commands.some((c) => c.command === 'show version'),
-    'the job on the device',
-  );
-  assert.equal((await lab.jobs.get(jobId))?.record.status, 'started');
-  cutOffRecords(lab);
-  await lab.device.setFaults({});
+  test("when a host that ran a job cannot store its end and the job's shard moves meanwhile, then the job is failed INTERNAL while that host lives, not left started", async (t) => {
+    const lab = await firstHostOwningTheShard(t);
+    // The job reaches the device and is held there: started on the record, its end not written.
+    await lab.device.setFaults({ hold: '^show version$' });
+    const jobId = await submit(lab);
+    await waitUntil(
+      () => lab.device.stats.commands.some((c) => c.command === 'show version'),
+      'the job on the device',
+    );
+    assert.equal((await lab.jobs.get(jobId))?.record.status, 'started');
+    cutOffRecords(lab);
+    await lab.device.setFaults({});
 
-  // The second host joins while the first retries the job's end: the shard goes to it once
-  // the first host has given up and sent the message back.
-  lab.cleanup.stopping(await startNamedActor(lab.nats.url, 'host-b'));
-  await bookkeepingFailed(lab, jobId);
-  lab.filter.drop(null);
+    // The second host joins while the first retries the job's end: the shard goes to it once
+    // the first host has given up and sent the message back.
+    lab.cleanup.stopping(await startNamedActor(lab.nats.url, 'host-b'));
+    await bookkeepingFailed(lab, jobId);
+    lab.filter.drop(null);
 
-  const done = await waitForJob(lab.url, jobId, lab.auth, 60_000);
-  assert.equal(done.json.status, 'failed', done.text);
-  assert.equal(done.json.error_code, 'INTERNAL', done.text);
-  assert.match(done.json.error, /outcome of this job could not be stored/, done.text);
-  assert.equal((await lab.jobs.get(jobId))?.record.actor_host, lab.firstId);
-  await waitUntil(() => lab.first.unsettled() === 0, 'the first host to forget the job');
-  // The next owner acknowledged the job's message: nothing of it is left in the shard.
-  await waitUntil(
-    async () => (await lab.owners.ackPending(lab.shard)) === 0 || null,
-    'the job gone from its shard',
-  );
+    const done = await waitForJob(lab.url, jobId, lab.auth, 60_000);
+    assert.equal(done.json.status, 'failed', done.text);
+    assert.equal(done.json.error_code, 'INTERNAL', done.text);
+    assert.match(done.json.error, /outcome of this job could not be stored/, done.text);
+    assert.equal((await lab.jobs.get(jobId))?.record.actor_host, lab.firstId);
+    await waitUntil(() => lab.first.unsettled() === 0, 'the first host to forget the job');
+    // The next owner acknowledged the job's message: nothing of it is left in the shard.
+    await waitUntil(
+      async () => (await lab.owners.ackPending(lab.shard)) === 0 || null,
+      'the job gone from its shard',
+    );
+  });
 });
