@@ -183,6 +183,8 @@ export async function startNamedActor(
   hostId: string,
   env: Record<string, string> = {},
   logSink?: pino.DestinationStream,
+  /** How long its job state changes retry through a store outage (60 s when absent). */
+  storeRetryMs?: number,
 ): Promise<RunningDeviceActorService & { nc: NatsConnection }> {
   const config = loadDeviceActorConfig({ ...testEnv(natsUrl, env), ACTOR_HOST_ID: hostId });
   const nc = await connectNats(natsUrl, hostId);
@@ -191,6 +193,7 @@ export async function startNamedActor(
     log: logSink ? createLogger('device-actor', 'DEBUG', logSink) : silentLogger('device-actor'),
     audit: quietAudit('device-actor'),
     sealer: Sealer.fromSetting(TEST_ENCRYPTION_KEY),
+    ...(storeRetryMs !== undefined ? { storeRetryMs } : {}),
   });
   return {
     ...actor,

@@ -53,6 +53,11 @@ export interface ActorHostDeps {
   audit?: AuditLog;
   /** Where its metrics go (the process's registry); a private one when absent. */
   metrics?: MetricsRegistry;
+  /**
+   * How long a job's state change is tried again through a store outage before the job's
+   * message is sent back (`Jobs`' default, 60 s, when absent; tests of an outage shorten it).
+   */
+  storeRetryMs?: number;
 }
 
 export interface RunningActorHost {
@@ -82,6 +87,7 @@ export async function startActorHost(
   const jobs = await Jobs.open(nc, stores, {
     maxResultBytes: config.SVC_MAX_RESULT_BYTES,
     onFailed: jobFailureCounter(registry),
+    ...(deps.storeRetryMs !== undefined ? { transientRetryMs: deps.storeRetryMs } : {}),
   });
   const admission = await DeviceAdmission.start(config, stores, log);
   const transcriptEverywhere = config.TRANSCRIPT_CONTEXTS.includes('*');

@@ -15,6 +15,8 @@ export interface DeviceActorServiceDeps {
   sealer: Sealer;
   audit?: AuditLog;
   metrics?: MetricsRegistry;
+  /** See `ActorHostDeps.storeRetryMs`. */
+  storeRetryMs?: number;
 }
 
 export interface RunningDeviceActorService extends RunningActorHost {
