@@ -3,6 +3,7 @@ import {
   DeliverPolicy,
   jetstream,
   jetstreamManager,
+  type ConsumerMessages,
   type JsMsg,
 } from '@nats-io/jetstream';
 import { headers as natsHeaders, nanos, type NatsConnection } from '@nats-io/transport-node';
@@ -268,7 +269,12 @@ export async function startDispatcher(
    */
   async function forwardEarlierGateways(context: string, leadLost: Promise<void>): Promise<void> {
     let ended = false;
-    void leadLost.then(() => (ended = true));
+    // The consume open now: closed when the lead is lost (one handler, not one per consume).
+    let open: ConsumerMessages | null = null;
+    void leadLost.then(() => {
+      ended = true;
+      void open?.close();
+    });
     while (!ended && !stopping) {
       try {
         // A new consumer delivers every job not yet acknowledged first, in order: one delivered
@@ -281,8 +287,8 @@ export async function startDispatcher(
         await ensureDispatchConsumer(context);
         const consumer = await js.consumers.get(Streams.jobs, Consumers.dispatch(context));
         const messages = await consumer.consume(workConsumeOptions(64));
-        void leadLost.then(() => messages.close());
-        if (stopping) void messages.close();
+        open = messages;
+        if (ended || stopping) void messages.close();
         closeWhenStalled(messages, log, `forward ${context}`, () => undefined);
         for await (const m of messages) {
           await forward(context, m);

@@ -27,7 +27,6 @@ export class QueueDepth {
   /** Submissions this gateway queued, per context, since it started. */
   readonly #queued = new Map<string, number>();
   #snapshot: Snapshot | null = null;
-  #read: Promise<Snapshot> | null = null;
   /** The fresh read under way, and the one that follows it for callers that came meanwhile. */
   #freshRead: Promise<Map<string, number>> | null = null;
   #nextFreshRead: Promise<Map<string, number>> | null = null;
@@ -39,11 +38,11 @@ export class QueueDepth {
   ) {}
 
   /**
-   * Jobs ahead of a new submission: the backlog of a read at most POSITION_READ_MS old (one
-   * read in flight, of every context's consumers at once, serves every submission waiting for
-   * it) plus the submissions this gateway queued since that read, so back-to-back submissions
-   * here see each other. A submission queued while the read was in flight may count twice: the
-   * position errs high, never low.
+   * Jobs ahead of a new submission: the backlog of a read at most POSITION_READ_MS old (of every
+   * context's consumers at once; submissions waiting for one share it, `#fresh`) plus the
+   * submissions this gateway queued since that read was asked for, so back-to-back submissions
+   * here see each other. A submission queued while the read was waited for may count twice:
+   * the position errs high, never low.
    */
   async ahead(context: string): Promise<number> {
     const snapshot = this.#snapshot;
@@ -64,16 +63,11 @@ export class QueueDepth {
     return this.#queued.get(context) ?? 0;
   }
 
-  #readAll(): Promise<Snapshot> {
-    this.#read ??= (async () => {
-      const queuedAtRead = new Map(this.#queued);
-      const readAt = performance.now();
-      const depths = await this.byContext(this.contexts);
-      return (this.#snapshot = { depths, queuedAtRead, readAt });
-    })().finally(() => {
-      this.#read = null;
-    });
-    return this.#read;
+  async #readAll(): Promise<Snapshot> {
+    const queuedAtRead = new Map(this.#queued);
+    const readAt = performance.now();
+    const depths = await this.#fresh();
+    return (this.#snapshot = { depths, queuedAtRead, readAt });
   }
 
   /**

@@ -267,8 +267,7 @@ export class EnqueueCheck {
    * mailbox has its start refused. Returns true when the job was failed.
    */
   async #stillWaiting(jobId: string, waiting: Waiting, now: number): Promise<boolean> {
-    const jsm = await this.#manager();
-    if (await jsm.streams.getMessage(Streams.jobs, { seq: waiting.seq })) {
+    if (await this.#waiting(waiting.seq)) {
       this.#waitingJobs.set(jobId, { ...waiting, seenAt: now });
       return false;
     }
