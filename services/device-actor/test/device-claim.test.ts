@@ -92,3 +92,30 @@ test('when a job holds a device, then its sessions keep the cluster claim and it
   assert.equal(locks.size, 0);
   assert.deepEqual(cluster.asked, ['hold k', 'keep k', 'release k']);
 });
+
+test('when a job lets go of its claim while a handshake still waits for the cluster claim, then the late answer takes nothing and gives the device back', async () => {
+  // The login failed (its timer, a cancel) and the job ended; the host-key check of its
+  // handshake, still running, gets the cluster's answer only now.
+  const locks = new DeviceLocks(1);
+  const asked: string[] = [];
+  let answer: (held: boolean) => void = () => undefined;
+  const cluster: DeviceHolds = {
+    hold: () => Promise.resolve(),
+    tryHold: (device) => {
+      asked.push(`tryHold ${device}`);
+      return new Promise<boolean>((resolve) => (answer = resolve));
+    },
+    release: (device) => void asked.push(`release ${device}`),
+    keepWhileOpen: () => undefined,
+  };
+  const claim = new DeviceClaim(locks, cluster);
+  const late = claim.tryTake('k');
+  claim.release();
+  answer(true);
+  assert.equal(await late, false);
+  assert.equal(claim.held, null);
+  assert.equal(locks.size, 0, 'the place on this host is given back');
+  assert.deepEqual(asked, ['tryHold k', 'release k']);
+  // The device's next job is not held back by it.
+  assert.equal(await new DeviceClaim(locks).tryTake('k'), true);
+});

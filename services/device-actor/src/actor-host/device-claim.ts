@@ -75,6 +75,8 @@ export class DeviceClaim {
   held: string | null = null;
   /** A device key that was busy at the handshake: the job waits for it, then connects again. */
   busy: string | null = null;
+  /** Counts `release` calls: a take that waited across one keeps nothing. */
+  #releases = 0;
 
   constructor(
     private readonly locks: DeviceLocks,
@@ -84,6 +86,7 @@ export class DeviceClaim {
   async take(key: string, signal: AbortSignal): Promise<void> {
     if (this.held === key) return;
     this.release();
+    const gen = this.#releases;
     await this.locks.acquire(key, signal);
     try {
       await this.holds?.hold(key, signal);
@@ -91,13 +94,14 @@ export class DeviceClaim {
       this.locks.release(key);
       throw err;
     }
-    this.held = key;
+    this.#keepUnlessReleased(key, gen);
   }
 
   /** At the handshake: claims `key` now, or notes it busy and says so (false). */
   async tryTake(key: string): Promise<boolean> {
     if (this.held === key) return true;
     this.release();
+    const gen = this.#releases;
     if (!this.locks.tryAcquire(key)) {
       this.busy = key;
       return false;
@@ -106,6 +110,20 @@ export class DeviceClaim {
     if (this.holds !== null && !(await this.holds.tryHold(key).catch(() => false))) {
       this.locks.release(key);
       this.busy = key;
+      return false;
+    }
+    return this.#keepUnlessReleased(key, gen);
+  }
+
+  /**
+   * Keeps what a take got, unless the job let go while it waited (its login failed, it ended):
+   * a handshake's host-key check can outlive its job, and a claim it took then would never be
+   * given back. Then both are given back at once.
+   */
+  #keepUnlessReleased(key: string, gen: number): boolean {
+    if (this.#releases !== gen) {
+      this.holds?.release(key);
+      this.locks.release(key);
       return false;
     }
     this.held = key;
@@ -118,6 +136,7 @@ export class DeviceClaim {
   }
 
   release(): void {
+    this.#releases++;
     if (this.held !== null) {
       this.holds?.release(this.held);
       this.locks.release(this.held);
