@@ -4,6 +4,7 @@ import {
   MalformedMessage,
   Subjects,
   decodeOrDrop,
+  isJobId,
   jobShardOf,
   noteDropped,
   type DropContext,
@@ -38,10 +39,10 @@ export interface QueuedMessage {
 /**
  * The job envelope a consumer of `SVC_JOBS` was delivered, or null once the message is settled
  * here: the reaper's enqueue probe (it only holds the job's id in the stream's duplicate window)
- * is acknowledged; a message that is not an envelope, or whose job routes to another subject
- * than the one it arrived on (`routeOf`), is terminated and counted malformed. The subject is a
- * boundary: a writer allowed on one context's subject must not reach another context's shards
- * or hosts, nor a device's jobs arrive on two shards.
+ * is acknowledged; a message that is not an envelope, whose id is not a job id, or whose job
+ * routes to another subject than the one it arrived on (`routeOf`), is terminated and counted
+ * malformed. The subject is a boundary: a writer allowed on one context's subject must not
+ * reach another context's shards or hosts, nor a device's jobs arrive on two shards.
  */
 export function envelopeOfMessage(
   msg: QueuedMessage,
@@ -57,15 +58,19 @@ export function envelopeOfMessage(
   }
   const where = { subject: msg.subject, seq: msg.seq };
   const envelope = decodeOrDrop(JobEnvelope, msg.data, { ...drop, where });
-  if (envelope && routeOf(envelope) !== msg.subject) {
-    const issue = { loc: ['message', 'subject'], msg: 'not its job subject', type: 'misrouted' };
-    noteDropped(new MalformedMessage('JobEnvelope', [issue]), {
-      ...drop,
-      where: { ...where, job_id: envelope.job_id },
-    });
-  } else if (envelope) {
-    return envelope;
+  if (envelope === null) {
+    msg.term();
+    return null;
   }
+  // The id becomes a key in the store, a log field, a subject token: a job id or nothing.
+  const issue = !isJobId(envelope.job_id)
+    ? { loc: ['message', 'job_id'], msg: 'not a job id', type: 'pattern' }
+    : routeOf(envelope) !== msg.subject
+      ? { loc: ['message', 'subject'], msg: 'not its job subject', type: 'misrouted' }
+      : null;
+  if (issue === null) return envelope;
+  const at = issue.type === 'misrouted' ? { ...where, job_id: envelope.job_id } : where;
+  noteDropped(new MalformedMessage('JobEnvelope', [issue]), { ...drop, where: at });
   msg.term();
   return null;
 }

@@ -2,6 +2,7 @@
 // is not JSON, or JSON of the wrong shape, is dropped (logged, terminated, counted) and the
 // consumer goes on. Each case is proven by a later good message doing its work.
 import { test } from 'node:test';
+import { randomUUID } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
@@ -15,6 +16,7 @@ import {
   Subjects,
   decodeMessage,
   encodeJson,
+  isJobId,
   jobShardOf,
 } from '@svc/proto';
 import { connectNats } from '@svc/nats';
@@ -72,12 +74,18 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   // this context's own subject (the dispatcher would forward it into that context's shards),
   // and one of another context on the good job's shard (the actor host would run it there).
   const elsewhere = { ...spec, context: 'elsewhere' };
-  // Of the envelope's shape: only where it arrived makes it wrong.
-  decodeMessage(JobEnvelope, encodeJson(envelopeForTest('misrouted-0', elsewhere)));
-  await js.publish(Subjects.jobs('default'), encodeJson(envelopeForTest('misrouted-1', elsewhere)));
+  // Of the envelope's shape, with job ids: only where they arrived makes them wrong.
+  const misrouted = [randomUUID(), randomUUID()].map((id) => envelopeForTest(id, elsewhere));
+  for (const envelope of misrouted) {
+    assert.ok(isJobId(envelope.job_id));
+    decodeMessage(JobEnvelope, encodeJson(envelope));
+  }
+  await js.publish(Subjects.jobs('default'), encodeJson(misrouted[0]));
+  await js.publish(envelopeSubjectOf({ spec, address: '127.0.0.1' }), encodeJson(misrouted[1]));
+  // An envelope of the good job's shard whose id is not a job id (a store key, a log field).
   await js.publish(
     envelopeSubjectOf({ spec, address: '127.0.0.1' }),
-    encodeJson(envelopeForTest('misrouted-2', elsewhere)),
+    encodeJson(envelopeForTest('x\n{"forged":true}', spec)),
   );
   // Shard owners (the dispatcher's plan and the actor host's ownership): another shard's entry
   // of the wrong shape, which the plan overwrites with an owner.
@@ -162,7 +170,7 @@ test('when every consumer is sent messages that are not JSON or of the wrong sha
   const counts = await dropped(stack.url);
   assert.equal(counts['job_index'], 2, JSON.stringify(counts));
   assert.equal(counts['dispatcher'], 3, JSON.stringify(counts));
-  assert.equal(counts['actor_host'], 3, JSON.stringify(counts));
+  assert.equal(counts['actor_host'], 4, JSON.stringify(counts));
   // The wrong-shaped owner entry was dropped by the dispatcher and by the actor host.
   assert.ok((counts['dispatcher_shards'] ?? 0) >= 1, JSON.stringify(counts));
   assert.ok((counts['actor_shards'] ?? 0) >= 1, JSON.stringify(counts));
