@@ -12,7 +12,7 @@ import {
   encodeToken,
 } from '@svc/proto';
 import { deviceKeyOf } from './device-guards.js';
-import { KvMirror, bucketKeys } from '@svc/nats';
+import { KvMirror, bucketKeys, retryTransient } from '@svc/nats';
 
 /**
  * Host-key trust: which SSH host key the service accepts for a device (context + canonical
@@ -101,10 +101,10 @@ const copies = new WeakMap<KV, Promise<KvMirror | null>>();
 /** Each pin of a copy as decoded, by the stored value it was decoded from. */
 const decodedPins = new WeakMap<Uint8Array, PinnedHostKey>();
 
-/** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
 /** How long a first pin is tried again while the store does not answer (ms). */
 const PIN_OUTAGE_MS = 10_000;
 
+/** The pinned keys in `svc-hostkeys`, keyed like the other device guards. */
 export class HostKeyStore {
   constructor(readonly kv: KV) {}
 
@@ -229,21 +229,19 @@ export class HostKeyStore {
   ): Promise<PinnedHostKey> {
     const pin = this.record(context, host, port, blob, 'tofu');
     const key = HostKeyStore.keyOf(context, host, port);
-    // Tried again through a store outage (a NATS node lost while the handshake waits), bounded
-    // below the handshake's own time: a create whose answer was lost finds its own pin next.
-    const deadline = Date.now() + PIN_OUTAGE_MS;
-    for (let pause = 100; ; pause = Math.min(pause * 2, 1000)) {
+    // Tried again through a store outage (a NATS node lost while the handshake waits): a create
+    // whose answer was lost finds its own pin next. One that outlives its handshake still pins
+    // the key the device showed.
+    const created = await retryTransient(async () => {
       try {
         await this.settled(key, await this.kv.create(key, encodeJson(pin)));
-        return pin;
+        return true;
       } catch (err) {
-        if (isWrongRevision(err) || /exists/i.test(String(err))) {
-          return (await this.get(context, host, port)) ?? pin;
-        }
-        if (Date.now() + pause > deadline) throw err;
+        if (isWrongRevision(err) || /exists/i.test(String(err))) return false;
+        throw err;
       }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-    }
+    }, PIN_OUTAGE_MS);
+    return created ? pin : ((await this.get(context, host, port)) ?? pin);
   }
 
   /** Loads (or replaces) the key of a device: an administrator's decision. */
