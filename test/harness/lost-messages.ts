@@ -6,7 +6,7 @@ import { nextMessageOn } from '@svc/nats';
  * The sequence of the message stored on `subject` of `stream` under message id `msgId` (not the
  * reaper's probe of that id), or null when none is stored.
  */
-export async function storedSeq(
+async function storedSeq(
   jsm: JetStreamManager,
   stream: string,
   subject: string,

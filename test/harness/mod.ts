@@ -25,7 +25,7 @@ export { lintExposition } from './prom-lint.js';
 export type { LintProblem } from './prom-lint.js';
 export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shared-data.js';
 export { waitUntil } from './wait.js';
-export { loseMessage, storedSeq } from './lost-messages.js';
+export { loseMessage } from './lost-messages.js';
 export { natsCredentials, natsUsers } from './nats-users.js';
 export { captureLogs } from './logs.js';
 export {

@@ -3,7 +3,6 @@
 // connection that sets the scene: the tests of what a reaper does when a store write of its own
 // goes nowhere.
 import type { TestContext } from 'node:test';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { DefaultTopology, type WorkerHeartbeat } from '@svc/proto';
 import { connectNats, ensureTopology, type Stores } from '@svc/nats';
 import { Jobs } from '@svc/jobs';
@@ -15,7 +14,6 @@ import { quietAudit, silentLogger, testEnv } from './stack.js';
 export interface ReaperBehindRelay {
   reaper: RunningReaper;
   filter: NatsPublishFilter;
-  admin: NatsConnection;
   stores: Stores;
   jobs: Jobs;
 }
@@ -39,7 +37,7 @@ export async function reaperBehindRelay(t: TestContext): Promise<ReaperBehindRel
     await filter.stop();
     await nats.stop();
   });
-  return { reaper, filter, admin, stores, jobs: await Jobs.open(admin, stores) };
+  return { reaper, filter, stores, jobs: await Jobs.open(admin, stores) };
 }
 
 /** The heartbeat of a host silent for an hour. */

@@ -10,9 +10,10 @@ export interface TestCleanup {
 
 /**
  * A TestCleanup run by `t.after`. Newest first, because each step may rely on what was set up
- * before it (a host stopping without NATS waits on its timeouts). A step that fails ends the
- * clean-up with its error, unless `ignoreFailures`: then the older steps still run (for tests
- * that stop some of what they started themselves, or cut it off from NATS).
+ * before it (a host stopping without NATS waits on its timeouts). Every step runs even when one
+ * fails (a failed stop must not leave a nats-server behind); the first failure then fails the
+ * test, unless `ignoreFailures` (for tests that stop some of what they started themselves, or
+ * cut it off from NATS).
  */
 export function cleanupForTest(
   t: TestContext,
@@ -20,13 +21,15 @@ export function cleanupForTest(
 ): TestCleanup {
   const steps: (() => unknown)[] = [];
   t.after(async () => {
+    const failures: unknown[] = [];
     for (const step of steps.reverse()) {
       try {
         await step();
       } catch (e) {
-        if (!options.ignoreFailures) throw e;
+        failures.push(e);
       }
     }
+    if (failures.length > 0 && !options.ignoreFailures) throw failures[0];
   });
   return {
     push(step) {

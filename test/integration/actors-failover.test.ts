@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startDevice } from '@svc/test/support';
+import { DefaultTopology } from '@svc/proto';
+import { connectNats, ensureTopology } from '@svc/nats';
+import { Jobs } from '@svc/jobs';
 import {
   NatsServerProcess,
   ServiceProcess,
@@ -240,6 +243,16 @@ test('when an actor host gets SIGTERM, then it finishes its running job, leaves 
   }
   assert.equal(await exited, 0, 'the host exited cleanly');
   assert.match(first.output.join('\n'), /actor host stopped/);
+  // The queued ones ran on the next owner of their shard, not on the stopping host.
+  const nc = await connectNats(nats.url, 'test');
+  t.after(() => nc.close());
+  const jobs = await Jobs.open(nc, await ensureTopology(nc, DefaultTopology));
+  const [running, ...queued] = await Promise.all(
+    ids.map(async (id) => (await jobs.get(id))!.record.actor_host),
+  );
+  for (const host of queued) {
+    assert.ok(host && host !== running, `a queued job ran on ${host}, beside ${running}`);
+  }
   const ran = device.stats.commands
     .map((c) => c.command)
     .filter((c) => c.startsWith('show interface'));

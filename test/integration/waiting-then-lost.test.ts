@@ -64,6 +64,7 @@ test('when the envelope of a job waiting on its shard is lost before it starts, 
   const failed = await waitForJob(stack.url, waiting, auth);
   assert.equal(failed.json.status, 'failed', failed.text);
   assert.equal(failed.json.error_code, 'NOT_ENQUEUED', failed.text);
+  assert.match(failed.json.error, /left the queue before the job started/, failed.text);
 
   // The device goes on: its first job cancelled, a third runs, and only then is it certain that
   // the lost one, ahead of it in the owner's mailbox, had its turn and did not run.

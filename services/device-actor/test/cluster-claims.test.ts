@@ -125,12 +125,17 @@ function host(
   recheckMs = 5000,
 ) {
   const idle: ReturnType<typeof session>[] = [];
+  /** How often it asked whether another host is gone. */
+  let goneAsks = 0;
   const claims = new ClusterClaims({
     store: bucket,
     watch: bucket.watch(),
     hostId,
     log: createLogger('device-actor', 'ERROR'),
-    hostGone: (h) => Promise.resolve(gone.has(h)),
+    hostGone: (h) => {
+      goneAsks++;
+      return Promise.resolve(gone.has(h));
+    },
     closeIdle: () => {
       for (const s of idle.splice(0)) s.close();
       return Promise.resolve();
@@ -148,7 +153,7 @@ function host(
     claims.release(DEVICE);
     return s;
   };
-  return { claims, idle, runJob };
+  return { claims, idle, runJob, goneAsks: () => goneAsks };
 }
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -229,7 +234,9 @@ test('when the holder’s heartbeat is gone, then a waiting host takes the claim
   await a.claims.hold(DEVICE, never); // and then `a` freezes, its job never ending
   let held = false;
   const waiting = b.claims.hold(DEVICE, never).then(() => (held = true));
-  await settle();
+  // It asked, found `a` beating, and asked again after its recheck: still not held.
+  while (b.goneAsks() < 2) await tick();
+  assert.equal(bucket.claim()?.wanted_by, 'b');
   assert.equal(held, false);
   gone.add('a');
   await waiting;

@@ -26,12 +26,6 @@ export class Mailbox<T> {
     this.#pump();
   }
 
-  /** Removes and returns the first waiting item that matches (to run it out of turn). */
-  takeFirst(matches: (item: T) => boolean): T | undefined {
-    const at = this.#queue.findIndex(matches);
-    return at === -1 ? undefined : this.#queue.splice(at, 1)[0];
-  }
-
   /** Resolves once no item runs (at once when none does). */
   whenIdle(): Promise<void> {
     if (this.#running === 0) return Promise.resolve();
