@@ -267,6 +267,19 @@ test('when the device is held elsewhere at the handshake, then tryHold says no a
   await assert.rejects(waiter, (err: unknown) => (err as SvcError).code === ErrorCode.CANCELLED);
 });
 
+test('when a waiting job is cancelled while its host asks the store, then it stops waiting at once, not at its next recheck', async (t) => {
+  const bucket = new Bucket();
+  const a = host(t, bucket, 'a');
+  // A recheck no test outlasts: only the cancel can end the wait.
+  const b = host(t, bucket, 'b', new Set(), 3_600_000);
+  await a.claims.hold(DEVICE, never);
+  const cancel = new AbortController();
+  const waiter = b.claims.hold(DEVICE, cancel.signal);
+  // Cancelled before its first try has answered (the abort event is past when it would wait).
+  cancel.abort(new SvcError(ErrorCode.CANCELLED, 'job cancelled by its submitter'));
+  await assert.rejects(waiter, (err: unknown) => (err as SvcError).code === ErrorCode.CANCELLED);
+});
+
 test('when a frozen holder wakes to find its claim taken over, then it closes its idle sessions to the device and writes the claim no more', async (t) => {
   const bucket = new Bucket();
   const gone = new Set<string>();

@@ -387,6 +387,9 @@ export class ClusterClaims implements DeviceHolds {
 
   /** Until the next change of the key after `gen`, at most `recheckMs`; rejects on abort. */
   async #wait(ch: Changes, gen: number, signal: AbortSignal): Promise<void> {
+    // An abort that came during the try before is not an event any more: seen here, not after
+    // a whole recheck.
+    if (signal.aborted) throw abortError(signal);
     if (ch.gen !== gen) return;
     await new Promise<void>((resolve, reject) => {
       const done = (): void => {
