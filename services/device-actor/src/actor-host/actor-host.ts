@@ -275,14 +275,14 @@ export async function startActorHost(
       admission.stop();
       await shards.releaseAll();
       await jobs.batchEventsStored();
-      // A job whose end this host could not store is failed now (never run again); while one is
-      // left `started` the heartbeat stays, so that the reaper fails it once it goes stale.
+      // A job whose end this host could not store is failed now as at its heartbeat
+      // (`settleUnsettled`: never run again); while one is left `started` the heartbeat stays,
+      // so that the reaper fails it once it goes stale.
       let unsettled = 0;
-      for (const jobId of ctx.unsettled) {
-        const failed = await jobs
-          .failLost(jobId, hostId, "actor host shut down before the job's end was stored")
-          .catch(() => undefined);
+      for (const jobId of [...ctx.unsettled]) {
+        const failed = await jobs.failOutcomeLost(jobId, hostId).catch(() => undefined);
         if (failed === undefined) unsettled++;
+        else ctx.unsettled.delete(jobId);
       }
       log.info({ waiting: waiting.length, unsettled }, 'actor host stopped');
       if (unsettled === 0) await stores[Buckets.workers].delete(hostId).catch(() => undefined);
