@@ -43,7 +43,7 @@ export interface ActorContext {
   /** DEVICE_MAX_SESSIONS per device key (pinned host key), across the device's addresses. */
   readonly deviceLocks: DeviceLocks;
   /** The same key's claim across hosts (`svc-locks`): one host at a time holds sessions to it. */
-  readonly deviceHolds: DeviceHolds | null;
+  readonly deviceHolds: DeviceHolds;
   /** Jobs running now, by id: what a cancel or a shutdown aborts. */
   readonly running: RunningJobs;
   /**

@@ -5,7 +5,7 @@ import {
   isWrongRevision,
   type DeviceClaimEntry,
 } from '@svc/proto';
-import { decodedEntries } from '@svc/nats';
+import { decodedEntries, type BucketWatchEntry } from '@svc/nats';
 import type { Logger } from '@svc/telemetry';
 import { abortError } from '../device/abort.js';
 
@@ -40,13 +40,8 @@ export interface ClaimStore {
   get(key: string): Promise<{ value: Uint8Array; revision: number; operation: string } | null>;
 }
 
-/** One write of a claim key, as the bucket's watch gives it. */
-export interface ClaimWrite {
-  key: string;
-  value: Uint8Array;
-  operation: 'PUT' | 'DEL' | 'PURGE';
-  revision: number;
-}
+/** One write of a claim key, as the bucket's watch gives it (what the claims read of one). */
+export type ClaimWrite = Pick<BucketWatchEntry, 'key' | 'value' | 'operation' | 'revision'>;
 
 export interface ClusterClaimsDeps {
   store: ClaimStore;
