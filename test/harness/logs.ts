@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import { waitUntil, type WaitOptions } from './wait.js';
 
 /** Every line written to `sink`: a `logSink` of startInProcessStack, or any pino destination. */
 export interface LogCapture {
@@ -24,4 +25,19 @@ export function captureLogs(): LogCapture {
     },
   });
   return { sink, lines, records };
+}
+
+/** Resolves once `logs` holds a line of job `jobId` saying `message` (waits as `waitUntil`). */
+export async function waitForJobLine(
+  logs: LogCapture,
+  jobId: string,
+  message: string,
+  what: string,
+  options: WaitOptions = {},
+): Promise<void> {
+  await waitUntil(
+    () => logs.records.some((r) => r['job_id'] === jobId && r['message'] === message) || null,
+    what,
+    options,
+  );
 }

@@ -27,7 +27,7 @@ export { sharedDir, ntcTemplatesDir, ntcSkip, writeTextfsmFixture } from './shar
 export { waitUntil } from './wait.js';
 export { loseMessage } from './lost-messages.js';
 export { natsCredentials, natsUsers } from './nats-users.js';
-export { captureLogs } from './logs.js';
+export { captureLogs, waitForJobLine } from './logs.js';
 export {
   deviceStackForFile,
   deviceStackForTest,

@@ -33,6 +33,7 @@ import {
   submitHeldJob,
   waitForJob,
   waitHealthy,
+  waitForJobLine,
   waitUntil,
   type TestDeviceStack,
 } from '../harness/mod.js';
@@ -188,13 +189,10 @@ test("when a device's shard is taken over from its stopping owner while that own
     'the shard taken by the other host',
   );
   assert.equal(taken.epoch, before.epoch + 1);
-  await waitUntil(
-    () =>
-      logs.records.some(
-        (r) =>
-          r['job_id'] === held &&
-          r['message'] === 'taken over while its earlier owner runs it; waits',
-      ),
+  await waitForJobLine(
+    logs,
+    held,
+    'taken over while its earlier owner runs it; waits',
     'the new owner waiting for the job its earlier owner runs',
   );
   assert.equal((await l.jobs.get(ids[0]!))!.record.status, 'queued', 'the next job waits');

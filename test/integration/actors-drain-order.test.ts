@@ -34,6 +34,7 @@ import {
   submitHeldJob,
   testEnv,
   waitForJob,
+  waitForJobLine,
   waitUntil,
   waitWorkers,
 } from '../harness/mod.js';
@@ -230,13 +231,10 @@ test("when an owner whose shards were taken over has not learned it and its runn
     'the shard taken over by the other host',
   );
   assert.equal(taken.epoch, first.epoch + 1);
-  await waitUntil(
-    () =>
-      logs.records.some(
-        (r) =>
-          r['job_id'] === running &&
-          r['message'] === 'taken over while its earlier owner runs it; waits',
-      ),
+  await waitForJobLine(
+    logs,
+    running,
+    'taken over while its earlier owner runs it; waits',
     'the new owner waiting for the running job',
   );
 

@@ -27,6 +27,7 @@ import {
   startInProcessStack,
   startNamedActor,
   waitForJob,
+  waitForJobLine,
   waitUntil,
   type LogCapture,
   type TestCleanup,
@@ -106,11 +107,10 @@ async function submit(lab: Lab): Promise<string> {
 
 /** Resolves once the first host has given the job up (its bookkeeping failed past retries). */
 async function bookkeepingFailed(lab: Lab, jobId: string): Promise<void> {
-  await waitUntil(
-    () =>
-      lab.logs.records.some(
-        (r) => r['job_id'] === jobId && r['message'] === 'job bookkeeping failed; will retry',
-      ) || null,
+  await waitForJobLine(
+    lab.logs,
+    jobId,
+    'job bookkeeping failed; will retry',
     "the first host's bookkeeping of the job to fail",
     { timeoutMs: 150_000 },
   );
@@ -166,13 +166,10 @@ describe('an actor host whose bookkeeping of a job failed', { concurrency: 2 }, 
     await lab.device.setFaults({});
     await bookkeepingFailed(lab, jobId);
     // The next owner has the job, and waits for the first host, which still beats.
-    await waitUntil(
-      () =>
-        logsB.records.some(
-          (r) =>
-            r['job_id'] === jobId &&
-            r['message'] === 'taken over while its earlier owner runs it; waits',
-        ) || null,
+    await waitForJobLine(
+      logsB,
+      jobId,
+      'taken over while its earlier owner runs it; waits',
       'the second host to wait for the job',
     );
     lab.filter.drop(null);
